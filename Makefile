@@ -1,0 +1,101 @@
+# nsbox: native Linux sandboxes for AI agents.
+#
+#   make                      build build/nsbox
+#   make check                build and run every test tier (ends with "N passed, N failed, N skipped")
+#   make bench                benchmarks against peers (not part of check)
+#   make install PREFIX=/usr DESTDIR=/tmp/pkg
+#   make SANITIZE=address,undefined check
+
+VERSION := 0.1.0
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+POLICYDIR ?= $(DATADIR)/nsbox/policy
+B := build
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+# Every dependency comes through pkg-config; the nsbox binary links only what it uses, so a cold
+# start does not pay for libgit2's relocations.
+ALL_PKGS := libseccomp libcap libnl-3.0 libnl-route-3.0 jansson libgit2
+RUN_PKGS := libseccomp libcap jansson
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+MISSING := $(shell for p in $(ALL_PKGS) check; do $(PKG_CONFIG) --exists $$p || echo $$p; done)
+ifneq ($(strip $(MISSING)),)
+$(error missing development packages: $(MISSING); run ./quickstart.sh or see README, Quick start)
+endif
+endif
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(RUN_PKGS))
+PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(RUN_PKGS))
+CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
+
+WARNINGS := -Wall -Wextra -Werror -Wformat=2 -Wstrict-prototypes -Wshadow=local \
+	-Werror=implicit-function-declaration -Werror=incompatible-pointer-types \
+	-Werror=int-conversion -Werror=return-type -Werror=missing-include-dirs \
+	-Werror=pointer-arith -Werror=init-self -Werror=vla
+SANITIZE ?=
+ifeq ($(strip $(SANITIZE)),)
+HARDEN := -D_FORTIFY_SOURCE=3 -fstack-protector-strong -fstack-clash-protection -fcf-protection
+else
+HARDEN := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_LDFLAGS := -fsanitize=$(SANITIZE)
+endif
+CFLAGS ?= -O2 -g
+override CFLAGS += -std=gnu11 -D_GNU_SOURCE -fPIE $(WARNINGS) $(HARDEN) -MMD -MP \
+	-DNSBOX_VERSION='"$(VERSION)"' -DNSBOX_POLICYDIR='"$(POLICYDIR)"' $(PKG_CFLAGS)
+override LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SAN_LDFLAGS)
+
+LIB_SRCS := $(filter-out runtime/cli.c,$(wildcard runtime/*.c)) rootfs/hostview.c
+LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_OBJS := $(UNIT_SRCS:%.c=$(B)/%.o)
+PROBE_SRCS := $(wildcard tests/escape/*.c)
+PROBES := $(PROBE_SRCS:tests/escape/%.c=$(B)/tests/%)
+
+.PHONY: all check unit integration escape vm bench install uninstall clean
+all: $(B)/nsbox
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(B)/libnsbox.a: $(LIB_OBJS)
+	$(AR) rcs $@ $^
+
+$(B)/nsbox: $(B)/runtime/cli.o $(B)/libnsbox.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(B)/tests/unit: $(UNIT_OBJS) $(B)/libnsbox.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
+$(UNIT_OBJS): override CFLAGS += $(CHECK_CFLAGS)
+
+# Escape probes run inside sandboxes: plain C programs issuing the attacks directly.
+$(B)/tests/%: tests/escape/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+check: $(B)/nsbox $(B)/tests/unit $(PROBES)
+	NSBOX=$(abspath $(B)/nsbox) NSBOX_BUILD=$(abspath $(B)) tests/run
+
+bench: $(B)/nsbox
+	NSBOX=$(abspath $(B)/nsbox) tests/bench/run
+
+install: $(B)/nsbox
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(POLICYDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(DATADIR)/nsbox/rootfs
+	install -m 0755 $(B)/nsbox $(DESTDIR)$(BINDIR)/nsbox
+	install -m 0644 policy/*.json $(DESTDIR)$(POLICYDIR)/
+	install -m 0644 man/nsbox.1 $(DESTDIR)$(MANDIR)/man1/nsbox.1
+	install -m 0644 man/nsbox-policy.5 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5
+	install -m 0755 rootfs/mkrootfs-debootstrap $(DESTDIR)$(DATADIR)/nsbox/rootfs/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/nsbox $(DESTDIR)$(MANDIR)/man1/nsbox.1 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5
+	rm -rf $(DESTDIR)$(DATADIR)/nsbox
+
+clean:
+	rm -rf $(B)
+
+-include $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(B)/runtime/cli.d

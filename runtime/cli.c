@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The nsbox command: each subcommand parses its options and calls one library function; only
+ * here does an error become a message on stderr and an exit status. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "options.h"
+#include "policy.h"
+#include "sandbox.h"
+
+#ifndef NSBOX_VERSION
+#define NSBOX_VERSION "0.1.0"
+#endif
+
+static const char usage_main[] =
+        "usage: nsbox COMMAND [OPTIONS]\n"
+        "\n"
+        "Commands:\n"
+        "  run [OPTIONS] [--] CMD [ARG...]   run CMD in a new sandbox; exit status is CMD's\n"
+        "\n"
+        "  nsbox --help | nsbox --version | nsbox COMMAND --help\n"
+        "See nsbox(1) and nsbox-policy(5).\n";
+
+static const char usage_run[] =
+        "usage: nsbox run [OPTIONS] [--] CMD [ARG...]\n"
+        "\n"
+        "Run CMD in a new sandbox: new user, mount, pid, net, ipc, uts and cgroup namespaces, an\n"
+        "overlay root discarded at exit, no capabilities, no_new_privs and a seccomp filter.\n"
+        "\n"
+        "  --policy NAME|FILE     policy to start from (default: default)\n"
+        "  --rootfs host|DIR      root: the host's /usr view (default), or DIR as read-only lower layer\n"
+        "  --workdir DIR          writable working directory, the command's cwd (default: /workspace)\n"
+        "  --bind SRC:DST[:rw]    bind host SRC at DST, read-only unless :rw\n"
+        "  --tmpfs DST[:SIZE]     a private tmpfs at DST\n"
+        "  -e, --env K=V | K      set K, or pass the caller's K through\n"
+        "  --hostname NAME        host name inside (default: nsbox)\n"
+        "  --timeout SECONDS      kill every process of the sandbox after SECONDS; exit status 124\n"
+        "  --disk SIZE            size of the writable layer and /tmp together (default: 1G)\n"
+        "  --net none             network: loopback only (the default)\n"
+        "  --json                 print a result object on stderr after the run\n"
+        "  -h, --help             this help\n"
+        "\n"
+        "Exit status: CMD's; 128+N if killed by signal N; 124 on timeout; 125 if nsbox failed;\n"
+        "126 if CMD cannot be executed; 127 if CMD is not found.\n";
+
+static void print_json_result(const nsbox_result *r)
+{
+        const char *reason = r->timed_out ? "timed_out" : r->oom_killed ? "oom_killed" : r->signal ? "signaled" : "exited";
+        fprintf(stderr,
+                "{\"exit_code\":%d,\"signal\":%d,\"reason\":\"%s\",\"timed_out\":%s,\"oom_killed\":%s,"
+                "\"wall_time_ms\":%.3f,\"cpu_time_ms\":%.3f,\"user_time_ms\":%.3f,\"system_time_ms\":%.3f,"
+                "\"peak_memory_bytes\":%" PRIu64 ",\"status\":%d}\n",
+                r->exit_code, r->signal, reason, r->timed_out ? "true" : "false", r->oom_killed ? "true" : "false",
+                (double)r->wall_us / 1000.0, (double)(r->user_us + r->sys_us) / 1000.0, (double)r->user_us / 1000.0,
+                (double)r->sys_us / 1000.0, r->max_rss_bytes, r->status);
+}
+
+static int fail(nsbox_error *err)
+{
+        fprintf(stderr, "nsbox: %s\n", err->msg ? err->msg : "failed");
+        int status = err->exit_status ? err->exit_status : 125;
+        nsbox_error_clear(err);
+        return status;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+        nsbox_error err = { 0 };
+        nsbox_run_options o;
+        nsbox_policy *p = NULL;
+        nsbox_result res;
+        int status;
+        if (nsbox_run_options_parse(argc, argv, &o, &err) < 0) {
+                status = fail(&err);
+                goto out;
+        }
+        if (o.help) {
+                fputs(usage_run, stdout);
+                status = 0;
+                goto out;
+        }
+        if (nsbox_run_options_policy(&o, &p, &err) < 0 || nsbox_policy_check_host(p, &err) < 0 ||
+            nsbox_run(p, o.argv, &res, &err) < 0) {
+                status = fail(&err);
+                goto out;
+        }
+        if (o.json)
+                print_json_result(&res);
+        status = res.status;
+out:
+        nsbox_policy_free(p);
+        nsbox_run_options_release(&o);
+        return status;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                fputs(usage_main, stderr);
+                return 125;
+        }
+        const char *cmd = argv[1];
+        if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+                fputs(usage_main, stdout);
+                return 0;
+        }
+        if (!strcmp(cmd, "--version")) {
+                printf("nsbox %s\n", NSBOX_VERSION);
+                return 0;
+        }
+        if (!strcmp(cmd, "run"))
+                return cmd_run(argc - 1, argv + 1);
+        fprintf(stderr, "nsbox: unknown command '%s' (see nsbox --help)\n", cmd);
+        return 125;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *vformat(const char *fmt, va_list ap)
+{
+        char *s = NULL;
+        if (vasprintf(&s, fmt, ap) < 0)
+                return NULL;
+        return s;
+}
+
+int nsbox_err(nsbox_error *err, int errnum, const char *fmt, ...)
+{
+        if (errnum < 0)
+                errnum = -errnum;
+        if (err && !err->msg) {
+                va_list ap;
+                va_start(ap, fmt);
+                char *base = vformat(fmt, ap);
+                va_end(ap);
+                if (base && errnum > 0) {
+                        char *full = NULL;
+                        if (asprintf(&full, "%s: %s", base, strerror(errnum)) >= 0) {
+                                free(base);
+                                base = full;
+                        }
+                }
+                err->msg = base ? base : strdup("out of memory while reporting an error");
+                err->errnum = errnum;
+                if (!err->exit_status)
+                        err->exit_status = 125;
+        }
+        return errnum > 0 ? -errnum : -EINVAL;
+}
+
+int nsbox_err_wrap(nsbox_error *err, int ret, const char *fmt, ...)
+{
+        if (!err || !err->msg)
+                return ret;
+        va_list ap;
+        va_start(ap, fmt);
+        char *prefix = vformat(fmt, ap);
+        va_end(ap);
+        char *full = NULL;
+        if (prefix && asprintf(&full, "%s: %s", prefix, err->msg) >= 0) {
+                free(err->msg);
+                err->msg = full;
+        }
+        free(prefix);
+        return ret;
+}
+
+void nsbox_error_clear(nsbox_error *err)
+{
+        if (!err)
+                return;
+        free(err->msg);
+        err->msg = NULL;
+        err->errnum = 0;
+        err->exit_status = 0;
+}

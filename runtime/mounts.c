@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Building the sandbox root.
+ *
+ * Everything is staged on one tmpfs mounted over /tmp in the new mount namespace (invisible to
+ * the host, and gone when the namespace is): the overlay's upper and work directories, the
+ * skeleton lower layer of the host view, and the sandbox's /tmp.  Its size is the sandbox's disk
+ * limit.  Mount targets inside the new root are walked component by component with O_NOFOLLOW
+ * and mounted through /proc/self/fd/N, so a symlink in a root filesystem cannot redirect a mount
+ * or a mkdir onto the host (crun's safe_openat, runc CVE-2021-30465). */
+#include "mounts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../rootfs/hostview.h"
+#include "util.h"
+
+#define STAGE "/tmp"
+#define STAGE_ROOT STAGE "/root"
+#define FD_PATH_MAX 32
+
+typedef struct fdpath {
+        char s[FD_PATH_MAX];
+} fdpath;
+
+static fdpath fd_path(int fd)
+{
+        fdpath p;
+        snprintf(p.s, sizeof(p.s), "/proc/self/fd/%d", fd);
+        return p;
+}
+
+static int do_mount(const char *src, const char *dst, const char *shown, const char *type, unsigned long flags,
+                    const char *data, nsbox_error *err)
+{
+        if (mount(src, dst, type, flags, data) < 0)
+                return nsbox_err(err, errno, "mount %s on '%s'", type ? type : (src ? src : "bind"), shown);
+        return 0;
+}
+
+static int set_attr(int fd, const char *shown, bool recursive, uint64_t set, uint64_t clr, nsbox_error *err)
+{
+        struct mount_attr attr = { .attr_set = set, .attr_clr = clr };
+        unsigned flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
+        if (syscall(SYS_mount_setattr, fd, "", flags, &attr, sizeof(attr)) < 0)
+                return nsbox_err(err, errno, "set mount flags on '%s'", shown);
+        return 0;
+}
+
+/* Open PATH (absolute, normalized) below rootfd, creating missing components: directories, and
+ * the last one as a file when want_file.  No symlink is followed, not even in the middle. */
+static int open_in_root(int rootfd, const char *path, bool want_file, int *ret, nsbox_error *err)
+{
+        _cleanup_close_ int cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return nsbox_err(err, errno, "dup");
+        char comp[NAME_MAX + 1];
+        const char *p = path;
+        while (*p == '/')
+                p++;
+        while (*p) {
+                const char *s = p;
+                while (*p && *p != '/')
+                        p++;
+                size_t len = (size_t)(p - s);
+                while (*p == '/')
+                        p++;
+                if (len > NAME_MAX)
+                        return nsbox_err(err, ENAMETOOLONG, "'%s'", path);
+                memcpy(comp, s, len);
+                comp[len] = '\0';
+                bool last = !*p;
+                int fd;
+                if (last && want_file) {
+                        fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                        if (fd < 0 && errno == ENOENT) {
+                                int c = openat(cur, comp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                                if (c < 0)
+                                        return nsbox_err(err, errno, "create mount point '%s' in the sandbox root", path);
+                                close(c);
+                                fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                        }
+                        if (fd >= 0) {
+                                struct stat st;
+                                if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) {
+                                        close(fd);
+                                        return nsbox_err(err, 0, "'%s' in the sandbox root is a %s, not a file; refusing to mount over it",
+                                                         path, S_ISDIR(st.st_mode) ? "directory" : "symlink");
+                                }
+                        }
+                } else {
+                        fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+                        if (fd < 0 && errno == ENOENT) {
+                                if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
+                                        return nsbox_err(err, errno, "create directory '%s' in the sandbox root", path);
+                                fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+                        }
+                        if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
+                                return nsbox_err(err, 0, "'%s' in the sandbox root is not a directory (a symlink?); refusing to mount over it", path);
+                }
+                if (fd < 0)
+                        return nsbox_err(err, errno, "open '%s' in the sandbox root", path);
+                close(cur);
+                cur = fd;
+        }
+        *ret = steal_fd(&cur);
+        return 0;
+}
+
+/* Bind a host path onto TARGET inside the root: MS_REC so nothing below it is uncovered, then
+ * read-only/nosuid/nodev on the bind and every submount at once. */
+static int bind_into_root(int rootfd, const char *src, const char *target, bool readonly, nsbox_error *err)
+{
+        struct stat st;
+        if (stat(src, &st) < 0)
+                return nsbox_err(err, errno, "bind '%s'", src);
+        _cleanup_close_ int fd = -1;
+        int r = open_in_root(rootfd, target, !S_ISDIR(st.st_mode), &fd, err);
+        if (r < 0)
+                return r;
+        fdpath fp = fd_path(fd);
+        if ((r = do_mount(src, fp.s, target, NULL, MS_BIND | MS_REC, NULL, err)) < 0)
+                return r;
+        /* the fd still points at the covered mount point: reopen to get the new mount */
+        _cleanup_close_ int mfd = -1;
+        if ((r = open_in_root(rootfd, target, !S_ISDIR(st.st_mode), &mfd, err)) < 0)
+                return r;
+        uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0);
+        return set_attr(mfd, target, true, set, 0, err);
+}
+
+static int mount_tmpfs_in_root(int rootfd, const char *target, const char *opts, unsigned long flags, nsbox_error *err)
+{
+        _cleanup_close_ int fd = -1;
+        int r = open_in_root(rootfd, target, false, &fd, err);
+        if (r < 0)
+                return r;
+        fdpath fp = fd_path(fd);
+        return do_mount("tmpfs", fp.s, target, "tmpfs", flags, opts, err);
+}
+
+/* A text file inside the root (through the overlay for a rootfs directory), never through a
+ * symlink. */
+static int write_in_root(int rootfd, const char *dir, const char *name, const char *content, nsbox_error *err)
+{
+        _cleanup_close_ int dfd = -1;
+        int r = open_in_root(rootfd, dir, false, &dfd, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int d = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d < 0)
+                return nsbox_err(err, errno, "open '%s' in the sandbox root", dir);
+        if (unlinkat(d, name, 0) < 0 && errno != ENOENT)
+                return nsbox_err(err, errno, "replace '%s/%s' in the sandbox root", dir, name);
+        if ((r = write_file_at(d, name, content, 0644)) < 0)
+                return nsbox_err(err, -r, "write '%s/%s' in the sandbox root", dir, name);
+        return 0;
+}
+
+/* passwd and group: the rootfs's own entries (for a rootfs directory), less any that clash with
+ * the sandbox user, then the sandbox user. */
+static int identity_file(int rootfd, const char *name, const char *ours, const char *key_name, unsigned key_id, nsbox_error *err)
+{
+        _cleanup_sb_ strbuf sb;
+        sb_init(&sb, 1 << 20);
+        _cleanup_close_ int etc = -1;
+        _cleanup_free_ char *old = NULL;
+        int r = open_in_root(rootfd, "/etc", false, &etc, err);
+        if (r < 0)
+                return r;
+        if (read_file_at(etc, name, 1 << 20, &old, NULL) == 0) {
+                char *save = NULL;
+                for (char *line = strtok_r(old, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                        char prefix[96];
+                        snprintf(prefix, sizeof(prefix), "%s:", key_name);
+                        char idfield[32];
+                        snprintf(idfield, sizeof(idfield), ":%u:", key_id);
+                        const char *colon = strchr(line, ':');
+                        const char *second = colon ? strchr(colon + 1, ':') : NULL;
+                        if (!strncmp(line, prefix, strlen(prefix)) || (second && !strncmp(second, idfield, strlen(idfield))))
+                                continue;
+                        if (sb_appendf(&sb, "%s\n", line) < 0)
+                                return nsbox_err(err, E2BIG, "'/etc/%s' in the root filesystem", name);
+                }
+        }
+        if (sb_appendf(&sb, "%s", ours) < 0)
+                return -ENOMEM;
+        return write_in_root(rootfd, "/etc", name, sb.buf, err);
+}
+
+static int write_identity(int rootfd, const nsbox_policy *p, bool from_rootfs, nsbox_error *err)
+{
+        const char *shell = access(from_rootfs ? STAGE_ROOT "/bin/bash" : "/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+        char passwd[1024], group[512], hosts[512], hostname[80];
+        snprintf(passwd, sizeof(passwd), "%s%s:x:%u:%u::%s:%s\n%s", p->uid == 0 || from_rootfs ? "" : "root:x:0:0:root:/root:/bin/sh\n",
+                 p->user_name, p->uid, p->gid, p->home, shell,
+                 from_rootfs ? "" : "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+        snprintf(group, sizeof(group), "%s%s:x:%u:\n%s", p->gid == 0 || from_rootfs ? "" : "root:x:0:\n", p->user_name, p->gid,
+                 from_rootfs ? "" : "nogroup:x:65534:\n");
+        snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", p->hostname);
+        snprintf(hostname, sizeof(hostname), "%s\n", p->hostname);
+        int r;
+        if ((r = identity_file(rootfd, "passwd", passwd, p->user_name, p->uid, err)) < 0 ||
+            (r = identity_file(rootfd, "group", group, p->user_name, p->gid, err)) < 0 ||
+            (r = write_in_root(rootfd, "/etc", "hosts", hosts, err)) < 0 ||
+            (r = write_in_root(rootfd, "/etc", "hostname", hostname, err)) < 0)
+                return r;
+        if (p->net == NET_NONE)
+                r = write_in_root(rootfd, "/etc", "resolv.conf", "# nsbox: network mode none, no name server\n", err);
+        return r;
+}
+
+/* The host view's lower layer: empty mount points and the host's own symlinks (bin -> usr/bin
+ * on merged-/usr hosts), on the staging tmpfs.  The binds themselves go onto the merged root. */
+static int build_host_skeleton(int lowerfd, nsbox_error *err)
+{
+        static const char *const dirs[] = { "/etc", "/proc", "/dev", "/tmp", "/run", "/var", "/home", "/mnt", "/opt" };
+        int r;
+        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+                _cleanup_close_ int fd = -1;
+                if ((r = open_in_root(lowerfd, dirs[i], false, &fd, err)) < 0)
+                        return r;
+        }
+        if (symlinkat("../tmp", lowerfd, "var/tmp") < 0)
+                return nsbox_err(err, errno, "create '/var/tmp'");
+        for (size_t i = 0; i < nsbox_hostview_len; i++) {
+                const nsbox_hostview_entry *e = &nsbox_hostview[i];
+                struct stat st;
+                if (lstat(e->path, &st) < 0) {
+                        if (errno == ENOENT && (e->flags & HV_OPTIONAL))
+                                continue;
+                        return nsbox_err(err, errno, "host view: '%s'", e->path);
+                }
+                if (S_ISLNK(st.st_mode) && (e->flags & HV_LINK)) {
+                        char target[PATH_MAX];
+                        ssize_t n = readlink(e->path, target, sizeof(target) - 1);
+                        if (n < 0)
+                                return nsbox_err(err, errno, "host view: readlink '%s'", e->path);
+                        target[n] = '\0';
+                        if (symlinkat(target, lowerfd, e->path + 1) < 0)
+                                return nsbox_err(err, errno, "host view: symlink '%s'", e->path);
+                        continue;
+                }
+                if (stat(e->path, &st) < 0) {
+                        if (e->flags & HV_OPTIONAL)
+                                continue; /* a dangling symlink on the host */
+                        return nsbox_err(err, errno, "host view: '%s'", e->path);
+                }
+                _cleanup_close_ int fd = -1;
+                if ((r = open_in_root(lowerfd, e->path, !S_ISDIR(st.st_mode), &fd, err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int bind_host_view(int rootfd, nsbox_error *err)
+{
+        for (size_t i = 0; i < nsbox_hostview_len; i++) {
+                const nsbox_hostview_entry *e = &nsbox_hostview[i];
+                struct stat st;
+                if (lstat(e->path, &st) < 0 || (S_ISLNK(st.st_mode) && (e->flags & HV_LINK)) || stat(e->path, &st) < 0)
+                        continue; /* absent (optional, checked above) or recreated as a symlink */
+                int r = bind_into_root(rootfd, e->path, e->path, true, err);
+                if (r < 0)
+                        return nsbox_err_wrap(err, r, "host view");
+        }
+        return 0;
+}
+
+/* /dev: a small tmpfs with only the harmless character devices (bound from the host, since a
+ * user namespace cannot mknod), a private devpts, /dev/shm, and the usual symlinks. */
+static int setup_dev(int rootfd, uint64_t shm_size, nsbox_error *err)
+{
+        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+        static const char *const links[][2] = {
+                { "/proc/self/fd", "fd" }, { "/proc/self/fd/0", "stdin" }, { "/proc/self/fd/1", "stdout" },
+                { "/proc/self/fd/2", "stderr" }, { "pts/ptmx", "ptmx" },
+        };
+        int r = mount_tmpfs_in_root(rootfd, "/dev", "mode=0755,size=64k,nr_inodes=64", MS_NOSUID | MS_NOEXEC, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int dev = -1;
+        if ((r = open_in_root(rootfd, "/dev", false, &dev, err)) < 0)
+                return r;
+        _cleanup_close_ int devd = openat(dev, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (devd < 0)
+                return nsbox_err(err, errno, "open /dev");
+        for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
+                char host[32], inside[32];
+                snprintf(host, sizeof(host), "/dev/%s", nodes[i]);
+                snprintf(inside, sizeof(inside), "/dev/%s", nodes[i]);
+                _cleanup_close_ int fd = -1;
+                if ((r = open_in_root(rootfd, inside, true, &fd, err)) < 0)
+                        return r;
+                fdpath fp = fd_path(fd);
+                if ((r = do_mount(host, fp.s, inside, NULL, MS_BIND, NULL, err)) < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(links); i++)
+                if (symlinkat(links[i][0], devd, links[i][1]) < 0)
+                        return nsbox_err(err, errno, "create '/dev/%s'", links[i][1]);
+        _cleanup_close_ int pts = -1;
+        if ((r = open_in_root(rootfd, "/dev/pts", false, &pts, err)) < 0)
+                return r;
+        fdpath fp = fd_path(pts);
+        /* newinstance: the sandbox's ptys are its own, none of the host's are reachable */
+        if ((r = do_mount("devpts", fp.s, "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620", err)) < 0)
+                return r;
+        char shm_opts[64];
+        snprintf(shm_opts, sizeof(shm_opts), "mode=1777,size=%llu", (unsigned long long)shm_size);
+        if ((r = mount_tmpfs_in_root(rootfd, "/dev/shm", shm_opts, MS_NOSUID | MS_NODEV, err)) < 0)
+                return r;
+        /* nothing may be added to /dev afterwards */
+        _cleanup_close_ int devm = -1;
+        if ((r = open_in_root(rootfd, "/dev", false, &devm, err)) < 0)
+                return r;
+        return set_attr(devm, "/dev", false, MOUNT_ATTR_RDONLY, 0, err);
+}
+
+/* A fresh /proc for the new pid namespace, with the entries that describe or steer the host
+ * kernel made read-only or hidden. */
+static int setup_proc(int rootfd, nsbox_error *err)
+{
+        static const char *const readonly[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs" };
+        static const char *const hidden_files[] = { "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
+                                                    "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms",
+                                                    "/proc/kpagecount", "/proc/kpageflags", "/proc/kpagecgroup" };
+        static const char *const hidden_dirs[] = { "/proc/acpi", "/proc/scsi", "/proc/driver" };
+        _cleanup_close_ int fd = -1;
+        int r = open_in_root(rootfd, "/proc", false, &fd, err);
+        if (r < 0)
+                return r;
+        fdpath fp = fd_path(fd);
+        if ((r = do_mount("proc", fp.s, "/proc", "proc", MS_NOSUID | MS_NOEXEC | MS_NODEV, NULL, err)) < 0)
+                return r;
+        _cleanup_close_ int procfd = -1;
+        if ((r = open_in_root(rootfd, "/proc", false, &procfd, err)) < 0)
+                return r;
+        for (size_t i = 0; i < ARRAY_SIZE(readonly); i++) {
+                _cleanup_close_ int e = openat(procfd, readonly[i] + 6, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (e < 0)
+                        continue; /* not in this kernel */
+                fdpath ep = fd_path(e);
+                if ((r = do_mount(ep.s, ep.s, readonly[i], NULL, MS_BIND | MS_REC, NULL, err)) < 0)
+                        return r;
+                _cleanup_close_ int m = openat(procfd, readonly[i] + 6, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (m < 0)
+                        return nsbox_err(err, errno, "reopen '%s'", readonly[i]);
+                if ((r = set_attr(m, readonly[i], true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, 0, err)) < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(hidden_files); i++) {
+                _cleanup_close_ int e = openat(procfd, hidden_files[i] + 6, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (e < 0)
+                        continue;
+                fdpath ep = fd_path(e);
+                if ((r = do_mount("/dev/null", ep.s, hidden_files[i], NULL, MS_BIND, NULL, err)) < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(hidden_dirs); i++) {
+                _cleanup_close_ int e = openat(procfd, hidden_dirs[i] + 6, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+                if (e < 0)
+                        continue;
+                fdpath ep = fd_path(e);
+                if ((r = do_mount("tmpfs", ep.s, hidden_dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1", err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int pivot_into(const char *newroot, nsbox_error *err)
+{
+        if (chdir(newroot) < 0)
+                return nsbox_err(err, errno, "chdir '%s'", newroot);
+        /* pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves
+         * the sandbox with no path to the host's filesystem (the lxc/runc idiom). */
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                return nsbox_err(err, errno, "pivot_root");
+        if (mount(NULL, ".", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return nsbox_err(err, errno, "make old root private");
+        if (umount2(".", MNT_DETACH) < 0)
+                return nsbox_err(err, errno, "detach old root");
+        if (chdir("/") < 0)
+                return nsbox_err(err, errno, "chdir /");
+        return 0;
+}
+
+int nsbox_setup_root(const nsbox_policy *p, nsbox_error *err)
+{
+        int r;
+        /* 3. Nothing we mount may propagate back to the host. */
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return nsbox_err(err, errno, "make / private");
+
+        /* The staging tmpfs: its size bounds the writable layer and /tmp together. */
+        char opts[96];
+        uint64_t disk = p->limits.disk ? p->limits.disk : (1ull << 30);
+        snprintf(opts, sizeof(opts), "mode=0700,size=%llu", (unsigned long long)disk);
+        if ((r = do_mount("tmpfs", STAGE, STAGE, "tmpfs", MS_NOSUID | MS_NODEV, opts, err)) < 0)
+                return r;
+        static const char *const stage_dirs[] = { STAGE "/upper", STAGE "/work", STAGE "/lower", STAGE_ROOT, STAGE "/tmp" };
+        for (size_t i = 0; i < ARRAY_SIZE(stage_dirs); i++)
+                if (mkdir(stage_dirs[i], 0755) < 0)
+                        return nsbox_err(err, errno, "create '%s'", stage_dirs[i]);
+        if (chmod(STAGE "/tmp", 01777) < 0)
+                return nsbox_err(err, errno, "chmod '%s'", STAGE "/tmp");
+
+        /* 4. The root: an overlay whose upper layer lives on the staging tmpfs. */
+        const char *lower = STAGE "/lower";
+        if (p->root == ROOT_HOST) {
+                _cleanup_close_ int lowerfd = open(lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (lowerfd < 0)
+                        return nsbox_err(err, errno, "open '%s'", lower);
+                if ((r = build_host_skeleton(lowerfd, err)) < 0)
+                        return r;
+        } else
+                lower = p->root_path;
+        _cleanup_free_ char *ovl = NULL;
+        if (asprintf(&ovl, "lowerdir=%s,upperdir=" STAGE "/upper,workdir=" STAGE "/work,userxattr", lower) < 0)
+                return -ENOMEM;
+        if ((r = do_mount("overlay", STAGE_ROOT, "/", "overlay", MS_NOSUID | MS_NODEV, ovl, err)) < 0)
+                return r;
+        _cleanup_close_ int rootfd = open(STAGE_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (rootfd < 0)
+                return nsbox_err(err, errno, "open the new root");
+        if ((r = write_identity(rootfd, p, p->root == ROOT_DIR, err)) < 0)
+                return r;
+        if (p->root == ROOT_HOST && (r = bind_host_view(rootfd, err)) < 0)
+                return r;
+
+        /* Writable places get mounts of their own, so the root itself can be read-only. */
+        _cleanup_close_ int wd = -1;
+        if ((r = open_in_root(rootfd, p->workdir, false, &wd, err)) < 0)
+                return r;
+        fdpath wp = fd_path(wd);
+        if ((r = do_mount(wp.s, wp.s, p->workdir, NULL, MS_BIND, NULL, err)) < 0)
+                return r;
+        if (strcmp(p->home, p->workdir)) {
+                _cleanup_close_ int hd = -1;
+                if ((r = open_in_root(rootfd, p->home, false, &hd, err)) < 0)
+                        return r;
+                fdpath hp = fd_path(hd);
+                if ((r = do_mount(hp.s, hp.s, p->home, NULL, MS_BIND, NULL, err)) < 0)
+                        return r;
+        }
+        if ((r = bind_into_root(rootfd, STAGE "/tmp", "/tmp", false, err)) < 0)
+                return r;
+
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                const nsbox_mount *m = &p->mounts[i];
+                if (m->type == MOUNT_BIND)
+                        r = bind_into_root(rootfd, m->source, m->target, m->readonly, err);
+                else {
+                        char topts[64] = "mode=1777";
+                        if (m->size)
+                                snprintf(topts, sizeof(topts), "mode=1777,size=%llu", (unsigned long long)m->size);
+                        r = mount_tmpfs_in_root(rootfd, m->target, topts, MS_NOSUID | MS_NODEV, err);
+                }
+                if (r < 0)
+                        return r;
+        }
+        if ((r = setup_dev(rootfd, disk < (64u << 20) ? disk : (64u << 20), err)) < 0)
+                return r;
+        if ((r = setup_proc(rootfd, err)) < 0)
+                return r;
+        /* Last, once every mount point exists: the root mount itself (not its submounts). */
+        if (p->root_readonly && (r = set_attr(rootfd, "/", false, MOUNT_ATTR_RDONLY, 0, err)) < 0)
+                return r;
+
+        /* 5. Enter the new root; the host's is detached and unreachable afterwards. */
+        if ((r = pivot_into(STAGE_ROOT, err)) < 0)
+                return r;
+        if (chdir(p->workdir) < 0)
+                return nsbox_err(err, errno, "chdir '%s'", p->workdir);
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof(cwd)) || strcmp(cwd, p->workdir))
+                return nsbox_err(err, 0, "working directory is not '%s' after pivot_root", p->workdir);
+        return 0;
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+enum {
+        OPT_POLICY = 0x100, OPT_ROOTFS, OPT_WORKDIR, OPT_BIND, OPT_TMPFS, OPT_HOSTNAME, OPT_TIMEOUT,
+        OPT_JSON, OPT_DISK, OPT_NET,
+};
+
+static const struct option run_options[] = {
+        { "policy", required_argument, NULL, OPT_POLICY },
+        { "rootfs", required_argument, NULL, OPT_ROOTFS },
+        { "workdir", required_argument, NULL, OPT_WORKDIR },
+        { "bind", required_argument, NULL, OPT_BIND },
+        { "tmpfs", required_argument, NULL, OPT_TMPFS },
+        { "env", required_argument, NULL, 'e' },
+        { "hostname", required_argument, NULL, OPT_HOSTNAME },
+        { "timeout", required_argument, NULL, OPT_TIMEOUT },
+        { "disk", required_argument, NULL, OPT_DISK },
+        { "net", required_argument, NULL, OPT_NET },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "help", no_argument, NULL, 'h' },
+        {},
+};
+
+int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_error *err)
+{
+        *o = (nsbox_run_options){ .policy = "default" };
+        const char *cmd = argv[0];
+        optind = 0; /* full reset: the parser may run more than once in a process (tests) */
+        opterr = 0;
+        int c;
+        /* '+': stop at the first non-option, so the command's own options stay its own */
+        while ((c = getopt_long(argc, argv, "+e:h", run_options, NULL)) != -1) {
+                int r = 0;
+                switch (c) {
+                case OPT_POLICY: o->policy = optarg; break;
+                case OPT_ROOTFS: o->rootfs = optarg; break;
+                case OPT_WORKDIR: o->workdir = optarg; break;
+                case OPT_HOSTNAME: o->hostname = optarg; break;
+                case OPT_NET: o->net = optarg; break;
+                case OPT_BIND: r = strv_push(&o->binds, strdup(optarg)); break;
+                case OPT_TMPFS: r = strv_push(&o->tmpfs, strdup(optarg)); break;
+                case 'e': r = strv_push(&o->env, strdup(optarg)); break;
+                case OPT_JSON: o->json = true; break;
+                case 'h': o->help = true; return 0;
+                case OPT_TIMEOUT:
+                        if (parse_duration_ms(optarg, &o->timeout_ms) < 0)
+                                return nsbox_err(err, 0, "%s: --timeout '%s': expected seconds, e.g. 30 or 0.5", cmd, optarg);
+                        o->has_timeout = true;
+                        break;
+                case OPT_DISK:
+                        if (parse_size(optarg, &o->disk) < 0 || o->disk < (1 << 20))
+                                return nsbox_err(err, 0, "%s: --disk '%s': expected a size of at least 1M, e.g. 512M", cmd, optarg);
+                        o->has_disk = true;
+                        break;
+                case ':':
+                        return nsbox_err(err, 0, "%s: option '%s' needs a value", cmd, argv[optind - 1]);
+                default:
+                        if (optopt && optopt < 0x100)
+                                return nsbox_err(err, 0, "%s: unknown option '-%c' (see nsbox %s --help)", cmd, optopt, cmd);
+                        return nsbox_err(err, 0, "%s: unknown option '%s' (see nsbox %s --help)", cmd, argv[optind - 1], cmd);
+                }
+                if (r < 0)
+                        return nsbox_err(err, -r, "%s", cmd);
+        }
+        if (optind >= argc)
+                return nsbox_err(err, 0, "%s: no command given (usage: nsbox %s [OPTIONS] [--] CMD [ARG...])", cmd, cmd);
+        o->argv = argv + optind;
+        return 0;
+}
+
+static int env_default(nsbox_policy *p, const char *key, const char *value, nsbox_error *err)
+{
+        size_t n = strlen(key);
+        for (char **e = p->env; e && *e; e++)
+                if (!strncmp(*e, key, n) && (*e)[n] == '=')
+                        return 0;
+        _cleanup_free_ char *kv = NULL;
+        if (asprintf(&kv, "%s=%s", key, value) < 0)
+                return -ENOMEM;
+        return nsbox_policy_set_env(p, kv, err);
+}
+
+static int apply(const nsbox_run_options *o, nsbox_policy *p, nsbox_error *err)
+{
+        int r;
+        if (o->rootfs) {
+                if (!strcmp(o->rootfs, "host"))
+                        p->root = ROOT_HOST;
+                else {
+                        char *real = realpath(o->rootfs, NULL);
+                        if (!real)
+                                return nsbox_err(err, errno, "--rootfs '%s'", o->rootfs);
+                        p->root = ROOT_DIR;
+                        free(p->root_path);
+                        p->root_path = real;
+                }
+        }
+        if (o->workdir) {
+                char *w;
+                if (nsbox_normalize_sandbox_path(o->workdir, &w) < 0 || !strcmp(w, "/")) {
+                        if (w && !strcmp(w, "/"))
+                                free(w);
+                        return nsbox_err(err, 0, "--workdir '%s': expected an absolute path other than / without '..'", o->workdir);
+                }
+                bool home_was_workdir = !strcmp(p->home, p->workdir);
+                free(p->workdir);
+                p->workdir = w;
+                if (home_was_workdir) {
+                        free(p->home);
+                        p->home = strdup(w);
+                        if (!p->home)
+                                return -ENOMEM;
+                }
+        }
+        if (o->hostname) {
+                if (nsbox_check_hostname(o->hostname) < 0)
+                        return nsbox_err(err, 0, "--hostname '%s': expected 1 to 64 letters, digits, '-' or '.'", o->hostname);
+                free(p->hostname);
+                if (!(p->hostname = strdup(o->hostname)))
+                        return -ENOMEM;
+        }
+        if (o->net) {
+                if (!strcmp(o->net, "none"))
+                        p->net = NET_NONE;
+                else if (!strcmp(o->net, "nat"))
+                        p->net = NET_NAT;
+                else
+                        return nsbox_err(err, 0, "--net '%s': expected 'none' or 'nat'", o->net);
+        }
+        if (o->has_timeout)
+                p->limits.timeout_ms = o->timeout_ms;
+        if (o->has_disk)
+                p->limits.disk = o->disk;
+        for (char **b = o->binds; b && *b; b++) {
+                nsbox_mount m;
+                if ((r = nsbox_parse_mount_bind(*b, &m, err)) < 0)
+                        return r;
+                if ((r = nsbox_validate_mount(&m, "--bind", err)) < 0) {
+                        nsbox_mount_release(&m);
+                        return r;
+                }
+                if ((r = nsbox_policy_add_mount(p, &m, err)) < 0)
+                        return r;
+        }
+        for (char **t = o->tmpfs; t && *t; t++) {
+                nsbox_mount m;
+                if ((r = nsbox_parse_mount_tmpfs(*t, &m, err)) < 0)
+                        return r;
+                if ((r = nsbox_validate_mount(&m, "--tmpfs", err)) < 0) {
+                        nsbox_mount_release(&m);
+                        return r;
+                }
+                if ((r = nsbox_policy_add_mount(p, &m, err)) < 0)
+                        return r;
+        }
+        /* The environment is the policy's, never the caller's: API keys stay on the host. */
+        for (char **e = o->env; e && *e; e++)
+                if ((r = nsbox_policy_set_env(p, *e, err)) < 0)
+                        return r;
+        /* Fill what every program expects if the policy left it out. */
+        const char *defaults[][2] = {
+                { "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" },
+                { "HOME", p->home }, { "USER", p->user_name }, { "LOGNAME", p->user_name },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(defaults); i++)
+                if ((r = env_default(p, defaults[i][0], defaults[i][1], err)) < 0)
+                        return r;
+        return 0;
+}
+
+int nsbox_run_options_policy(const nsbox_run_options *o, nsbox_policy **ret, nsbox_error *err)
+{
+        _cleanup_free_ char *path = NULL;
+        nsbox_policy *p = NULL;
+        int r = nsbox_policy_find(o->policy, &path, err);
+        if (r < 0)
+                return r;
+        if ((r = nsbox_policy_load(path, &p, err)) < 0)
+                return r;
+        if ((r = apply(o, p, err)) < 0) {
+                nsbox_policy_free(p);
+                if (err && !err->msg)
+                        nsbox_err(err, -r, "options");
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+void nsbox_run_options_release(nsbox_run_options *o)
+{
+        strv_free(o->binds);
+        strv_free(o->tmpfs);
+        strv_free(o->env);
+        o->binds = o->tmpfs = o->env = NULL;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Options of `nsbox run` (and later `create`): parsed into data first, applied onto the policy
+ * second, so every option is checked before anything happens. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "policy.h"
+
+typedef struct nsbox_run_options {
+        const char *policy;  /* NAME or FILE, default "default" */
+        const char *rootfs;  /* "host" or a directory */
+        const char *workdir;
+        const char *hostname;
+        const char *net;
+        char **binds;  /* SRC:DST[:rw] as given */
+        char **tmpfs;  /* DST[:SIZE] as given */
+        char **env;    /* K=V or K */
+        bool has_timeout, has_disk;
+        uint64_t timeout_ms, disk;
+        bool json;
+        bool help;
+        char **argv; /* the command: points into the caller's argv, NULL-terminated */
+} nsbox_run_options;
+
+/* argv[0] is the subcommand name.  Returns 0, or -EINVAL with a one-line message in err. */
+int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *ret, nsbox_error *err);
+/* Load the policy the options name and merge the options into it. */
+int nsbox_run_options_policy(const nsbox_run_options *o, nsbox_policy **ret, nsbox_error *err);
+void nsbox_run_options_release(nsbox_run_options *o);

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The launcher.  nsbox_run() is SECURITY.md's setup order read top to bottom: validate (done by
+ * the caller and nsbox_policy_check_host), compile the seccomp filter, clone into new
+ * namespaces, write the id maps from outside, then the child builds its root, drops every
+ * privilege and becomes the sandbox's pid 1, which starts the command and reports its status. */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "mounts.h"
+#include "net.h"
+#include "seccomp.h"
+#include "sync.h"
+#include "userns.h"
+#include "util.h"
+
+#define SANDBOX_CLONE_FLAGS \
+        (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+
+extern char **environ;
+
+int nsbox_policy_check_host(nsbox_policy *p, nsbox_error *err)
+{
+        if (p->root == ROOT_DIR) {
+                struct stat st;
+                if (stat(p->root_path, &st) < 0)
+                        return nsbox_err(err, errno, "rootfs '%s'", p->root_path);
+                if (!S_ISDIR(st.st_mode))
+                        return nsbox_err(err, ENOTDIR, "rootfs '%s'", p->root_path);
+        }
+        if (p->net != NET_NONE)
+                return nsbox_err(err, 0, "network mode 'nat' is not available in this version of nsbox (only 'none')");
+        const nsbox_limits *l = &p->limits;
+        if (l->memory || l->pids || l->cpus > 0 || l->swap_set) {
+                if (l->enforce == ENFORCE_REQUIRED)
+                        return nsbox_err(err, 0, "policy '%s' requires memory/pids/cpus limits, which this version of nsbox cannot enforce yet (cgroup v2)",
+                                         p->source);
+                fprintf(stderr, "nsbox: warning: memory/pids/cpus limits of policy '%s' are not enforced by this version, ignoring\n",
+                        p->source);
+        }
+        return 0;
+}
+
+/* ---- inside the sandbox ------------------------------------------------------------------ */
+
+static void set_rlimit(int res, uint64_t v)
+{
+        struct rlimit rl;
+        if (getrlimit(res, &rl) < 0)
+                return;
+        /* a user namespace cannot raise a hard limit: clamp to what the caller has */
+        if (rl.rlim_max != RLIM_INFINITY && v > rl.rlim_max)
+                v = rl.rlim_max;
+        rl.rlim_cur = rl.rlim_max = v;
+        setrlimit(res, &rl);
+}
+
+static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+static void forwarded_set(sigset_t *set)
+{
+        sigemptyset(set);
+        for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++)
+                sigaddset(set, forwarded_signals[i]);
+}
+
+/* The sandbox's pid 1: start the command in a session and process group of its own, forward the
+ * supervisor's signals to that group, reap every orphan, and report the command's wait status.
+ * When it returns the kernel kills whatever else is left in the pid namespace. */
+static _Noreturn void sandbox_init(const nsbox_policy *p, char *const argv[], int syncfd)
+{
+        sigset_t mask;
+        forwarded_set(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+        int errpipe[2];
+        if (sfd < 0 || pipe2(errpipe, O_CLOEXEC) < 0) {
+                nsbox_error e = { 0 };
+                nsbox_err(&e, errno, "sandbox init: signalfd/pipe");
+                nsbox_sync_send_error(syncfd, &e, NULL);
+                _exit(125);
+        }
+        pid_t cmd = fork();
+        if (cmd < 0) {
+                nsbox_error e = { 0 };
+                nsbox_err(&e, errno, "sandbox init: fork");
+                nsbox_sync_send_error(syncfd, &e, NULL);
+                _exit(125);
+        }
+        if (cmd == 0) {
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                /* 8. A session of its own: no terminal of the caller's is its controlling tty
+                 * (bwrap CVE-2017-5226), and a timeout can kill the whole group. */
+                setsid();
+                environ = p->env;
+                execvp(argv[0], argv);
+                int e = errno;
+                (void)!write(errpipe[1], &e, sizeof(e));
+                _exit(127);
+        }
+        close(errpipe[1]);
+        int exec_errno = 0;
+        if (read_full(errpipe[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno)) {
+                char msg[600];
+                int status = exec_errno == ENOENT ? 127 : 126;
+                if (exec_errno == ENOENT && !strchr(argv[0], '/'))
+                        snprintf(msg, sizeof(msg), "'%.500s': command not found", argv[0]);
+                else
+                        snprintf(msg, sizeof(msg), "cannot execute '%.500s': %s", argv[0], strerror(exec_errno));
+                nsbox_sync_send(syncfd, SYNC_ERROR, status, msg);
+                _exit(0);
+        }
+        close(errpipe[0]);
+        for (;;) {
+                struct signalfd_siginfo si;
+                ssize_t n = read(sfd, &si, sizeof(si));
+                if (n != (ssize_t)sizeof(si)) {
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        _exit(125);
+                }
+                if (si.ssi_signo != SIGCHLD) {
+                        kill(-cmd, (int)si.ssi_signo);
+                        continue;
+                }
+                int st;
+                pid_t w;
+                while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+                        if (w == cmd) {
+                                nsbox_sync_send(syncfd, SYNC_EXIT, st, NULL);
+                                _exit(0);
+                        }
+        }
+}
+
+static int sandbox_child_setup(const nsbox_policy *p, const nsbox_bpf *bpf, const nsbox_idmap *map, int syncfd, nsbox_error *err)
+{
+        int r;
+        /* The parent's death kills us; if it already died, the channel says so (EOF). */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+                return nsbox_err(err, errno, "set parent-death signal");
+        /* No fd of the caller's may reach the sandbox (runc CVE-2024-21626). */
+        if (syncfd > 3)
+                syscall(SYS_close_range, 3, syncfd - 1, 0);
+        syscall(SYS_close_range, syncfd + 1, ~0u, 0);
+        nsbox_sync_msg m;
+        if (nsbox_sync_recv(syncfd, &m) != 1 || m.type != SYNC_GO)
+                _exit(125); /* the launcher went away or gave up: nothing to report to */
+        /* Root-started: we still carry host uid 0, which the map does not contain; become the
+         * namespace's root (a host id of the unprivileged range) before creating any file. */
+        if (map->privileged && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
+                return nsbox_err(err, errno, "become root of the user namespace");
+
+        /* 3-5. Mounts, the new root, pivot_root, the workdir. */
+        if ((r = nsbox_setup_root(p, err)) < 0)
+                return nsbox_err_wrap(err, r, "set up the sandbox root");
+        /* 6. Host name, loopback, rlimits. */
+        if (sethostname(p->hostname, strlen(p->hostname)) < 0)
+                return nsbox_err(err, errno, "set host name");
+        if ((r = nsbox_net_loopback_up(err)) < 0)
+                return r;
+        set_rlimit(RLIMIT_CORE, 0);
+        set_rlimit(RLIMIT_NOFILE, p->limits.nofile ? p->limits.nofile : 1024);
+        if (p->limits.fsize)
+                set_rlimit(RLIMIT_FSIZE, p->limits.fsize);
+        if (setsid() < 0)
+                return nsbox_err(err, errno, "setsid");
+        /* 7. The policy user, no capabilities, no new privileges, not dumpable (so no process of
+         * the sandbox can open /proc/1/exe or /proc/1/mem: runc CVE-2019-5736). */
+        if ((r = nsbox_drop_privileges(p->uid, p->gid, map->privileged, p->caps, err)) < 0)
+                return r;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return nsbox_err(err, errno, "set no_new_privs");
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return nsbox_err(err, errno, "clear dumpable");
+        /* the credential change cleared it */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+                return nsbox_err(err, errno, "set parent-death signal");
+        /* 9. seccomp last: init and the command it forks share the filter. */
+        if ((r = nsbox_seccomp_install(bpf)) < 0)
+                return nsbox_err(err, -r, "install seccomp filter");
+        return 0;
+}
+
+/* ---- outside: the supervisor ------------------------------------------------------------- */
+
+static pid_t raw_clone(unsigned long flags, int *pidfd)
+{
+        /* fork semantics (no new stack): x86-64 order is flags, stack, parent_tid, child_tid, tls */
+        return (pid_t)syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, NULL, pidfd, NULL, 0);
+}
+
+typedef struct supervise_state {
+        int status_msg;  /* SYNC_EXIT value, when has_exit */
+        bool has_exit;
+        bool has_error;
+        int error_status;
+        char error_text[sizeof(((nsbox_sync_msg *)0)->text)];
+} supervise_state;
+
+static void take_message(supervise_state *s, const nsbox_sync_msg *m)
+{
+        if (m->type == SYNC_EXIT) {
+                s->has_exit = true;
+                s->status_msg = m->value;
+        } else if (m->type == SYNC_ERROR && !s->has_error) {
+                s->has_error = true;
+                s->error_status = m->value >= 1 && m->value <= 255 ? m->value : 125;
+                memcpy(s->error_text, m->text, sizeof(s->error_text));
+        }
+}
+
+int nsbox_run(const nsbox_policy *p, char *const argv[], nsbox_result *res, nsbox_error *err)
+{
+        int r;
+        nsbox_bpf bpf = { 0 };
+        /* 1. Everything that can be refused is refused here, before any namespace exists. */
+        if ((r = nsbox_seccomp_compile(p, &bpf, err)) < 0)
+                return r;
+        nsbox_idmap map;
+        nsbox_idmap_for_caller(p->uid, p->gid, &map);
+
+        sigset_t fwd, old;
+        forwarded_set(&fwd);
+        sigprocmask(SIG_BLOCK, &fwd, &old);
+        _cleanup_close_ int sigfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
+        int sv[2] = { -1, -1 };
+        _cleanup_close_ int pidfd = -1;
+        _cleanup_close_ int syncfd = -1;
+        if (sigfd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                r = nsbox_err(err, errno, "create the sandbox's control channel");
+                goto out;
+        }
+        syncfd = sv[0];
+        uint64_t start = now_ns();
+
+        /* 2. New namespaces; the child waits for its id maps. */
+        pid_t pid = raw_clone(SANDBOX_CLONE_FLAGS, &pidfd);
+        if (pid < 0) {
+                int e = errno;
+                close(sv[1]);
+                r = nsbox_err(err, 0, "cannot create user namespace: %s (%s)", strerror(e), nsbox_userns_hint(e));
+                goto out;
+        }
+        if (pid == 0) {
+                close(sv[0]);
+                nsbox_error cerr = { 0 };
+                if (sandbox_child_setup(p, &bpf, &map, sv[1], &cerr) < 0) {
+                        nsbox_sync_send_error(sv[1], &cerr, "sandbox setup failed");
+                        _exit(125);
+                }
+                sandbox_init(p, argv, sv[1]);
+        }
+        close(sv[1]);
+
+        if ((r = nsbox_write_idmap(pid, &map, err)) < 0 || (r = nsbox_sync_send(syncfd, SYNC_GO, 0, NULL)) < 0) {
+                nsbox_err(err, -r, "start the sandbox");
+                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                waitpid(pid, NULL, 0);
+                goto out;
+        }
+
+        /* Supervise: forward signals, enforce the timeout, collect the init's messages. */
+        supervise_state st = { 0 };
+        bool timed_out = false, sync_open = true;
+        uint64_t deadline = p->limits.timeout_ms ? start + p->limits.timeout_ms * 1000000ull : 0;
+        for (;;) {
+                struct pollfd pfd[3] = { { .fd = pidfd, .events = POLLIN },
+                                         { .fd = sigfd, .events = POLLIN },
+                                         { .fd = sync_open ? syncfd : -1, .events = POLLIN } };
+                int wait_ms = -1;
+                if (deadline && !timed_out) {
+                        uint64_t now = now_ns();
+                        wait_ms = now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+                }
+                int n = poll(pfd, 3, wait_ms);
+                if (n < 0 && errno != EINTR) {
+                        r = nsbox_err(err, errno, "poll");
+                        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                        waitpid(pid, NULL, 0);
+                        goto out;
+                }
+                if (deadline && !timed_out && now_ns() >= deadline) {
+                        /* killing pid 1 tears down the whole pid namespace */
+                        timed_out = true;
+                        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                }
+                if (pfd[1].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+                        while (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                                syscall(SYS_pidfd_send_signal, pidfd, (int)si.ssi_signo, NULL, 0);
+                }
+                if (sync_open && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+                        nsbox_sync_msg m;
+                        int k = nsbox_sync_recv(syncfd, &m);
+                        if (k == 1)
+                                take_message(&st, &m);
+                        else
+                                sync_open = false;
+                }
+                if (pfd[0].revents & POLLIN)
+                        break;
+        }
+        int wstatus = 0;
+        struct rusage ru = { 0 };
+        while (wait4(pid, &wstatus, 0, &ru) < 0 && errno == EINTR)
+                ;
+        for (nsbox_sync_msg m; sync_open;) { /* what init said just before it exited */
+                struct pollfd one = { .fd = syncfd, .events = POLLIN };
+                if (poll(&one, 1, 0) <= 0 || nsbox_sync_recv(syncfd, &m) != 1)
+                        break;
+                take_message(&st, &m);
+        }
+
+        *res = (nsbox_result){ .exit_code = -1 };
+        res->wall_us = (now_ns() - start) / 1000;
+        res->user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec;
+        res->sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+        res->max_rss_bytes = (uint64_t)ru.ru_maxrss * 1024;
+        if (timed_out) {
+                res->timed_out = true;
+                res->signal = SIGKILL;
+                res->status = 124;
+        } else if (st.has_error) {
+                err->exit_status = st.error_status;
+                r = nsbox_err(err, 0, "%s", st.error_text);
+                goto out;
+        } else if (st.has_exit) {
+                if (WIFEXITED(st.status_msg)) {
+                        res->exit_code = WEXITSTATUS(st.status_msg);
+                        res->status = res->exit_code;
+                } else {
+                        res->signal = WTERMSIG(st.status_msg);
+                        res->status = 128 + res->signal;
+                }
+        } else if (WIFSIGNALED(wstatus)) {
+                /* init itself was killed from outside (kill -9 of the sandbox, or the OOM killer) */
+                res->signal = WTERMSIG(wstatus);
+                res->status = 128 + res->signal;
+        } else {
+                r = nsbox_err(err, 0, "sandbox init exited with status %d without reporting the command's", WEXITSTATUS(wstatus));
+                goto out;
+        }
+        r = 0;
+out:
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        nsbox_bpf_release(&bpf);
+        return r;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "policy.h"
+
+/* What a one-shot sandbox run ended with, as `nsbox run --json` reports it. */
+typedef struct nsbox_result {
+        int status;         /* the CLI's exit status: the command's, 128+N, 124 on timeout */
+        int exit_code;      /* the command's exit code when it exited, else -1 */
+        int signal;         /* the signal that killed it, else 0 */
+        bool timed_out;
+        bool oom_killed;
+        uint64_t wall_us;
+        uint64_t user_us, sys_us; /* cpu time of every process the sandbox reaped */
+        uint64_t max_rss_bytes;   /* largest resident set of any one process */
+} nsbox_result;
+
+/* Checks that need the host (the rootfs exists, limits can be enforced), after the policy is
+ * parsed and merged and before any namespace exists.  May print one warning for best-effort. */
+int nsbox_policy_check_host(nsbox_policy *p, nsbox_error *err);
+
+/* Run argv in a new sandbox built from p, with the caller's stdin, stdout and stderr, and wait
+ * for it.  Returns 0 with *res filled when the command ran (whatever its status), or a negative
+ * errno with err set (err->exit_status 125, or 126/127 when the command could not be executed). */
+int nsbox_run(const nsbox_policy *p, char *const argv[], nsbox_result *res, nsbox_error *err);

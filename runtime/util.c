@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+void strv_free(char **v)
+{
+        if (!v)
+                return;
+        for (char **p = v; *p; p++)
+                free(*p);
+        free(v);
+}
+
+size_t strv_length(char *const *v)
+{
+        size_t n = 0;
+        while (v && v[n])
+                n++;
+        return n;
+}
+
+int strv_push(char ***v, char *s)
+{
+        if (!s)
+                return -ENOMEM;
+        size_t n = strv_length(*v);
+        char **nv = realloc(*v, (n + 2) * sizeof(char *));
+        if (!nv) {
+                free(s);
+                return -ENOMEM;
+        }
+        nv[n] = s;
+        nv[n + 1] = NULL;
+        *v = nv;
+        return 0;
+}
+
+void sb_init(strbuf *sb, size_t limit)
+{
+        *sb = (strbuf){ .limit = limit };
+}
+
+void sb_release(strbuf *sb)
+{
+        free(sb->buf);
+        sb_init(sb, sb->limit);
+}
+
+static int sb_grow(strbuf *sb, size_t extra)
+{
+        if (sb->limit && (extra > sb->limit || sb->len > sb->limit - extra))
+                return -E2BIG;
+        size_t need = sb->len + extra + 1;
+        if (need <= sb->alloc)
+                return 0;
+        size_t alloc = sb->alloc ? sb->alloc : 64;
+        while (alloc < need)
+                alloc *= 2;
+        char *nb = realloc(sb->buf, alloc);
+        if (!nb)
+                return -ENOMEM;
+        sb->buf = nb;
+        sb->alloc = alloc;
+        return 0;
+}
+
+int sb_append(strbuf *sb, const void *data, size_t n)
+{
+        int r = sb_grow(sb, n);
+        if (r < 0)
+                return r;
+        if (n)
+                memcpy(sb->buf + sb->len, data, n);
+        sb->len += n;
+        sb->buf[sb->len] = '\0';
+        return 0;
+}
+
+int sb_appendf(strbuf *sb, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -EINVAL;
+        int r = sb_grow(sb, (size_t)n);
+        if (r < 0)
+                return r;
+        va_start(ap, fmt);
+        vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        sb->len += (size_t)n;
+        return 0;
+}
+
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
+{
+        if (!s || *s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (*end)
+                return -EINVAL;
+        if (v < min || v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+/* A non-negative decimal with an optional fraction; stops at the first other character. */
+static int parse_decimal(const char *s, double *ret, const char **ret_end)
+{
+        if (!s || !((*s >= '0' && *s <= '9') || *s == '.'))
+                return -EINVAL;
+        errno = 0;
+        char *end;
+        double v = strtod(s, &end);
+        if (errno == ERANGE || end == s || !isfinite(v) || v < 0)
+                return -ERANGE;
+        /* strtod accepts hex, exponents and "inf": refuse anything but digits and one dot. */
+        for (const char *p = s; p < end; p++)
+                if (!((*p >= '0' && *p <= '9') || *p == '.'))
+                        return -EINVAL;
+        *ret = v;
+        *ret_end = end;
+        return 0;
+}
+
+int parse_size(const char *s, uint64_t *ret)
+{
+        double v;
+        const char *end;
+        int r = parse_decimal(s, &v, &end);
+        if (r < 0)
+                return r;
+        double mult = 1;
+        switch (*end) {
+        case '\0': break;
+        case 'k': case 'K': mult = 1024.0; end++; break;
+        case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
+        case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+        case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+        default: return -EINVAL;
+        }
+        if (*end == 'i' && mult > 1) /* accept "64Mi" */
+                end++;
+        if (*end == 'B' || *end == 'b')
+                end++;
+        if (*end)
+                return -EINVAL;
+        double bytes = v * mult;
+        if (bytes >= 9.2e18)
+                return -ERANGE;
+        *ret = (uint64_t)bytes;
+        return 0;
+}
+
+int parse_duration_ms(const char *s, uint64_t *ret)
+{
+        double v;
+        const char *end;
+        int r = parse_decimal(s, &v, &end);
+        if (r < 0)
+                return r;
+        double mult = 1000;
+        if (!strcmp(end, "") || !strcmp(end, "s"))
+                mult = 1000;
+        else if (!strcmp(end, "ms"))
+                mult = 1;
+        else if (!strcmp(end, "m"))
+                mult = 60 * 1000;
+        else if (!strcmp(end, "h"))
+                mult = 3600 * 1000;
+        else
+                return -EINVAL;
+        double ms = v * mult;
+        if (ms > 1e15)
+                return -ERANGE;
+        *ret = (uint64_t)(ms + 0.5);
+        return 0;
+}
+
+ssize_t read_full(int fd, void *buf, size_t n)
+{
+        size_t got = 0;
+        while (got < n) {
+                ssize_t k = read(fd, (char *)buf + got, n - got);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                got += (size_t)k;
+        }
+        return (ssize_t)got;
+}
+
+int write_full(int fd, const void *buf, size_t n)
+{
+        while (n > 0) {
+                ssize_t k = write(fd, buf, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                buf = (const char *)buf + k;
+                n -= (size_t)k;
+        }
+        return 0;
+}
+
+int read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
+{
+        _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        _cleanup_sb_ strbuf sb;
+        sb_init(&sb, max);
+        char chunk[4096];
+        for (;;) {
+                ssize_t k = read(fd, chunk, sizeof(chunk));
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                int r = sb_append(&sb, chunk, (size_t)k);
+                if (r < 0)
+                        return r == -E2BIG ? -EFBIG : r;
+        }
+        if (sb_append(&sb, "", 0) < 0)
+                return -ENOMEM;
+        if (ret_len)
+                *ret_len = sb.len;
+        *ret = steal_pointer(&sb.buf);
+        return 0;
+}
+
+int write_file_at(int dirfd, const char *path, const char *data, mode_t mode)
+{
+        _cleanup_close_ int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (fd < 0)
+                return -errno;
+        return write_full(fd, data, strlen(data));
+}
+
+uint64_t now_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Small helpers shared by every part of nsbox: cleanup attributes, ownership hand-off, a
+ * growable buffer, bounded parsers for sizes and durations, and full reads and writes. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(cleanup_freep)
+#define _cleanup_close_ _cleanup_(cleanup_closep)
+#define _cleanup_strv_ _cleanup_(cleanup_strvp)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void cleanup_freep(void *p) { free(*(void **)p); }
+static inline void cleanup_closep(int *fd)
+{
+        if (*fd >= 0)
+                close(*fd);
+}
+void strv_free(char **v);
+static inline void cleanup_strvp(char ***v) { strv_free(*v); }
+
+/* Hand ownership over: returns the value and resets the variable so cleanup does nothing. */
+#define steal_pointer(pp) ({ __typeof__(*(pp)) _p = *(pp); *(pp) = NULL; _p; })
+#define steal_fd(fdp) ({ int _fd = *(fdp); *(fdp) = -1; _fd; })
+
+/* Growable buffer.  Invariant: buf is NUL-terminated at len whenever it is non-NULL, and len is
+ * never larger than the limit given to sb_init (0 = unlimited); appends past it fail with -E2BIG. */
+typedef struct strbuf {
+        char *buf;
+        size_t len, alloc, limit;
+} strbuf;
+void sb_init(strbuf *sb, size_t limit);
+void sb_release(strbuf *sb);
+int sb_append(strbuf *sb, const void *data, size_t n);
+int sb_appendf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void cleanup_sbp(strbuf *sb) { sb_release(sb); }
+#define _cleanup_sb_ _cleanup_(cleanup_sbp)
+
+/* "64M", "1G", "4096", "512k": binary units.  Returns 0 or -EINVAL/-ERANGE. */
+int parse_size(const char *s, uint64_t *ret);
+/* "30", "1.5", "250ms", "2m", "1h": returns milliseconds. */
+int parse_duration_ms(const char *s, uint64_t *ret);
+/* A whole decimal number within [min, max]. */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+
+ssize_t read_full(int fd, void *buf, size_t n);   /* loops over EINTR and short reads */
+int write_full(int fd, const void *buf, size_t n); /* 0 or -errno */
+/* Read a whole small file (at most max bytes) into a NUL-terminated buffer. */
+int read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len);
+int write_file_at(int dirfd, const char *path, const char *data, mode_t mode);
+
+size_t strv_length(char *const *v);
+int strv_push(char ***v, char *s); /* takes ownership of s */
+uint64_t now_ns(void);             /* CLOCK_MONOTONIC */
