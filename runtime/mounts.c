@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -114,8 +115,29 @@ static int open_in_root(int rootfd, const char *path, bool want_file, int *ret, 
         return 0;
 }
 
-/* Bind a host path onto TARGET inside the root: MS_REC so nothing below it is uncovered, then
- * read-only/nosuid/nodev on the bind and every submount at once. */
+/* Clone a tree (MS_REC: nothing below it is uncovered), set its flags while it is still detached
+ * and attach it: a read-only bind is never visible writable, and nothing is looked up twice.
+ * An empty FROM or TO means the fd itself. */
+static int attach_tree(int from_dfd, const char *from, int to_dfd, const char *to, uint64_t attrs, const char *shown,
+                       nsbox_error *err)
+{
+        _cleanup_close_ int t = open_tree(from_dfd, from, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+                                                                   (*from ? 0 : AT_EMPTY_PATH));
+        if (t < 0)
+                return nsbox_err(err, errno, "bind '%s'", *from ? from : shown);
+        int r = set_attr(t, shown, true, attrs, 0, err);
+        if (r < 0)
+                return r;
+        if (move_mount(t, "", to_dfd, to, MOVE_MOUNT_F_EMPTY_PATH | (*to ? 0 : MOVE_MOUNT_T_EMPTY_PATH)) < 0)
+                return nsbox_err(err, errno, "bind onto '%s'", shown);
+        return 0;
+}
+
+#define ATTR_BIND_RO (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+#define ATTR_BIND_RW (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+/* Bind a host path onto TARGET inside the root, whose mount point is walked without following
+ * symlinks (it may be in a root filesystem we do not control). */
 static int bind_into_root(int rootfd, const char *src, const char *target, bool readonly, nsbox_error *err)
 {
         struct stat st;
@@ -125,15 +147,7 @@ static int bind_into_root(int rootfd, const char *src, const char *target, bool 
         int r = open_in_root(rootfd, target, !S_ISDIR(st.st_mode), &fd, err);
         if (r < 0)
                 return r;
-        fdpath fp = fd_path(fd);
-        if ((r = do_mount(src, fp.s, target, NULL, MS_BIND | MS_REC, NULL, err)) < 0)
-                return r;
-        /* the fd still points at the covered mount point: reopen to get the new mount */
-        _cleanup_close_ int mfd = -1;
-        if ((r = open_in_root(rootfd, target, !S_ISDIR(st.st_mode), &mfd, err)) < 0)
-                return r;
-        uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0);
-        return set_attr(mfd, target, true, set, 0, err);
+        return attach_tree(AT_FDCWD, src, fd, "", readonly ? ATTR_BIND_RO : ATTR_BIND_RW, target, err);
 }
 
 static int mount_tmpfs_in_root(int rootfd, const char *target, const char *opts, unsigned long flags, nsbox_error *err)
@@ -146,42 +160,31 @@ static int mount_tmpfs_in_root(int rootfd, const char *target, const char *opts,
         return do_mount("tmpfs", fp.s, target, "tmpfs", flags, opts, err);
 }
 
-/* A text file inside the root (through the overlay for a rootfs directory), never through a
- * symlink. */
-static int write_in_root(int rootfd, const char *dir, const char *name, const char *content, nsbox_error *err)
+/* Replace a file in ETCFD, never through a symlink. */
+static int replace_file(int etcfd, const char *name, const char *content, nsbox_error *err)
 {
-        _cleanup_close_ int dfd = -1;
-        int r = open_in_root(rootfd, dir, false, &dfd, err);
+        if (unlinkat(etcfd, name, 0) < 0 && errno != ENOENT)
+                return nsbox_err(err, errno, "replace '/etc/%s' in the sandbox root", name);
+        int r = write_file_at(etcfd, name, content, 0644);
         if (r < 0)
-                return r;
-        _cleanup_close_ int d = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (d < 0)
-                return nsbox_err(err, errno, "open '%s' in the sandbox root", dir);
-        if (unlinkat(d, name, 0) < 0 && errno != ENOENT)
-                return nsbox_err(err, errno, "replace '%s/%s' in the sandbox root", dir, name);
-        if ((r = write_file_at(d, name, content, 0644)) < 0)
-                return nsbox_err(err, -r, "write '%s/%s' in the sandbox root", dir, name);
+                return nsbox_err(err, -r, "write '/etc/%s' in the sandbox root", name);
         return 0;
 }
 
-/* passwd and group: the rootfs's own entries (for a rootfs directory), less any that clash with
- * the sandbox user, then the sandbox user. */
-static int identity_file(int rootfd, const char *name, const char *ours, const char *key_name, unsigned key_id, nsbox_error *err)
+/* passwd and group: a root filesystem's own entries, less any that clash with the sandbox user,
+ * then the sandbox user. */
+static int identity_file(int etcfd, bool merge, const char *name, const char *ours, const char *key_name, unsigned key_id,
+                         nsbox_error *err)
 {
         _cleanup_sb_ strbuf sb;
         sb_init(&sb, 1 << 20);
-        _cleanup_close_ int etc = -1;
         _cleanup_free_ char *old = NULL;
-        int r = open_in_root(rootfd, "/etc", false, &etc, err);
-        if (r < 0)
-                return r;
-        if (read_file_at(etc, name, 1 << 20, &old, NULL) == 0) {
+        if (merge && read_file_at(etcfd, name, O_NOFOLLOW, 1 << 20, &old, NULL) == 0) {
+                char prefix[96], idfield[32];
+                snprintf(prefix, sizeof(prefix), "%s:", key_name);
+                snprintf(idfield, sizeof(idfield), ":%u:", key_id);
                 char *save = NULL;
                 for (char *line = strtok_r(old, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                        char prefix[96];
-                        snprintf(prefix, sizeof(prefix), "%s:", key_name);
-                        char idfield[32];
-                        snprintf(idfield, sizeof(idfield), ":%u:", key_id);
                         const char *colon = strchr(line, ':');
                         const char *second = colon ? strchr(colon + 1, ':') : NULL;
                         if (!strncmp(line, prefix, strlen(prefix)) || (second && !strncmp(second, idfield, strlen(idfield))))
@@ -192,10 +195,11 @@ static int identity_file(int rootfd, const char *name, const char *ours, const c
         }
         if (sb_appendf(&sb, "%s", ours) < 0)
                 return -ENOMEM;
-        return write_in_root(rootfd, "/etc", name, sb.buf, err);
+        return replace_file(etcfd, name, sb.buf, err);
 }
 
-static int write_identity(int rootfd, const nsbox_policy *p, bool from_rootfs, nsbox_error *err)
+/* from_rootfs: ETCFD is a root filesystem's /etc (through the overlay), whose entries are kept. */
+static int write_identity(int etcfd, const nsbox_policy *p, bool from_rootfs, nsbox_error *err)
 {
         const char *shell = access(from_rootfs ? STAGE_ROOT "/bin/bash" : "/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
         char passwd[1024], group[512], hosts[512], hostname[80];
@@ -207,32 +211,78 @@ static int write_identity(int rootfd, const nsbox_policy *p, bool from_rootfs, n
         snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", p->hostname);
         snprintf(hostname, sizeof(hostname), "%s\n", p->hostname);
         int r;
-        if ((r = identity_file(rootfd, "passwd", passwd, p->user_name, p->uid, err)) < 0 ||
-            (r = identity_file(rootfd, "group", group, p->user_name, p->gid, err)) < 0 ||
-            (r = write_in_root(rootfd, "/etc", "hosts", hosts, err)) < 0 ||
-            (r = write_in_root(rootfd, "/etc", "hostname", hostname, err)) < 0)
+        if ((r = identity_file(etcfd, from_rootfs, "passwd", passwd, p->user_name, p->uid, err)) < 0 ||
+            (r = identity_file(etcfd, from_rootfs, "group", group, p->user_name, p->gid, err)) < 0 ||
+            (r = replace_file(etcfd, "hosts", hosts, err)) < 0 || (r = replace_file(etcfd, "hostname", hostname, err)) < 0)
                 return r;
         if (p->net == NET_NONE)
-                r = write_in_root(rootfd, "/etc", "resolv.conf", "# nsbox: network mode none, no name server\n", err);
+                r = replace_file(etcfd, "resolv.conf", "# nsbox: network mode none, no name server\n", err);
         return r;
 }
 
-/* The host view's lower layer: empty mount points and the host's own symlinks (bin -> usr/bin
- * on merged-/usr hosts), on the staging tmpfs.  The binds themselves go onto the merged root. */
-static int build_host_skeleton(int lowerfd, nsbox_error *err)
+/* What the host has of each host-view entry, looked up once. */
+typedef enum { HV_ABSENT, HV_MADE_LINK, HV_COPIED, HV_BIND_DIR, HV_BIND_FILE } hv_kind;
+#define HOSTVIEW_MAX 64
+#define HOSTVIEW_COPY_MAX (256 * 1024)
+
+/* Create REL (relative) in our own fresh tmpfs, with its parents: no symlink can be in the way. */
+static int skel_create(int dfd, const char *rel, bool dir, nsbox_error *err)
 {
-        static const char *const dirs[] = { "/etc", "/proc", "/dev", "/tmp", "/run", "/var", "/home", "/mnt", "/opt" };
-        int r;
-        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
-                _cleanup_close_ int fd = -1;
-                if ((r = open_in_root(lowerfd, dirs[i], false, &fd, err)) < 0)
+        for (int attempt = 0; attempt < 2; attempt++) {
+                int r = dir ? mkdirat(dfd, rel, 0755) : openat(dfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                if (r >= 0 || errno == EEXIST) {
+                        if (!dir && r >= 0)
+                                close(r);
+                        return 0;
+                }
+                if (errno != ENOENT || attempt)
+                        break;
+                char parent[PATH_MAX];
+                snprintf(parent, sizeof(parent), "%s", rel);
+                char *slash = strrchr(parent, '/');
+                if (!slash)
+                        break;
+                *slash = '\0';
+                if ((r = skel_create(dfd, parent, true, err)) < 0)
                         return r;
         }
+        return nsbox_err(err, errno, "create '/%s' in the sandbox skeleton", rel);
+}
+
+static int skel_copy(int lowerfd, const char *path, const struct stat *st, nsbox_error *err)
+{
+        _cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (in < 0)
+                return nsbox_err(err, errno, "host view: open '%s'", path);
+        _cleanup_close_ int out = openat(lowerfd, path + 1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st->st_mode & 0755);
+        if (out < 0)
+                return nsbox_err(err, errno, "host view: create '%s'", path);
+        for (off_t left = st->st_size; left > 0;) {
+                ssize_t n = sendfile(out, in, NULL, (size_t)left);
+                if (n <= 0)
+                        return nsbox_err(err, n < 0 ? errno : EIO, "host view: copy '%s'", path);
+                left -= n;
+        }
+        return 0;
+}
+
+/* The host view's lower layer: empty mount points and the host's own symlinks (bin -> usr/bin
+ * on merged-/usr hosts), on the staging tmpfs.  The binds go onto the merged root later. */
+static int build_host_skeleton(int lowerfd, hv_kind *plan, nsbox_error *err)
+{
+        static const char *const dirs[] = { "etc", "proc", "dev", "tmp", "run", "var", "home", "mnt", "opt" };
+        int r;
+        if (nsbox_hostview_len > HOSTVIEW_MAX)
+                return nsbox_err(err, 0, "host view has more than %d entries", HOSTVIEW_MAX);
+        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
+                if ((r = skel_create(lowerfd, dirs[i], true, err)) < 0)
+                        return r;
         if (symlinkat("../tmp", lowerfd, "var/tmp") < 0)
                 return nsbox_err(err, errno, "create '/var/tmp'");
         for (size_t i = 0; i < nsbox_hostview_len; i++) {
                 const nsbox_hostview_entry *e = &nsbox_hostview[i];
                 struct stat st;
+                plan[i] = HV_ABSENT;
                 if (lstat(e->path, &st) < 0) {
                         if (errno == ENOENT && (e->flags & HV_OPTIONAL))
                                 continue;
@@ -246,28 +296,36 @@ static int build_host_skeleton(int lowerfd, nsbox_error *err)
                         target[n] = '\0';
                         if (symlinkat(target, lowerfd, e->path + 1) < 0)
                                 return nsbox_err(err, errno, "host view: symlink '%s'", e->path);
+                        plan[i] = HV_MADE_LINK;
                         continue;
                 }
-                if (stat(e->path, &st) < 0) {
+                if (S_ISLNK(st.st_mode) && stat(e->path, &st) < 0) {
                         if (e->flags & HV_OPTIONAL)
                                 continue; /* a dangling symlink on the host */
                         return nsbox_err(err, errno, "host view: '%s'", e->path);
                 }
-                _cleanup_close_ int fd = -1;
-                if ((r = open_in_root(lowerfd, e->path, !S_ISDIR(st.st_mode), &fd, err)) < 0)
+                if (S_ISREG(st.st_mode) && st.st_size <= HOSTVIEW_COPY_MAX) {
+                        /* a small file is copied: cheaper than a bind and its unmount at exit */
+                        if ((r = skel_copy(lowerfd, e->path, &st, err)) < 0)
+                                return r;
+                        plan[i] = HV_COPIED;
+                        continue;
+                }
+                if ((r = skel_create(lowerfd, e->path + 1, S_ISDIR(st.st_mode), err)) < 0)
                         return r;
+                plan[i] = S_ISDIR(st.st_mode) ? HV_BIND_DIR : HV_BIND_FILE;
         }
         return 0;
 }
 
-static int bind_host_view(int rootfd, nsbox_error *err)
+static int bind_host_view(int rootfd, const hv_kind *plan, nsbox_error *err)
 {
         for (size_t i = 0; i < nsbox_hostview_len; i++) {
-                const nsbox_hostview_entry *e = &nsbox_hostview[i];
-                struct stat st;
-                if (lstat(e->path, &st) < 0 || (S_ISLNK(st.st_mode) && (e->flags & HV_LINK)) || stat(e->path, &st) < 0)
-                        continue; /* absent (optional, checked above) or recreated as a symlink */
-                int r = bind_into_root(rootfd, e->path, e->path, true, err);
+                if (plan[i] != HV_BIND_DIR && plan[i] != HV_BIND_FILE)
+                        continue;
+                /* the target is our own skeleton entry: relative to the root, no foreign symlink */
+                const char *path = nsbox_hostview[i].path;
+                int r = attach_tree(AT_FDCWD, path, rootfd, path + 1, ATTR_BIND_RO, path, err);
                 if (r < 0)
                         return nsbox_err_wrap(err, r, "host view");
         }
@@ -293,14 +351,10 @@ static int setup_dev(int rootfd, uint64_t shm_size, nsbox_error *err)
         if (devd < 0)
                 return nsbox_err(err, errno, "open /dev");
         for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
-                char host[32], inside[32];
+                char host[32];
                 snprintf(host, sizeof(host), "/dev/%s", nodes[i]);
-                snprintf(inside, sizeof(inside), "/dev/%s", nodes[i]);
-                _cleanup_close_ int fd = -1;
-                if ((r = open_in_root(rootfd, inside, true, &fd, err)) < 0)
-                        return r;
-                fdpath fp = fd_path(fd);
-                if ((r = do_mount(host, fp.s, inside, NULL, MS_BIND, NULL, err)) < 0)
+                if ((r = skel_create(devd, nodes[i], false, err)) < 0 ||
+                    (r = attach_tree(AT_FDCWD, host, devd, nodes[i], MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, host, err)) < 0)
                         return r;
         }
         for (size_t i = 0; i < ARRAY_SIZE(links); i++)
@@ -310,6 +364,7 @@ static int setup_dev(int rootfd, uint64_t shm_size, nsbox_error *err)
         if ((r = open_in_root(rootfd, "/dev/pts", false, &pts, err)) < 0)
                 return r;
         fdpath fp = fd_path(pts);
+        /* (devpts and proc are new superblocks, not binds: the classic mount(2) through the fd) */
         /* newinstance: the sandbox's ptys are its own, none of the host's are reachable */
         if ((r = do_mount("devpts", fp.s, "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620", err)) < 0)
                 return r;
@@ -344,16 +399,10 @@ static int setup_proc(int rootfd, nsbox_error *err)
         if ((r = open_in_root(rootfd, "/proc", false, &procfd, err)) < 0)
                 return r;
         for (size_t i = 0; i < ARRAY_SIZE(readonly); i++) {
-                _cleanup_close_ int e = openat(procfd, readonly[i] + 6, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-                if (e < 0)
+                if (faccessat(procfd, readonly[i] + 6, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
                         continue; /* not in this kernel */
-                fdpath ep = fd_path(e);
-                if ((r = do_mount(ep.s, ep.s, readonly[i], NULL, MS_BIND | MS_REC, NULL, err)) < 0)
-                        return r;
-                _cleanup_close_ int m = openat(procfd, readonly[i] + 6, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-                if (m < 0)
-                        return nsbox_err(err, errno, "reopen '%s'", readonly[i]);
-                if ((r = set_attr(m, readonly[i], true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, 0, err)) < 0)
+                if ((r = attach_tree(procfd, readonly[i] + 6, procfd, readonly[i] + 6, ATTR_BIND_RO | MOUNT_ATTR_NOEXEC,
+                                     readonly[i], err)) < 0)
                         return r;
         }
         for (size_t i = 0; i < ARRAY_SIZE(hidden_files); i++) {
@@ -414,12 +463,16 @@ int nsbox_setup_root(const nsbox_policy *p, nsbox_error *err)
 
         /* 4. The root: an overlay whose upper layer lives on the staging tmpfs. */
         const char *lower = STAGE "/lower";
+        hv_kind plan[HOSTVIEW_MAX];
         if (p->root == ROOT_HOST) {
-                _cleanup_close_ int lowerfd = open(lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_close_ int lowerfd = open(lower, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (lowerfd < 0)
                         return nsbox_err(err, errno, "open '%s'", lower);
-                if ((r = build_host_skeleton(lowerfd, err)) < 0)
+                if ((r = build_host_skeleton(lowerfd, plan, err)) < 0)
                         return r;
+                _cleanup_close_ int etcfd = openat(lowerfd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (etcfd < 0 || (r = write_identity(etcfd, p, false, err)) < 0)
+                        return etcfd < 0 ? nsbox_err(err, errno, "open skeleton /etc") : r;
         } else
                 lower = p->root_path;
         _cleanup_free_ char *ovl = NULL;
@@ -430,24 +483,23 @@ int nsbox_setup_root(const nsbox_policy *p, nsbox_error *err)
         _cleanup_close_ int rootfd = open(STAGE_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
                 return nsbox_err(err, errno, "open the new root");
-        if ((r = write_identity(rootfd, p, p->root == ROOT_DIR, err)) < 0)
-                return r;
-        if (p->root == ROOT_HOST && (r = bind_host_view(rootfd, err)) < 0)
+        if (p->root == ROOT_DIR) {
+                /* a root filesystem's /etc, through the overlay: its entries are kept, copied up */
+                _cleanup_close_ int etcp = -1;
+                if ((r = open_in_root(rootfd, "/etc", false, &etcp, err)) < 0)
+                        return r;
+                _cleanup_close_ int etcfd = openat(etcp, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (etcfd < 0 || (r = write_identity(etcfd, p, true, err)) < 0)
+                        return etcfd < 0 ? nsbox_err(err, errno, "open /etc of the root filesystem") : r;
+        } else if ((r = bind_host_view(rootfd, plan, err)) < 0)
                 return r;
 
         /* Writable places get mounts of their own, so the root itself can be read-only. */
-        _cleanup_close_ int wd = -1;
-        if ((r = open_in_root(rootfd, p->workdir, false, &wd, err)) < 0)
-                return r;
-        fdpath wp = fd_path(wd);
-        if ((r = do_mount(wp.s, wp.s, p->workdir, NULL, MS_BIND, NULL, err)) < 0)
-                return r;
-        if (strcmp(p->home, p->workdir)) {
-                _cleanup_close_ int hd = -1;
-                if ((r = open_in_root(rootfd, p->home, false, &hd, err)) < 0)
-                        return r;
-                fdpath hp = fd_path(hd);
-                if ((r = do_mount(hp.s, hp.s, p->home, NULL, MS_BIND, NULL, err)) < 0)
+        const char *writable[] = { p->workdir, strcmp(p->home, p->workdir) ? p->home : NULL };
+        for (size_t i = 0; i < ARRAY_SIZE(writable) && writable[i]; i++) {
+                _cleanup_close_ int wd = -1;
+                if ((r = open_in_root(rootfd, writable[i], false, &wd, err)) < 0 ||
+                    (r = attach_tree(wd, "", wd, "", ATTR_BIND_RW, writable[i], err)) < 0)
                         return r;
         }
         if ((r = bind_into_root(rootfd, STAGE "/tmp", "/tmp", false, err)) < 0)

@@ -865,7 +865,7 @@ int nsbox_policy_load(const char *path, nsbox_policy **ret, nsbox_error *err)
 {
         _cleanup_free_ char *text = NULL;
         size_t len;
-        int r = read_file_at(AT_FDCWD, path, NSBOX_MAX_POLICY_BYTES, &text, &len);
+        int r = read_file_at(AT_FDCWD, path, 0, NSBOX_MAX_POLICY_BYTES, &text, &len);
         if (r == -EFBIG)
                 return nsbox_err(err, 0, "policy '%s': larger than %u bytes", path, NSBOX_MAX_POLICY_BYTES);
         if (r < 0)

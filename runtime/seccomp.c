@@ -52,36 +52,39 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, uint32_t def, int nr, 
         return r;
 }
 
-/* socket(2) is allowed only for the listed families, and AF_NETLINK only for the listed
- * protocols.  libseccomp takes one comparison per argument, so "not in the set" becomes one
- * equality rule per refused value plus a range rule above the table. */
-static int add_socket_rules(scmp_filter_ctx ctx, const nsbox_policy *p, uint32_t def, nsbox_error *err)
+/* Refuse ARG (with `pre` comparisons ANDed, e.g. the family) unless it is in ALLOWED (bits
+ * 0..nbits-1).  libseccomp takes one comparison per argument, so "not in the set" becomes one
+ * equality rule per refused value below the highest allowed one, and a single >= rule above. */
+static int add_not_in_set(scmp_filter_ctx ctx, uint32_t action, uint32_t def, int nr, unsigned arg, uint64_t allowed,
+                          unsigned nbits, const struct scmp_arg_cmp *pre, unsigned npre, nsbox_error *err)
 {
-        uint32_t deny = SCMP_ACT_ERRNO(EAFNOSUPPORT);
-        int r;
-        for (int af = 0; af < NSBOX_AF_MAX; af++) {
-                if (p->sc_socket_families & (1ull << af))
+        unsigned top = 0; /* one past the highest allowed value */
+        for (unsigned v = 0; v < nbits; v++)
+                if (allowed & (1ull << v))
+                        top = v + 1;
+        struct scmp_arg_cmp c[2];
+        if (npre)
+                c[0] = pre[0];
+        for (unsigned v = 0; v <= top; v++) {
+                if (v < top && (allowed & (1ull << v)))
                         continue;
-                struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)af);
-                if ((r = add_rule(ctx, deny, def, SCMP_SYS(socket), 1, &c, err)) < 0)
-                        return r;
-        }
-        struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GE, NSBOX_AF_MAX);
-        if ((r = add_rule(ctx, deny, def, SCMP_SYS(socket), 1, &above, err)) < 0)
-                return r;
-        if (p->sc_socket_families & (1ull << AF_NETLINK)) {
-                for (int proto = 0; proto < NSBOX_NETLINK_MAX; proto++) {
-                        if (p->sc_netlink_protocols & (1u << proto))
-                                continue;
-                        struct scmp_arg_cmp c[2] = { SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)proto) };
-                        if ((r = add_rule(ctx, deny, def, SCMP_SYS(socket), 2, c, err)) < 0)
-                                return r;
-                }
-                struct scmp_arg_cmp c[2] = { SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_GE, NSBOX_NETLINK_MAX) };
-                if ((r = add_rule(ctx, deny, def, SCMP_SYS(socket), 2, c, err)) < 0)
+                c[npre] = (struct scmp_arg_cmp){ .arg = arg, .op = v == top ? SCMP_CMP_GE : SCMP_CMP_EQ, .datum_a = v };
+                int r = add_rule(ctx, action, def, nr, npre + 1, c, err);
+                if (r < 0)
                         return r;
         }
         return 0;
+}
+
+/* socket(2) only for the listed families, and AF_NETLINK only for the listed protocols. */
+static int add_socket_rules(scmp_filter_ctx ctx, const nsbox_policy *p, uint32_t def, nsbox_error *err)
+{
+        uint32_t deny = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+        int r = add_not_in_set(ctx, deny, def, SCMP_SYS(socket), 0, p->sc_socket_families, NSBOX_AF_MAX, NULL, 0, err);
+        if (r < 0 || !(p->sc_socket_families & (1ull << AF_NETLINK)))
+                return r;
+        struct scmp_arg_cmp netlink = SCMP_A0(SCMP_CMP_EQ, AF_NETLINK);
+        return add_not_in_set(ctx, deny, def, SCMP_SYS(socket), 2, p->sc_netlink_protocols, NSBOX_NETLINK_MAX, &netlink, 1, err);
 }
 
 int nsbox_seccomp_compile(const nsbox_policy *p, nsbox_bpf *ret, nsbox_error *err)

@@ -225,9 +225,9 @@ int write_full(int fd, const void *buf, size_t n)
         return 0;
 }
 
-int read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
+int read_file_at(int dirfd, const char *path, int flags, size_t max, char **ret, size_t *ret_len)
 {
-        _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | flags);
         if (fd < 0)
                 return -errno;
         _cleanup_sb_ strbuf sb;

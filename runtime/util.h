@@ -51,8 +51,9 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 
 ssize_t read_full(int fd, void *buf, size_t n);   /* loops over EINTR and short reads */
 int write_full(int fd, const void *buf, size_t n); /* 0 or -errno */
-/* Read a whole small file (at most max bytes) into a NUL-terminated buffer. */
-int read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len);
+/* Read a whole small file (at most max bytes) into a NUL-terminated buffer; flags are added to
+ * open(2)'s (O_NOFOLLOW for a path inside a sandbox). */
+int read_file_at(int dirfd, const char *path, int flags, size_t max, char **ret, size_t *ret_len);
 int write_file_at(int dirfd, const char *path, const char *data, mode_t mode);
 
 size_t strv_length(char *const *v);

@@ -1,0 +1,80 @@
+# shellcheck shell=bash
+# Test library for nsbox's shell tiers (integration, escape).  A test file sources this file,
+# defines functions named test_*, and ends with `run_tests`.  tests/run executes every file twice:
+# as root and, through setpriv, as the unprivileged user $NSBOX_TEST_USER, with TEST_AS set to
+# "root" or "user".  Each test runs in a subshell; it fails if it calls fail (or an assert_*
+# fails), passes otherwise, and may call skip "reason" when a precondition is truly absent.
+#
+# Variables: NSBOX (the binary), NSBOX_BUILD (build dir: probes in $NSBOX_BUILD/tests),
+# NSBOX_SRC (source tree), TEST_AS, RESULTS (file to which PASS/FAIL/SKIP lines are appended),
+# TEST_TMP (a scratch directory for this file, writable by the current user, removed after).
+
+: "${NSBOX:?NSBOX must point at the nsbox binary}"
+: "${RESULTS:=/dev/null}"
+: "${TEST_AS:=$( [ "$(id -u)" = 0 ] && echo root || echo user )}"
+TEST_FILE=${TEST_FILE:-$(basename "$0")}
+TEST_TIER=${TEST_TIER:-$(basename "$(dirname "$0")")}
+
+fail() { echo "    $*" >&2; exit 1; }
+skip() { echo "    skip: $*" >&2; exit 77; }
+
+assert_eq() { # expected actual [what]
+        [ "$1" = "$2" ] || fail "${3:-value}: expected '$1', got '$2'"
+}
+assert_ne() { # unexpected actual [what]
+        [ "$1" != "$2" ] || fail "${3:-value}: did not expect '$1'"
+}
+assert_contains() { # haystack needle [what]
+        case "$1" in *"$2"*) ;; *) fail "${3:-output} does not contain '$2': $(printf '%s' "$1" | head -c 600)" ;; esac
+}
+assert_not_contains() { # haystack needle [what]
+        case "$1" in *"$2"*) fail "${3:-output} contains '$2': $(printf '%s' "$1" | head -c 600)" ;; *) ;; esac
+}
+assert_status() { # expected-status cmd... ; stdout+stderr of cmd go to $OUT
+        local want=$1; shift
+        OUT=$("$@" 2>&1); local got=$?
+        [ "$got" = "$want" ] || fail "exit status of '$*': expected $want, got $got; output: $(printf '%s' "$OUT" | head -c 600)"
+}
+# A one-line error that starts with "nsbox: ", as every nsbox failure must be.
+assert_one_line_error() { # output
+        local n; n=$(printf '%s\n' "$1" | grep -c .)
+        [ "$n" = 1 ] || fail "expected one line of error, got $n: $1"
+        case "$1" in "nsbox: "*) ;; *) fail "error does not start with 'nsbox: ': $1" ;; esac
+}
+
+# Snapshot of what a sandbox could leave behind on the host: processes descending from nothing
+# we started are not ours, so count nsbox processes and overlay/tmpfs mounts visible to us.
+host_leftovers() {
+        echo "procs=$(pgrep -u "$(id -u)" -x nsbox | grep -vc "^$$\$")"
+        echo "mounts=$(grep -c . /proc/self/mountinfo)"
+}
+# Wait (up to 5 s) until no process matching pattern remains; echo what remains.
+wait_gone() { # pgrep -f pattern
+        local i
+        for i in $(seq 50); do pgrep -f "$1" >/dev/null || return 0; sleep 0.1; done
+        pgrep -af "$1"
+        return 1
+}
+
+run_tests() {
+        local t status pass=0 failn=0 skipn=0
+        TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/nsbox-test.XXXXXX")
+        export TEST_TMP
+        for t in $(declare -F | awk '{print $3}' | grep '^test_' ); do
+                if [ -n "${TEST_ONLY:-}" ] && [ "$t" != "$TEST_ONLY" ]; then continue; fi
+                ( cd "$TEST_TMP" && "$t" ) 2> "$TEST_TMP/.err" >"$TEST_TMP/.out"
+                status=$?
+                local name="$TEST_TIER/$TEST_FILE:${t#test_} [$TEST_AS]"
+                if [ $status = 0 ]; then
+                        echo "PASS $name"; echo "PASS $name" >> "$RESULTS"; pass=$((pass + 1))
+                elif [ $status = 77 ]; then
+                        echo "SKIP $name: $(tail -n 1 "$TEST_TMP/.err" | sed 's/^ *skip: //')"
+                        echo "SKIP $name" >> "$RESULTS"; skipn=$((skipn + 1))
+                else
+                        echo "FAIL $name"; sed 's/^/    /' "$TEST_TMP/.err" | tail -n 20
+                        echo "FAIL $name" >> "$RESULTS"; failn=$((failn + 1))
+                fi
+        done
+        rm -rf "$TEST_TMP"
+        [ $failn = 0 ]
+}
