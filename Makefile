@@ -27,7 +27,14 @@ $(error missing development packages: $(MISSING); run ./quickstart.sh or see REA
 endif
 endif
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(RUN_PKGS))
+# Linked statically when the archives exist (Debian's -dev packages ship them): no run-time
+# symbol resolution for them on every sandbox start.  STATIC_DEPS=0 links them dynamically.
+STATIC_DEPS ?= 1
+ifeq ($(STATIC_DEPS),1)
+PKG_LIBS := -Wl,-Bstatic $(shell $(PKG_CONFIG) --libs $(RUN_PKGS)) -Wl,-Bdynamic
+else
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(RUN_PKGS))
+endif
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 

@@ -31,7 +31,6 @@ const nsbox_hostview_entry nsbox_hostview[] = {
         /* what interpreters and tools read at start */
         { "/etc/os-release", HV_LINK | HV_BIND | HV_OPTIONAL },
         { "/etc/debian_version", HV_BIND | HV_OPTIONAL },
-        { "/etc/mime.types", HV_BIND | HV_OPTIONAL },
         { "/etc/inputrc", HV_BIND | HV_OPTIONAL },
         { "/etc/bash.bashrc", HV_BIND | HV_OPTIONAL },
         { "/etc/profile", HV_BIND | HV_OPTIONAL },

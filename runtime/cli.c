@@ -83,7 +83,7 @@ static int cmd_run(int argc, char **argv)
                 goto out;
         }
         if (nsbox_run_options_policy(&o, &p, &err) < 0 || nsbox_policy_check_host(p, &err) < 0 ||
-            nsbox_run(p, o.argv, &res, &err) < 0) {
+            nsbox_run(p, o.argv, NSBOX_RUN_RETURN_AT_EXIT, &res, &err) < 0) {
                 status = fail(&err);
                 goto out;
         }

@@ -384,9 +384,9 @@ static int setup_dev(int rootfd, uint64_t shm_size, nsbox_error *err)
 static int setup_proc(int rootfd, nsbox_error *err)
 {
         static const char *const readonly[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs" };
+        /* (entries that are mode 0400 for host root, like kpageflags, are unreadable already) */
         static const char *const hidden_files[] = { "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
-                                                    "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms",
-                                                    "/proc/kpagecount", "/proc/kpageflags", "/proc/kpagecgroup" };
+                                                    "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms" };
         static const char *const hidden_dirs[] = { "/proc/acpi", "/proc/scsi", "/proc/driver" };
         _cleanup_close_ int fd = -1;
         int r = open_in_root(rootfd, "/proc", false, &fd, err);

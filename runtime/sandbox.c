@@ -126,7 +126,7 @@ static _Noreturn void sandbox_init(const nsbox_policy *p, char *const argv[], in
                         snprintf(msg, sizeof(msg), "'%.500s': command not found", argv[0]);
                 else
                         snprintf(msg, sizeof(msg), "cannot execute '%.500s': %s", argv[0], strerror(exec_errno));
-                nsbox_sync_send(syncfd, SYNC_ERROR, status, msg);
+                nsbox_sync_send_text(syncfd, SYNC_ERROR, status, msg);
                 _exit(0);
         }
         close(errpipe[0]);
@@ -144,16 +144,24 @@ static _Noreturn void sandbox_init(const nsbox_policy *p, char *const argv[], in
                 }
                 int st;
                 pid_t w;
-                while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+                struct rusage ru;
+                while ((w = wait4(-1, &st, WNOHANG, &ru)) > 0)
                         if (w == cmd) {
-                                nsbox_sync_send(syncfd, SYNC_EXIT, st, NULL);
+                                /* the command's usage, with every descendant it reaped */
+                                nsbox_sync_usage u = {
+                                        .user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec,
+                                        .sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec,
+                                        .maxrss_kb = (uint64_t)ru.ru_maxrss,
+                                };
+                                nsbox_sync_send(syncfd, SYNC_EXIT, st, &u, sizeof(u));
                                 _exit(0);
                         }
         }
 }
 
-static int sandbox_child_setup(const nsbox_policy *p, const nsbox_bpf *bpf, const nsbox_idmap *map, int syncfd, nsbox_error *err)
+static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, int syncfd, nsbox_error *err)
 {
+        static nsbox_sync_msg m; /* 32 KiB: not on the stack */
         int r;
         /* The parent's death kills us; if it already died, the channel says so (EOF). */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -162,7 +170,6 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_bpf *bpf, cons
         if (syncfd > 3)
                 syscall(SYS_close_range, 3, syncfd - 1, 0);
         syscall(SYS_close_range, syncfd + 1, ~0u, 0);
-        nsbox_sync_msg m;
         if (nsbox_sync_recv(syncfd, &m) != 1 || m.type != SYNC_GO)
                 _exit(125); /* the launcher went away or gave up: nothing to report to */
         /* Root-started: we still carry host uid 0, which the map does not contain; become the
@@ -195,8 +202,13 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_bpf *bpf, cons
         /* the credential change cleared it */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 return nsbox_err(err, errno, "set parent-death signal");
-        /* 9. seccomp last: init and the command it forks share the filter. */
-        if ((r = nsbox_seccomp_install(bpf)) < 0)
+        /* 9. seccomp last: init and the command it forks share the filter.  The launcher
+         * compiled it while we were mounting. */
+        if ((r = nsbox_sync_recv(syncfd, &m)) != 1 || m.type != SYNC_SECCOMP || m.len == 0 ||
+            m.len % sizeof(struct sock_filter))
+                _exit(125); /* the launcher went away or failed: it reports */
+        nsbox_bpf bpf = { .insns = (struct sock_filter *)m.payload, .len = (unsigned short)(m.len / sizeof(struct sock_filter)) };
+        if ((r = nsbox_seccomp_install(&bpf)) < 0)
                 return nsbox_err(err, -r, "install seccomp filter");
         return 0;
 }
@@ -214,7 +226,8 @@ typedef struct supervise_state {
         bool has_exit;
         bool has_error;
         int error_status;
-        char error_text[sizeof(((nsbox_sync_msg *)0)->text)];
+        char error_text[1024];
+        nsbox_sync_usage usage;
 } supervise_state;
 
 static void take_message(supervise_state *s, const nsbox_sync_msg *m)
@@ -222,20 +235,27 @@ static void take_message(supervise_state *s, const nsbox_sync_msg *m)
         if (m->type == SYNC_EXIT) {
                 s->has_exit = true;
                 s->status_msg = m->value;
+                if (m->len == sizeof(s->usage))
+                        memcpy(&s->usage, m->payload, sizeof(s->usage));
         } else if (m->type == SYNC_ERROR && !s->has_error) {
                 s->has_error = true;
                 s->error_status = m->value >= 1 && m->value <= 255 ? m->value : 125;
-                memcpy(s->error_text, m->text, sizeof(s->error_text));
+                snprintf(s->error_text, sizeof(s->error_text), "%.1000s", (const char *)m->payload);
         }
 }
 
-int nsbox_run(const nsbox_policy *p, char *const argv[], nsbox_result *res, nsbox_error *err)
+static void kill_and_reap(int pidfd, pid_t pid)
+{
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+}
+
+int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_result *res, nsbox_error *err)
 {
         int r;
         nsbox_bpf bpf = { 0 };
-        /* 1. Everything that can be refused is refused here, before any namespace exists. */
-        if ((r = nsbox_seccomp_compile(p, &bpf, err)) < 0)
-                return r;
+        /* 1. The policy and options were validated whole by the caller, before this point. */
         nsbox_idmap map;
         nsbox_idmap_for_caller(p->uid, p->gid, &map);
 
@@ -243,9 +263,9 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], nsbox_result *res, nsbo
         forwarded_set(&fwd);
         sigprocmask(SIG_BLOCK, &fwd, &old);
         _cleanup_close_ int sigfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
-        int sv[2] = { -1, -1 };
         _cleanup_close_ int pidfd = -1;
         _cleanup_close_ int syncfd = -1;
+        int sv[2] = { -1, -1 };
         if (sigfd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
                 r = nsbox_err(err, errno, "create the sandbox's control channel");
                 goto out;
@@ -264,7 +284,7 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], nsbox_result *res, nsbo
         if (pid == 0) {
                 close(sv[0]);
                 nsbox_error cerr = { 0 };
-                if (sandbox_child_setup(p, &bpf, &map, sv[1], &cerr) < 0) {
+                if (sandbox_child_setup(p, &map, sv[1], &cerr) < 0) {
                         nsbox_sync_send_error(sv[1], &cerr, "sandbox setup failed");
                         _exit(125);
                 }
@@ -272,10 +292,17 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], nsbox_result *res, nsbo
         }
         close(sv[1]);
 
-        if ((r = nsbox_write_idmap(pid, &map, err)) < 0 || (r = nsbox_sync_send(syncfd, SYNC_GO, 0, NULL)) < 0) {
+        if ((r = nsbox_write_idmap(pid, &map, err)) < 0 || (r = nsbox_sync_send(syncfd, SYNC_GO, 0, NULL, 0)) < 0) {
                 nsbox_err(err, -r, "start the sandbox");
-                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                waitpid(pid, NULL, 0);
+                kill_and_reap(pidfd, pid);
+                goto out;
+        }
+        /* 9, prepared here: the filter compiles while the child builds its root (the rules were
+         * resolved and checked when the policy was parsed, so this fails only on exhaustion). */
+        if ((r = nsbox_seccomp_compile(p, &bpf, err)) < 0 ||
+            (r = nsbox_sync_send(syncfd, SYNC_SECCOMP, 0, bpf.insns, bpf.len * sizeof(struct sock_filter))) < 0) {
+                nsbox_err(err, -r, "send the seccomp filter");
+                kill_and_reap(pidfd, pid);
                 goto out;
         }
 
@@ -295,8 +322,7 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], nsbox_result *res, nsbo
                 int n = poll(pfd, 3, wait_ms);
                 if (n < 0 && errno != EINTR) {
                         r = nsbox_err(err, errno, "poll");
-                        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                        waitpid(pid, NULL, 0);
+                        kill_and_reap(pidfd, pid);
                         goto out;
                 }
                 if (deadline && !timed_out && now_ns() >= deadline) {
@@ -310,21 +336,28 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], nsbox_result *res, nsbo
                                 syscall(SYS_pidfd_send_signal, pidfd, (int)si.ssi_signo, NULL, 0);
                 }
                 if (sync_open && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
-                        nsbox_sync_msg m;
-                        int k = nsbox_sync_recv(syncfd, &m);
-                        if (k == 1)
+                        static nsbox_sync_msg m;
+                        if (nsbox_sync_recv(syncfd, &m) == 1)
                                 take_message(&st, &m);
                         else
                                 sync_open = false;
                 }
+                /* init has reported and is exiting; the kernel is already killing whatever else
+                 * is left in its pid namespace.  bwrap returns here too. */
+                if ((st.has_exit || st.has_error) && (flags & NSBOX_RUN_RETURN_AT_EXIT) && !timed_out)
+                        break;
                 if (pfd[0].revents & POLLIN)
                         break;
         }
+        bool reaped = false;
         int wstatus = 0;
-        struct rusage ru = { 0 };
-        while (wait4(pid, &wstatus, 0, &ru) < 0 && errno == EINTR)
-                ;
-        for (nsbox_sync_msg m; sync_open;) { /* what init said just before it exited */
+        if (!((st.has_exit || st.has_error) && (flags & NSBOX_RUN_RETURN_AT_EXIT))) {
+                while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+                        ;
+                reaped = true;
+        }
+        while (sync_open && reaped) { /* what init said just before it exited */
+                static nsbox_sync_msg m;
                 struct pollfd one = { .fd = syncfd, .events = POLLIN };
                 if (poll(&one, 1, 0) <= 0 || nsbox_sync_recv(syncfd, &m) != 1)
                         break;
@@ -333,9 +366,9 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], nsbox_result *res, nsbo
 
         *res = (nsbox_result){ .exit_code = -1 };
         res->wall_us = (now_ns() - start) / 1000;
-        res->user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec;
-        res->sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
-        res->max_rss_bytes = (uint64_t)ru.ru_maxrss * 1024;
+        res->user_us = st.usage.user_us;
+        res->sys_us = st.usage.sys_us;
+        res->max_rss_bytes = st.usage.maxrss_kb * 1024;
         if (timed_out) {
                 res->timed_out = true;
                 res->signal = SIGKILL;

@@ -23,7 +23,12 @@ typedef struct nsbox_result {
  * parsed and merged and before any namespace exists.  May print one warning for best-effort. */
 int nsbox_policy_check_host(nsbox_policy *p, nsbox_error *err);
 
+/* Return as soon as init reports the command's status, without waiting for the kernel to finish
+ * tearing down the namespaces (init is exiting and every process left is being SIGKILLed); the
+ * caller must not need to reap.  For a command-line tool that exits right after. */
+#define NSBOX_RUN_RETURN_AT_EXIT 1u
+
 /* Run argv in a new sandbox built from p, with the caller's stdin, stdout and stderr, and wait
  * for it.  Returns 0 with *res filled when the command ran (whatever its status), or a negative
  * errno with err set (err->exit_status 125, or 126/127 when the command could not be executed). */
-int nsbox_run(const nsbox_policy *p, char *const argv[], nsbox_result *res, nsbox_error *err);
+int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_result *res, nsbox_error *err);
