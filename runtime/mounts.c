@@ -136,18 +136,50 @@ static int attach_tree(int from_dfd, const char *from, int to_dfd, const char *t
 #define ATTR_BIND_RO (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 #define ATTR_BIND_RW (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 
-/* Bind a host path onto TARGET inside the root, whose mount point is walked without following
- * symlinks (it may be in a root filesystem we do not control). */
-static int bind_into_root(int rootfd, const char *src, const char *target, bool readonly, nsbox_error *err)
+/* A host tree cloned and flagged while still detached, to be attached at TARGET later. */
+struct prepared_tree {
+        int fd; /* -1: not a bind; -2 ends the array */
+        bool is_dir;
+};
+
+static int prepare_tree(const char *src, bool readonly, prepared_tree *ret, nsbox_error *err)
 {
-        struct stat st;
-        if (stat(src, &st) < 0)
+        _cleanup_close_ int t = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (t < 0)
                 return nsbox_err(err, errno, "bind '%s'", src);
-        _cleanup_close_ int fd = -1;
-        int r = open_in_root(rootfd, target, !S_ISDIR(st.st_mode), &fd, err);
+        struct stat st;
+        if (fstat(t, &st) < 0)
+                return nsbox_err(err, errno, "bind '%s'", src);
+        int r = set_attr(t, src, true, readonly ? ATTR_BIND_RO : ATTR_BIND_RW, 0, err);
         if (r < 0)
                 return r;
-        return attach_tree(AT_FDCWD, src, fd, "", readonly ? ATTR_BIND_RO : ATTR_BIND_RW, target, err);
+        ret->fd = steal_fd(&t);
+        ret->is_dir = S_ISDIR(st.st_mode);
+        return 0;
+}
+
+/* Attach a prepared tree onto TARGET inside the root, whose mount point is walked without
+ * following symlinks (it may be in a root filesystem we do not control). */
+static int attach_prepared(int rootfd, const prepared_tree *t, const char *target, nsbox_error *err)
+{
+        _cleanup_close_ int fd = -1;
+        int r = open_in_root(rootfd, target, !t->is_dir, &fd, err);
+        if (r < 0)
+                return r;
+        if (move_mount(t->fd, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return nsbox_err(err, errno, "bind onto '%s'", target);
+        return 0;
+}
+
+static int bind_into_root(int rootfd, const char *src, const char *target, bool readonly, nsbox_error *err)
+{
+        prepared_tree t;
+        int r = prepare_tree(src, readonly, &t, err);
+        if (r < 0)
+                return r;
+        r = attach_prepared(rootfd, &t, target, err);
+        close(t.fd);
+        return r;
 }
 
 static int mount_tmpfs_in_root(int rootfd, const char *target, const char *opts, unsigned long flags, nsbox_error *err)
@@ -173,13 +205,13 @@ static int replace_file(int etcfd, const char *name, const char *content, nsbox_
 
 /* passwd and group: a root filesystem's own entries, less any that clash with the sandbox user,
  * then the sandbox user. */
-static int identity_file(int etcfd, bool merge, const char *name, const char *ours, const char *key_name, unsigned key_id,
+static int identity_file(int etcfd, int lower_etcfd, const char *name, const char *ours, const char *key_name, unsigned key_id,
                          nsbox_error *err)
 {
         _cleanup_sb_ strbuf sb;
         sb_init(&sb, 1 << 20);
         _cleanup_free_ char *old = NULL;
-        if (merge && read_file_at(etcfd, name, O_NOFOLLOW, 1 << 20, &old, NULL) == 0) {
+        if (lower_etcfd >= 0 && read_file_at(lower_etcfd, name, O_NOFOLLOW, 1 << 20, &old, NULL) == 0) {
                 char prefix[96], idfield[32];
                 snprintf(prefix, sizeof(prefix), "%s:", key_name);
                 snprintf(idfield, sizeof(idfield), ":%u:", key_id);
@@ -198,10 +230,13 @@ static int identity_file(int etcfd, bool merge, const char *name, const char *ou
         return replace_file(etcfd, name, sb.buf, err);
 }
 
-/* from_rootfs: ETCFD is a root filesystem's /etc (through the overlay), whose entries are kept. */
-static int write_identity(int etcfd, const nsbox_policy *p, bool from_rootfs, nsbox_error *err)
+/* Write the identity files into ETCFD.  With a root filesystem (rootfs_fd >= 0), ETCFD is /etc
+ * of the overlay's upper layer, and the root filesystem's own entries are kept. */
+static int write_identity(int etcfd, int rootfs_fd, const nsbox_policy *p, nsbox_error *err)
 {
-        const char *shell = access(from_rootfs ? STAGE_ROOT "/bin/bash" : "/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+        bool from_rootfs = rootfs_fd >= 0;
+        _cleanup_close_ int lower_etcfd = from_rootfs ? openat(rootfs_fd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        const char *shell = (from_rootfs ? faccessat(rootfs_fd, "bin/bash", X_OK, 0) : access("/bin/bash", X_OK)) == 0 ? "/bin/bash" : "/bin/sh";
         char passwd[1024], group[512], hosts[512], hostname[80];
         snprintf(passwd, sizeof(passwd), "%s%s:x:%u:%u::%s:%s\n%s", p->uid == 0 || from_rootfs ? "" : "root:x:0:0:root:/root:/bin/sh\n",
                  p->user_name, p->uid, p->gid, p->home, shell,
@@ -211,8 +246,8 @@ static int write_identity(int etcfd, const nsbox_policy *p, bool from_rootfs, ns
         snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", p->hostname);
         snprintf(hostname, sizeof(hostname), "%s\n", p->hostname);
         int r;
-        if ((r = identity_file(etcfd, from_rootfs, "passwd", passwd, p->user_name, p->uid, err)) < 0 ||
-            (r = identity_file(etcfd, from_rootfs, "group", group, p->user_name, p->gid, err)) < 0 ||
+        if ((r = identity_file(etcfd, lower_etcfd, "passwd", passwd, p->user_name, p->uid, err)) < 0 ||
+            (r = identity_file(etcfd, lower_etcfd, "group", group, p->user_name, p->gid, err)) < 0 ||
             (r = replace_file(etcfd, "hosts", hosts, err)) < 0 || (r = replace_file(etcfd, "hostname", hostname, err)) < 0)
                 return r;
         if (p->net == NET_NONE)
@@ -441,12 +476,57 @@ static int pivot_into(const char *newroot, nsbox_error *err)
         return 0;
 }
 
-int nsbox_setup_root(const nsbox_policy *p, nsbox_error *err)
+static void close_trees(struct prepared_tree **trees)
 {
-        int r;
+        for (prepared_tree *t = *trees; t && t->fd != -2; t++)
+                if (t->fd >= 0)
+                        close(t->fd);
+        free(*trees);
+}
+
+/* Give a writable directory to the sandbox user (a root-started sandbox creates it as the
+ * namespace's root). */
+static int own_dir(int fd, const nsbox_policy *p, const char *shown, nsbox_error *err)
+{
+        if (fchownat(fd, "", p->uid, p->gid, AT_EMPTY_PATH) < 0)
+                return nsbox_err(err, errno, "chown '%s'", shown);
+        return 0;
+}
+
+int nsbox_prepare_sources(const nsbox_policy *p, nsbox_sources *ret, nsbox_error *err)
+{
         /* 3. Nothing we mount may propagate back to the host. */
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return nsbox_err(err, errno, "make / private");
+        prepared_tree *trees = calloc(p->n_mounts + 1, sizeof(*trees));
+        if (!trees)
+                return -ENOMEM;
+        for (size_t i = 0; i <= p->n_mounts; i++)
+                trees[i].fd = i == p->n_mounts ? -2 : -1;
+        *ret = (nsbox_sources){ .trees = trees, .rootfs_fd = -1 };
+        int r;
+        for (size_t i = 0; i < p->n_mounts; i++)
+                if (p->mounts[i].type == MOUNT_BIND && (r = prepare_tree(p->mounts[i].source, p->mounts[i].readonly, &trees[i], err)) < 0)
+                        return r;
+        if (p->root == ROOT_DIR && (ret->rootfs_fd = open(p->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+                return nsbox_err(err, errno, "rootfs '%s'", p->root_path);
+        return 0;
+}
+
+void nsbox_sources_release(nsbox_sources *s)
+{
+        close_trees(&s->trees);
+        s->trees = NULL;
+        if (s->rootfs_fd >= 0)
+                close(s->rootfs_fd);
+        s->rootfs_fd = -1;
+}
+
+int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, nsbox_error *err)
+{
+        int r;
+        const prepared_tree *trees = src->trees;
+        int rootfs_fd = src->rootfs_fd;
 
         /* The staging tmpfs: its size bounds the writable layer and /tmp together. */
         char opts[96];
@@ -471,10 +551,20 @@ int nsbox_setup_root(const nsbox_policy *p, nsbox_error *err)
                 if ((r = build_host_skeleton(lowerfd, plan, err)) < 0)
                         return r;
                 _cleanup_close_ int etcfd = openat(lowerfd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (etcfd < 0 || (r = write_identity(etcfd, p, false, err)) < 0)
+                if (etcfd < 0 || (r = write_identity(etcfd, -1, p, err)) < 0)
                         return etcfd < 0 ? nsbox_err(err, errno, "open skeleton /etc") : r;
-        } else
-                lower = p->root_path;
+        } else {
+                /* Straight into the upper layer, before the overlay exists: the namespace's root
+                 * has no rights over a root filesystem owned by an unmapped host user. */
+                if (mkdir(STAGE "/upper/etc", 0755) < 0)
+                        return nsbox_err(err, errno, "create '%s'", STAGE "/upper/etc");
+                _cleanup_close_ int etcfd = open(STAGE "/upper/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (etcfd < 0 || (r = write_identity(etcfd, rootfs_fd, p, err)) < 0)
+                        return etcfd < 0 ? nsbox_err(err, errno, "open '%s'", STAGE "/upper/etc") : r;
+        }
+        fdpath rootfs_path = fd_path(rootfs_fd);
+        if (p->root == ROOT_DIR)
+                lower = rootfs_path.s; /* overlay resolves the magic link to the directory */
         _cleanup_free_ char *ovl = NULL;
         if (asprintf(&ovl, "lowerdir=%s,upperdir=" STAGE "/upper,workdir=" STAGE "/work,userxattr", lower) < 0)
                 return -ENOMEM;
@@ -483,22 +573,14 @@ int nsbox_setup_root(const nsbox_policy *p, nsbox_error *err)
         _cleanup_close_ int rootfd = open(STAGE_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
                 return nsbox_err(err, errno, "open the new root");
-        if (p->root == ROOT_DIR) {
-                /* a root filesystem's /etc, through the overlay: its entries are kept, copied up */
-                _cleanup_close_ int etcp = -1;
-                if ((r = open_in_root(rootfd, "/etc", false, &etcp, err)) < 0)
-                        return r;
-                _cleanup_close_ int etcfd = openat(etcp, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (etcfd < 0 || (r = write_identity(etcfd, p, true, err)) < 0)
-                        return etcfd < 0 ? nsbox_err(err, errno, "open /etc of the root filesystem") : r;
-        } else if ((r = bind_host_view(rootfd, plan, err)) < 0)
+        if (p->root == ROOT_HOST && (r = bind_host_view(rootfd, plan, err)) < 0)
                 return r;
 
         /* Writable places get mounts of their own, so the root itself can be read-only. */
         const char *writable[] = { p->workdir, strcmp(p->home, p->workdir) ? p->home : NULL };
         for (size_t i = 0; i < ARRAY_SIZE(writable) && writable[i]; i++) {
                 _cleanup_close_ int wd = -1;
-                if ((r = open_in_root(rootfd, writable[i], false, &wd, err)) < 0 ||
+                if ((r = open_in_root(rootfd, writable[i], false, &wd, err)) < 0 || (r = own_dir(wd, p, writable[i], err)) < 0 ||
                     (r = attach_tree(wd, "", wd, "", ATTR_BIND_RW, writable[i], err)) < 0)
                         return r;
         }
@@ -508,7 +590,7 @@ int nsbox_setup_root(const nsbox_policy *p, nsbox_error *err)
         for (size_t i = 0; i < p->n_mounts; i++) {
                 const nsbox_mount *m = &p->mounts[i];
                 if (m->type == MOUNT_BIND)
-                        r = bind_into_root(rootfd, m->source, m->target, m->readonly, err);
+                        r = attach_prepared(rootfd, &trees[i], m->target, err);
                 else {
                         char topts[64] = "mode=1777";
                         if (m->size)

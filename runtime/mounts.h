@@ -4,7 +4,20 @@
 #include "error.h"
 #include "policy.h"
 
+/* What the sandbox takes from the host, opened before anything is mounted and, for a
+ * root-started sandbox, while the child still has host root's owner rights (the namespace's root
+ * is an unprivileged host uid that may not traverse /root). */
+typedef struct prepared_tree prepared_tree;
+typedef struct nsbox_sources {
+        prepared_tree *trees; /* one per policy mount; detached clones for binds */
+        int rootfs_fd;        /* O_PATH of the root filesystem directory, or -1 */
+} nsbox_sources;
+
+/* Step 3 (private propagation), then the bind sources cloned and flagged while detached. */
+int nsbox_prepare_sources(const nsbox_policy *p, nsbox_sources *ret, nsbox_error *err);
+void nsbox_sources_release(nsbox_sources *s);
+
 /* Steps 3 to 5 of SECURITY.md's setup order, run inside the new mount namespace by a process
  * that holds CAP_SYS_ADMIN in the sandbox's user namespace: private propagation, the overlay
  * root with its binds, /proc, /dev, /tmp, pivot_root, and chdir into the workdir. */
-int nsbox_setup_root(const nsbox_policy *p, nsbox_error *err);
+int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, nsbox_error *err);

@@ -172,13 +172,19 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, in
         syscall(SYS_close_range, syncfd + 1, ~0u, 0);
         if (nsbox_sync_recv(syncfd, &m) != 1 || m.type != SYNC_GO)
                 _exit(125); /* the launcher went away or gave up: nothing to report to */
+        /* 3. Private propagation, and what we take from the host, opened while a root-started
+         * child still has host uid 0's owner rights. */
+        nsbox_sources src = { .trees = NULL, .rootfs_fd = -1 };
+        r = nsbox_prepare_sources(p, &src, err);
         /* Root-started: we still carry host uid 0, which the map does not contain; become the
          * namespace's root (a host id of the unprivileged range) before creating any file. */
-        if (map->privileged && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
-                return nsbox_err(err, errno, "become root of the user namespace");
-
-        /* 3-5. Mounts, the new root, pivot_root, the workdir. */
-        if ((r = nsbox_setup_root(p, err)) < 0)
+        if (r == 0 && map->privileged && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
+                r = nsbox_err(err, errno, "become root of the user namespace");
+        /* 4-5. Mounts, the new root, pivot_root, the workdir. */
+        if (r == 0)
+                r = nsbox_setup_root(p, &src, err);
+        nsbox_sources_release(&src);
+        if (r < 0)
                 return nsbox_err_wrap(err, r, "set up the sandbox root");
         /* 6. Host name, loopback, rlimits. */
         if (sethostname(p->hostname, strlen(p->hostname)) < 0)
