@@ -57,7 +57,7 @@ override LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SAN_LDFLAGS)
 LIB_SRCS := $(filter-out runtime/cli.c,$(wildcard runtime/*.c)) rootfs/hostview.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
-UNIT_OBJS := $(UNIT_SRCS:%.c=$(B)/%.o)
+UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(B)/unit-obj/%.o)
 PROBE_SRCS := $(wildcard tests/escape/*.c)
 PROBES := $(PROBE_SRCS:tests/escape/%.c=$(B)/tests/%)
 
@@ -76,7 +76,9 @@ $(B)/nsbox: $(B)/runtime/cli.o $(B)/libnsbox.a
 
 $(B)/tests/unit: $(UNIT_OBJS) $(B)/libnsbox.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
-$(UNIT_OBJS): override CFLAGS += $(CHECK_CFLAGS)
+$(B)/unit-obj/%.o: tests/unit/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
 
 # Escape probes run inside sandboxes: plain C programs issuing the attacks directly.
 $(B)/tests/%: tests/escape/%.c

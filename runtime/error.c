@@ -14,6 +14,15 @@ static char *vformat(const char *fmt, va_list ap)
         return s;
 }
 
+/* Messages quote names from outside (policy keys, arguments, paths): keep them to one line and
+ * free of terminal escapes. */
+static void one_line(char *s)
+{
+        for (; s && *s; s++)
+                if ((unsigned char)*s < 0x20 || *s == 0x7f)
+                        *s = '?';
+}
+
 int nsbox_err(nsbox_error *err, int errnum, const char *fmt, ...)
 {
         if (errnum < 0)
@@ -30,6 +39,7 @@ int nsbox_err(nsbox_error *err, int errnum, const char *fmt, ...)
                                 base = full;
                         }
                 }
+                one_line(base);
                 err->msg = base ? base : strdup("out of memory while reporting an error");
                 err->errnum = errnum;
                 if (!err->exit_status)
@@ -47,6 +57,7 @@ int nsbox_err_wrap(nsbox_error *err, int ret, const char *fmt, ...)
         char *prefix = vformat(fmt, ap);
         va_end(ap);
         char *full = NULL;
+        one_line(prefix);
         if (prefix && asprintf(&full, "%s: %s", prefix, err->msg) >= 0) {
                 free(err->msg);
                 err->msg = full;

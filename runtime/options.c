@@ -37,7 +37,7 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
         opterr = 0;
         int c;
         /* '+': stop at the first non-option, so the command's own options stay its own */
-        while ((c = getopt_long(argc, argv, "+e:h", run_options, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:e:h", run_options, NULL)) != -1) {
                 int r = 0;
                 switch (c) {
                 case OPT_POLICY: o->policy = optarg; break;
@@ -104,10 +104,9 @@ static int apply(const nsbox_run_options *o, nsbox_policy *p, nsbox_error *err)
                 }
         }
         if (o->workdir) {
-                char *w;
+                char *w = NULL;
                 if (nsbox_normalize_sandbox_path(o->workdir, &w) < 0 || !strcmp(w, "/")) {
-                        if (w && !strcmp(w, "/"))
-                                free(w);
+                        free(w);
                         return nsbox_err(err, 0, "--workdir '%s': expected an absolute path other than / without '..'", o->workdir);
                 }
                 bool home_was_workdir = !strcmp(p->home, p->workdir);

@@ -325,7 +325,8 @@ static int parse_user(pctx *c, json_t *o, nsbox_policy *p)
                 if (!valid_user_name(s))
                         return bad(c, "user.name", "'%s' is not a valid user name", s);
                 free(p->user_name);
-                p->user_name = strdup(s);
+                if (!(p->user_name = strdup(s)))
+                        return -ENOMEM;
         }
         uint64_t v;
         if ((r = get_uint(c, o, "uid", "user.uid", 65534, &v)) < 0)
@@ -373,7 +374,8 @@ static int parse_root(pctx *c, json_t *o, nsbox_policy *p)
                 if (s[0] != '/')
                         return bad(c, "root.path", "must be an absolute path");
                 free(p->root_path);
-                p->root_path = strdup(s);
+                if (!(p->root_path = strdup(s)))
+                        return -ENOMEM;
         }
         if (p->root == ROOT_DIR && !p->root_path)
                 return bad(c, "root.path", "required when root.type is 'dir'");
@@ -398,8 +400,14 @@ static int parse_mounts(pctx *c, json_t *a, nsbox_policy *p)
                 if (r < 0)
                         return r;
                 const char *type = "bind", *src = NULL, *dst = NULL;
-                if (get_string(c, o, "type", key, &type) < 0 || get_string(c, o, "source", key, &src) < 0 ||
-                    get_string(c, o, "target", key, &dst) < 0)
+                char k_type[80], k_src[80], k_dst[80], k_ro[80], k_size[80];
+                snprintf(k_type, sizeof(k_type), "%s.type", key);
+                snprintf(k_src, sizeof(k_src), "%s.source", key);
+                snprintf(k_dst, sizeof(k_dst), "%s.target", key);
+                snprintf(k_ro, sizeof(k_ro), "%s.readonly", key);
+                snprintf(k_size, sizeof(k_size), "%s.size", key);
+                if (get_string(c, o, "type", k_type, &type) < 0 || get_string(c, o, "source", k_src, &src) < 0 ||
+                    get_string(c, o, "target", k_dst, &dst) < 0)
                         return -EINVAL;
                 nsbox_mount m = { .readonly = true };
                 if (!strcmp(type, "bind"))
@@ -412,10 +420,14 @@ static int parse_mounts(pctx *c, json_t *a, nsbox_policy *p)
                         return bad(c, key, "'target' is required");
                 if (m.type == MOUNT_BIND && (!src || src[0] != '/'))
                         return bad(c, key, "'source' must be an absolute host path");
-                if ((r = get_bool(c, o, "readonly", key, &m.readonly)) < 0 || (r = get_size(c, o, "size", key, &m.size)) < 0)
+                if ((r = get_bool(c, o, "readonly", k_ro, &m.readonly)) < 0 || (r = get_size(c, o, "size", k_size, &m.size)) < 0)
                         return r;
                 m.source = src ? strdup(src) : NULL;
                 m.target = strdup(dst);
+                if ((src && !m.source) || !m.target) {
+                        nsbox_mount_release(&m);
+                        return -ENOMEM;
+                }
                 nsbox_error sub = { 0 };
                 r = nsbox_validate_mount(&m, key, &sub);
                 if (r < 0) {
@@ -818,7 +830,7 @@ int nsbox_policy_parse(const char *text, size_t len, const char *source, nsbox_p
         if (r == 0 && (v = json_object_get(root, "root")))
                 r = parse_root(&c, v, p);
         if (r == 0 && (r = get_string(&c, root, "workdir", "workdir", &s)) > 0) {
-                char *w;
+                char *w = NULL;
                 r = nsbox_normalize_sandbox_path(s, &w);
                 if (r < 0 || !strcmp(w, "/"))
                         r = bad(&c, "workdir", "must be an absolute path other than / and without '..'");
@@ -835,7 +847,7 @@ int nsbox_policy_parse(const char *text, size_t len, const char *source, nsbox_p
                 else {
                         free(p->hostname);
                         p->hostname = strdup(s);
-                        r = 0;
+                        r = p->hostname ? 0 : -ENOMEM;
                 }
         }
         if (r >= 0 && (v = json_object_get(root, "mounts")))

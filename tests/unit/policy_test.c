@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Policy files (nsbox-policy(5)): the shipped default, every refusal a user can meet with its
+ * one-line message, the values a policy can set, and how a policy is found by name. */
+#include <check.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../runtime/policy.h"
+#include "unit.h"
+
+/* A failed call must not write its result: tests set the result to this first and check it. */
+#define SENTINEL ((nsbox_policy *)(uintptr_t)0x5e5e5e5e)
+
+static int load_default(nsbox_policy **p, nsbox_error *err)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/policy/default.json", unit_src());
+        return nsbox_policy_load(path, p, err);
+}
+
+static int parse(const char *json, const char *source, nsbox_policy **p, nsbox_error *err)
+{
+        *p = SENTINEL;
+        return nsbox_policy_parse(json, strlen(json), source, p, err);
+}
+
+/* Parsing JSON fails, leaves the result alone, and says, on one line, the source and every needle. */
+#define ASSERT_REFUSED(json, ...)                                                        \
+        do {                                                                             \
+                nsbox_error _err = { 0 };                                                \
+                nsbox_policy *_p;                                                        \
+                int _r = parse((json), "test.json", &_p, &_err);                        \
+                if (_r == 0 || _p != SENTINEL) {                                         \
+                        if (_r == 0 && _p != SENTINEL)                                   \
+                                nsbox_policy_free(_p);                                   \
+                        nsbox_error_clear(&_err);                                        \
+                }                                                                        \
+                ck_assert_msg(_r < 0, "policy was accepted: %s", (json));               \
+                ck_assert_msg(_p == SENTINEL, "the result was written on failure");     \
+                UNIT_ASSERT_ERROR(&_err, "test.json", __VA_ARGS__);                      \
+        } while (0)
+
+/* Parsing JSON succeeds; the policy is left in *p for the test to check and free. */
+#define ASSERT_PARSES(json, p)                                                           \
+        do {                                                                             \
+                nsbox_error _err = { 0 };                                                \
+                UNIT_ASSERT_OK(parse((json), "test.json", (p), &_err), &_err);           \
+        } while (0)
+
+/* The shipped default policy, in *p for the test to check and free. */
+#define LOAD_DEFAULT(p)                                                                  \
+        do {                                                                             \
+                nsbox_error _err = { 0 };                                                \
+                UNIT_ASSERT_OK(load_default((p), &_err), &_err);                         \
+        } while (0)
+
+/* ---- the shipped default policy ---- */
+
+START_TEST(test_default_policy_loads)
+{
+        nsbox_policy *p = SENTINEL;
+        LOAD_DEFAULT(&p);
+        ck_assert_ptr_ne(p, SENTINEL);
+        UNIT_ASSERT_CONTAINS(p->source, "policy/default.json");
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_default_policy_runs_as_user_1000)
+{
+        nsbox_policy *p = NULL;
+        LOAD_DEFAULT(&p);
+        ck_assert_uint_eq(p->uid, 1000);
+        ck_assert_uint_eq(p->gid, 1000);
+        ck_assert_str_eq(p->user_name, "user");
+        ck_assert_str_eq(p->home, "/workspace");
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_default_policy_works_in_workspace)
+{
+        nsbox_policy *p = NULL;
+        LOAD_DEFAULT(&p);
+        ck_assert_str_eq(p->workdir, "/workspace");
+        ck_assert_str_eq(p->hostname, "nsbox");
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_default_policy_shows_host_root_readonly)
+{
+        nsbox_policy *p = NULL;
+        LOAD_DEFAULT(&p);
+        ck_assert_int_eq(p->root, ROOT_HOST);
+        ck_assert(p->root_readonly);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_default_policy_has_no_network_and_no_capabilities)
+{
+        nsbox_policy *p = NULL;
+        LOAD_DEFAULT(&p);
+        ck_assert_int_eq(p->net, NET_NONE);
+        ck_assert_uint_eq(p->caps, 0);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_default_policy_has_seccomp_rules)
+{
+        nsbox_policy *p = NULL;
+        LOAD_DEFAULT(&p);
+        ck_assert_uint_gt(p->n_sc_rules, 0);
+        for (size_t i = 0; i < p->n_sc_rules; i++)
+                ck_assert_ptr_nonnull(p->sc_rules[i].syscalls);
+        ck_assert(p->sc_socket_restricted);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_missing_policy_file_names_path)
+{
+        nsbox_error err = { 0 };
+        nsbox_policy *p = SENTINEL;
+        ck_assert_int_lt(nsbox_policy_load("/nonexistent-nsbox-unit/x.json", &p, &err), 0);
+        ck_assert_ptr_eq(p, SENTINEL);
+        UNIT_ASSERT_ERROR(&err, "'/nonexistent-nsbox-unit/x.json'");
+}
+END_TEST
+
+/* ---- refusals ---- */
+
+START_TEST(test_unknown_key_names_file_and_key)
+{
+        nsbox_error err = { 0 };
+        nsbox_policy *p;
+        ck_assert_int_lt(parse("{\"hostnme\": \"x\"}", "typo.json", &p, &err), 0);
+        ck_assert_ptr_eq(p, SENTINEL);
+        UNIT_ASSERT_ERROR(&err, "policy 'typo.json'", "key 'hostnme'", "unknown key");
+}
+END_TEST
+
+START_TEST(test_unknown_nested_key_names_full_path)
+{
+        ASSERT_REFUSED("{\"limits\": {\"memroy\": \"1G\"}}", "'limits.memroy'", "unknown key");
+}
+END_TEST
+
+START_TEST(test_unknown_key_in_seccomp_arg_names_full_path)
+{
+        ASSERT_REFUSED("{\"seccomp\": {\"rules\": [{\"syscalls\": [\"clone\"], \"args\": "
+                       "[{\"index\": 0, \"op\": \"eq\", \"value\": 1, \"vlaue\": 2}]}]}}",
+                       "seccomp.rules[0].args[0].vlaue");
+}
+END_TEST
+
+START_TEST(test_uid_as_string_is_refused)
+{
+        ASSERT_REFUSED("{\"user\": {\"uid\": \"1000\"}}", "user.uid");
+}
+END_TEST
+
+START_TEST(test_readonly_as_number_is_refused)
+{
+        ASSERT_REFUSED("{\"root\": {\"readonly\": 1}}", "root.readonly", "true or false");
+}
+END_TEST
+
+START_TEST(test_uid_above_65534_is_refused)
+{
+        ASSERT_REFUSED("{\"user\": {\"uid\": 70000}}", "user.uid");
+}
+END_TEST
+
+START_TEST(test_zero_cpus_is_refused)
+{
+        ASSERT_REFUSED("{\"limits\": {\"cpus\": 0}}", "limits.cpus");
+}
+END_TEST
+
+START_TEST(test_nofile_below_16_is_refused)
+{
+        ASSERT_REFUSED("{\"limits\": {\"nofile\": 5}}", "limits.nofile");
+}
+END_TEST
+
+START_TEST(test_bad_size_is_refused)
+{
+        ASSERT_REFUSED("{\"limits\": {\"memory\": \"lots\"}}", "limits.memory");
+}
+END_TEST
+
+START_TEST(test_bad_user_name_is_refused)
+{
+        ASSERT_REFUSED("{\"user\": {\"name\": \"Root!\"}}", "user.name", "Root!");
+}
+END_TEST
+
+START_TEST(test_bad_hostname_is_refused)
+{
+        ASSERT_REFUSED("{\"hostname\": \"bad!\"}", "'hostname'", "bad!");
+}
+END_TEST
+
+START_TEST(test_relative_workdir_is_refused)
+{
+        ASSERT_REFUSED("{\"workdir\": \"work\"}", "'workdir'");
+}
+END_TEST
+
+START_TEST(test_root_workdir_is_refused)
+{
+        ASSERT_REFUSED("{\"workdir\": \"/\"}", "'workdir'");
+}
+END_TEST
+
+START_TEST(test_workdir_with_dotdot_is_refused)
+{
+        ASSERT_REFUSED("{\"workdir\": \"/a/../b\"}", "'workdir'");
+}
+END_TEST
+
+START_TEST(test_dir_root_without_path_is_refused)
+{
+        ASSERT_REFUSED("{\"root\": {\"type\": \"dir\"}}", "root.path");
+}
+END_TEST
+
+START_TEST(test_bad_network_mode_is_refused)
+{
+        ASSERT_REFUSED("{\"network\": {\"mode\": \"bridge\"}}", "network.mode", "bridge");
+}
+END_TEST
+
+START_TEST(test_bad_capability_name_is_refused)
+{
+        ASSERT_REFUSED("{\"capabilities\": [\"CAP_NOPE\"]}", "capabilities[0]");
+}
+END_TEST
+
+START_TEST(test_unknown_syscall_is_refused)
+{
+        ASSERT_REFUSED("{\"seccomp\": {\"rules\": [{\"syscalls\": [\"nosuchcall\"]}]}}", "seccomp.rules[0]",
+                       "nosuchcall");
+}
+END_TEST
+
+START_TEST(test_bad_errno_name_is_refused)
+{
+        ASSERT_REFUSED("{\"seccomp\": {\"rules\": [{\"syscalls\": [\"mount\"], \"errno\": \"EWHAT\"}]}}",
+                       "seccomp.rules[0]", "errno");
+}
+END_TEST
+
+START_TEST(test_masked_eq_without_mask_is_refused)
+{
+        ASSERT_REFUSED("{\"seccomp\": {\"rules\": [{\"syscalls\": [\"clone\"], \"args\": "
+                       "[{\"index\": 0, \"op\": \"masked_eq\", \"value\": \"CLONE_NEWUSER\"}]}]}}",
+                       "seccomp.rules[0].args[0]", "mask");
+}
+END_TEST
+
+START_TEST(test_mask_with_eq_is_refused)
+{
+        ASSERT_REFUSED("{\"seccomp\": {\"rules\": [{\"syscalls\": [\"clone\"], \"args\": "
+                       "[{\"index\": 0, \"op\": \"eq\", \"value\": 1, \"mask\": 1}]}]}}",
+                       "seccomp.rules[0].args[0]", "mask");
+}
+END_TEST
+
+START_TEST(test_same_argument_compared_twice_is_refused)
+{
+        ASSERT_REFUSED("{\"seccomp\": {\"rules\": [{\"syscalls\": [\"personality\"], \"args\": "
+                       "[{\"index\": 0, \"op\": \"gt\", \"value\": 1}, {\"index\": 0, \"op\": \"lt\", \"value\": 9}]}]}}",
+                       "seccomp.rules[0].args[1]", "twice");
+}
+END_TEST
+
+START_TEST(test_argument_index_6_is_refused)
+{
+        ASSERT_REFUSED("{\"seccomp\": {\"rules\": [{\"syscalls\": [\"clone\"], \"args\": "
+                       "[{\"index\": 6, \"op\": \"eq\", \"value\": 1}]}]}}",
+                       "seccomp.rules[0].args[0]");
+}
+END_TEST
+
+START_TEST(test_invalid_json_names_line_and_column)
+{
+        ASSERT_REFUSED("{\n  \"hostname\": \"a\",\n  \"workdir\": \n}", "line 4", "column");
+}
+END_TEST
+
+START_TEST(test_duplicate_key_is_refused)
+{
+        ASSERT_REFUSED("{\"hostname\": \"a\", \"hostname\": \"b\"}", "duplicate");
+}
+END_TEST
+
+START_TEST(test_string_with_nul_is_refused)
+{
+        ASSERT_REFUSED("{\"hostname\": \"a\\u0000b\"}", "line 1");
+}
+END_TEST
+
+START_TEST(test_mount_with_relative_source_is_refused)
+{
+        ASSERT_REFUSED("{\"mounts\": [{\"source\": \"tmp\", \"target\": \"/data\"}]}", "mounts[0]", "source");
+}
+END_TEST
+
+START_TEST(test_mount_under_proc_is_refused)
+{
+        ASSERT_REFUSED("{\"mounts\": [{\"type\": \"tmpfs\", \"target\": \"/proc/sys\"}]}", "mounts[0]", "/proc/sys",
+                       "reserved");
+}
+END_TEST
+
+START_TEST(test_mount_on_root_is_refused)
+{
+        ASSERT_REFUSED("{\"mounts\": [{\"type\": \"tmpfs\", \"target\": \"//\"}]}", "mounts[0]", "reserved");
+}
+END_TEST
+
+START_TEST(test_bind_of_missing_path_names_it)
+{
+        ASSERT_REFUSED("{\"mounts\": [{\"source\": \"/nonexistent-nsbox-unit\", \"target\": \"/data\"}]}", "mounts[0]",
+                       "/nonexistent-nsbox-unit");
+}
+END_TEST
+
+START_TEST(test_mount_field_of_wrong_type_names_full_key)
+{
+        ASSERT_REFUSED("{\"mounts\": [{\"source\": 1, \"target\": \"/data\"}]}", "mounts[0].source");
+}
+END_TEST
+
+START_TEST(test_error_for_key_with_newline_is_one_line)
+{
+        ASSERT_REFUSED("{\"limits\": {\"mem\\nory\": 1}}", "limits.mem");
+}
+END_TEST
+
+START_TEST(test_error_for_value_with_newline_is_one_line)
+{
+        ASSERT_REFUSED("{\"hostname\": \"a\\nb\"}", "'hostname'");
+}
+END_TEST
+
+START_TEST(test_bad_env_name_is_refused)
+{
+        ASSERT_REFUSED("{\"env\": {\"1BAD\": \"x\"}}", "env.1BAD");
+}
+END_TEST
+
+START_TEST(test_unknown_socket_family_is_refused)
+{
+        ASSERT_REFUSED("{\"seccomp\": {\"socket_families\": [\"AF_NOPE\"]}}", "seccomp.socket_families");
+}
+END_TEST
+
+/* ---- values a policy sets ---- */
+
+START_TEST(test_empty_policy_gets_defaults)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{}", &p);
+        ck_assert_str_eq(p->source, "test.json");
+        ck_assert_uint_eq(p->uid, 1000);
+        ck_assert_str_eq(p->workdir, "/workspace");
+        ck_assert_str_eq(p->hostname, "nsbox");
+        ck_assert(!p->sc_socket_restricted);
+        ck_assert_uint_eq(p->n_mounts, 0);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_sizes_accept_suffixes_and_bytes)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"limits\": {\"memory\": \"64M\", \"disk\": 1048576, \"fsize\": \"1.5K\"}}", &p);
+        ck_assert_uint_eq(p->limits.memory, 64ull << 20);
+        ck_assert_uint_eq(p->limits.disk, 1048576);
+        ck_assert_uint_eq(p->limits.fsize, 1536);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_timeout_is_in_seconds)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"limits\": {\"timeout\": 2.5}}", &p);
+        ck_assert_uint_eq(p->limits.timeout_ms, 2500);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_env_object_sets_variables)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"env\": {\"FOO\": \"bar\", \"EMPTY\": \"\"}}", &p);
+        ck_assert_ptr_nonnull(p->env);
+        ck_assert_str_eq(p->env[0], "FOO=bar");
+        ck_assert_str_eq(p->env[1], "EMPTY=");
+        ck_assert_ptr_null(p->env[2]);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_capability_name_sets_its_bit)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"capabilities\": [\"CAP_NET_BIND_SERVICE\"]}", &p);
+        ck_assert_uint_eq(p->caps, 1ull << 10);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_socket_families_restrict_socket)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"seccomp\": {\"socket_families\": [\"AF_UNIX\", \"AF_INET\"]}}", &p);
+        ck_assert(p->sc_socket_restricted);
+        ck_assert_uint_eq(p->sc_socket_families, (1ull << 1) | (1ull << 2));
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_bind_mount_is_readonly_and_resolved)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"mounts\": [{\"source\": \"/tmp/\", \"target\": \"//data/./x/\"}]}", &p);
+        ck_assert_uint_eq(p->n_mounts, 1);
+        char *real = realpath("/tmp", NULL);
+        ck_assert_str_eq(p->mounts[0].source, real);
+        free(real);
+        ck_assert_str_eq(p->mounts[0].target, "/data/x");
+        ck_assert_int_eq(p->mounts[0].type, MOUNT_BIND);
+        ck_assert(p->mounts[0].readonly);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_seccomp_rule_args_are_kept)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"seccomp\": {\"rules\": [{\"syscalls\": [\"clone\"], \"action\": \"errno\", \"errno\": \"EPERM\", "
+                      "\"args\": [{\"index\": 0, \"op\": \"masked_eq\", \"mask\": \"CLONE_NEWUSER\", \"value\": "
+                      "\"CLONE_NEWUSER\"}]}]}}",
+                      &p);
+        ck_assert_uint_eq(p->n_sc_rules, 1);
+        ck_assert_uint_eq(p->sc_rules[0].n_syscalls, 1);
+        ck_assert_uint_eq(p->sc_rules[0].n_args, 1);
+        ck_assert_int_eq(p->sc_rules[0].args[0].op, SC_OP_MASKED_EQ);
+        ck_assert_uint_eq(p->sc_rules[0].args[0].mask, 0x10000000);
+        ck_assert_uint_eq(p->sc_rules[0].args[0].value, 0x10000000);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+/* ---- finding a policy ---- */
+
+START_TEST(test_find_path_with_slash_is_returned_as_is)
+{
+        nsbox_error err = { 0 };
+        char *path = NULL;
+        UNIT_ASSERT_OK(nsbox_policy_find("dir/mine", &path, &err), &err);
+        ck_assert_str_eq(path, "dir/mine");
+        free(path);
+}
+END_TEST
+
+START_TEST(test_find_name_ending_in_json_is_returned_as_is)
+{
+        nsbox_error err = { 0 };
+        char *path = NULL;
+        UNIT_ASSERT_OK(nsbox_policy_find("mine.json", &path, &err), &err);
+        ck_assert_str_eq(path, "mine.json");
+        free(path);
+}
+END_TEST
+
+START_TEST(test_find_invalid_name_is_refused)
+{
+        static const char *const names[] = { "..", ".hidden", "a b", "x;y", "" };
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                nsbox_error err = { 0 };
+                char *path = (char *)SENTINEL;
+                int r = nsbox_policy_find(names[i], &path, &err);
+                if (r == 0) {
+                        free(path);
+                        nsbox_error_clear(&err);
+                }
+                ck_assert_msg(r < 0, "'%s' was accepted", names[i]);
+                ck_assert_ptr_eq(path, (char *)SENTINEL);
+                UNIT_ASSERT_ERROR(&err, "not valid");
+        }
+}
+END_TEST
+
+START_TEST(test_find_uses_NSBOX_POLICY_PATH)
+{
+        char dir[] = "/tmp/nsbox-unit.XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char file[sizeof(dir) + 16];
+        snprintf(file, sizeof(file), "%s/foo.json", dir);
+        FILE *f = fopen(file, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs("{}\n", f);
+        fclose(f);
+        char *old = getenv("NSBOX_POLICY_PATH") ? strdup(getenv("NSBOX_POLICY_PATH")) : NULL;
+        char search[sizeof(dir) + 32];
+        snprintf(search, sizeof(search), "/nonexistent-nsbox-unit:%s", dir);
+        setenv("NSBOX_POLICY_PATH", search, 1);
+
+        nsbox_error err = { 0 };
+        char *path = NULL;
+        int r = nsbox_policy_find("foo", &path, &err);
+
+        if (old)
+                setenv("NSBOX_POLICY_PATH", old, 1);
+        else
+                unsetenv("NSBOX_POLICY_PATH");
+        free(old);
+        unlink(file);
+        rmdir(dir);
+        UNIT_ASSERT_OK(r, &err);
+        ck_assert_str_eq(path, file);
+        free(path);
+}
+END_TEST
+
+START_TEST(test_find_missing_name_mentions_it)
+{
+        nsbox_error err = { 0 };
+        char *path = (char *)SENTINEL;
+        ck_assert_int_lt(nsbox_policy_find("nsbox-unit-no-such-policy", &path, &err), 0);
+        ck_assert_ptr_eq(path, (char *)SENTINEL);
+        UNIT_ASSERT_ERROR(&err, "'nsbox-unit-no-such-policy' not found");
+}
+END_TEST
+
+Suite *policy_suite(void)
+{
+        Suite *s = suite_create("policy");
+        TCase *tc = unit_tcase(s, "default_policy");
+        unit_add(tc, test_default_policy_loads);
+        unit_add(tc, test_default_policy_runs_as_user_1000);
+        unit_add(tc, test_default_policy_works_in_workspace);
+        unit_add(tc, test_default_policy_shows_host_root_readonly);
+        unit_add(tc, test_default_policy_has_no_network_and_no_capabilities);
+        unit_add(tc, test_default_policy_has_seccomp_rules);
+        unit_add(tc, test_missing_policy_file_names_path);
+
+        tc = unit_tcase(s, "policy_errors");
+        unit_add(tc, test_unknown_key_names_file_and_key);
+        unit_add(tc, test_unknown_nested_key_names_full_path);
+        unit_add(tc, test_unknown_key_in_seccomp_arg_names_full_path);
+        unit_add(tc, test_uid_as_string_is_refused);
+        unit_add(tc, test_readonly_as_number_is_refused);
+        unit_add(tc, test_uid_above_65534_is_refused);
+        unit_add(tc, test_zero_cpus_is_refused);
+        unit_add(tc, test_nofile_below_16_is_refused);
+        unit_add(tc, test_bad_size_is_refused);
+        unit_add(tc, test_bad_user_name_is_refused);
+        unit_add(tc, test_bad_hostname_is_refused);
+        unit_add(tc, test_relative_workdir_is_refused);
+        unit_add(tc, test_root_workdir_is_refused);
+        unit_add(tc, test_workdir_with_dotdot_is_refused);
+        unit_add(tc, test_dir_root_without_path_is_refused);
+        unit_add(tc, test_bad_network_mode_is_refused);
+        unit_add(tc, test_bad_capability_name_is_refused);
+        unit_add(tc, test_unknown_syscall_is_refused);
+        unit_add(tc, test_bad_errno_name_is_refused);
+        unit_add(tc, test_masked_eq_without_mask_is_refused);
+        unit_add(tc, test_mask_with_eq_is_refused);
+        unit_add(tc, test_same_argument_compared_twice_is_refused);
+        unit_add(tc, test_argument_index_6_is_refused);
+        unit_add(tc, test_invalid_json_names_line_and_column);
+        unit_add(tc, test_duplicate_key_is_refused);
+        unit_add(tc, test_string_with_nul_is_refused);
+        unit_add(tc, test_mount_with_relative_source_is_refused);
+        unit_add(tc, test_mount_under_proc_is_refused);
+        unit_add(tc, test_mount_on_root_is_refused);
+        unit_add(tc, test_bind_of_missing_path_names_it);
+        unit_add(tc, test_mount_field_of_wrong_type_names_full_key);
+        unit_add(tc, test_error_for_key_with_newline_is_one_line);
+        unit_add(tc, test_error_for_value_with_newline_is_one_line);
+        unit_add(tc, test_bad_env_name_is_refused);
+        unit_add(tc, test_unknown_socket_family_is_refused);
+
+        tc = unit_tcase(s, "policy_values");
+        unit_add(tc, test_empty_policy_gets_defaults);
+        unit_add(tc, test_sizes_accept_suffixes_and_bytes);
+        unit_add(tc, test_timeout_is_in_seconds);
+        unit_add(tc, test_env_object_sets_variables);
+        unit_add(tc, test_capability_name_sets_its_bit);
+        unit_add(tc, test_socket_families_restrict_socket);
+        unit_add(tc, test_bind_mount_is_readonly_and_resolved);
+        unit_add(tc, test_seccomp_rule_args_are_kept);
+
+        tc = unit_tcase(s, "policy_find");
+        unit_add(tc, test_find_path_with_slash_is_returned_as_is);
+        unit_add(tc, test_find_name_ending_in_json_is_returned_as_is);
+        unit_add(tc, test_find_invalid_name_is_refused);
+        unit_add(tc, test_find_uses_NSBOX_POLICY_PATH);
+        unit_add(tc, test_find_missing_name_mentions_it);
+        return s;
+}
