@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Quick start: install what nsbox needs (Debian/Ubuntu packages, only the missing ones), build,
+# and run a first sandbox that shows what it isolates.  `./quickstart.sh --deps` installs only.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# build: compiler and libraries; test: Check, busybox for a rootfs, keyutils/python3/git used by
+# the tests; peers for `make bench`.
+PACKAGES="build-essential pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
+libjansson-dev libgit2-dev check python3 git busybox-static keyutils util-linux bubblewrap"
+
+missing=$(for p in $PACKAGES; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"; done)
+if [ -n "$missing" ]; then
+        echo "quickstart: installing:" $missing
+        sudo=""
+        [ "$(id -u)" = 0 ] || sudo=sudo
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+[ "${1:-}" = --deps ] && exit 0
+
+make -j"$(nproc)"
+
+echo
+echo "== a first sandbox: build/nsbox run -- sh -c '...'"
+build/nsbox run --json -- sh -c '
+echo "whoami:   $(id)"
+echo "hostname: $(hostname)"
+echo "processes visible: $(ls /proc | grep -c "^[0-9]")"
+echo "network interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | tr "\n" " ")"
+grep -E "CapEff|NoNewPrivs|^Seccomp:" /proc/self/status | tr "\t" " "
+echo "host home dirs visible: $(ls /home /root 2>/dev/null | grep -vc :)"
+touch /usr/x 2>/dev/null || echo "/usr is read-only"
+echo hello > /workspace/hello && echo "wrote /workspace/hello (gone after the run)"
+python3 -c "print(\"python works:\", 6 * 7)"
+'
+echo
+echo "Next: make check   (every test tier)"
