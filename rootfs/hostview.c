@@ -18,8 +18,6 @@ const nsbox_hostview_entry nsbox_hostview[] = {
         { "/etc/ld.so.conf", HV_BIND | HV_OPTIONAL },
         { "/etc/ld.so.conf.d", HV_BIND | HV_OPTIONAL },
         { "/etc/nsswitch.conf", HV_BIND | HV_OPTIONAL },
-        { "/etc/host.conf", HV_BIND | HV_OPTIONAL },
-        { "/etc/gai.conf", HV_BIND | HV_OPTIONAL },
         { "/etc/protocols", HV_BIND | HV_OPTIONAL },
         { "/etc/services", HV_BIND | HV_OPTIONAL },
         { "/etc/alternatives", HV_BIND | HV_OPTIONAL },
@@ -31,7 +29,6 @@ const nsbox_hostview_entry nsbox_hostview[] = {
         /* what interpreters and tools read at start */
         { "/etc/os-release", HV_LINK | HV_BIND | HV_OPTIONAL },
         { "/etc/debian_version", HV_BIND | HV_OPTIONAL },
-        { "/etc/inputrc", HV_BIND | HV_OPTIONAL },
         { "/etc/bash.bashrc", HV_BIND | HV_OPTIONAL },
         { "/etc/profile", HV_BIND | HV_OPTIONAL },
         { "/etc/gitconfig", HV_BIND | HV_OPTIONAL },

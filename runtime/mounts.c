@@ -386,10 +386,11 @@ static int setup_dev(int rootfd, uint64_t shm_size, nsbox_error *err)
         if (devd < 0)
                 return nsbox_err(err, errno, "open /dev");
         for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
-                char host[32];
+                /* a plain bind: a device node has nothing below it and no flag matters */
+                char host[32], target[64];
                 snprintf(host, sizeof(host), "/dev/%s", nodes[i]);
-                if ((r = skel_create(devd, nodes[i], false, err)) < 0 ||
-                    (r = attach_tree(AT_FDCWD, host, devd, nodes[i], MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, host, err)) < 0)
+                snprintf(target, sizeof(target), "/proc/self/fd/%d/%s", devd, nodes[i]);
+                if ((r = skel_create(devd, nodes[i], false, err)) < 0 || (r = do_mount(host, target, host, NULL, MS_BIND, NULL, err)) < 0)
                         return r;
         }
         for (size_t i = 0; i < ARRAY_SIZE(links); i++)
@@ -441,6 +442,10 @@ static int setup_proc(int rootfd, nsbox_error *err)
                         return r;
         }
         for (size_t i = 0; i < ARRAY_SIZE(hidden_files); i++) {
+                struct stat st;
+                /* absent from this kernel, or readable by host root only: nothing to hide */
+                if (fstatat(procfd, hidden_files[i] + 6, &st, AT_SYMLINK_NOFOLLOW) < 0 || !(st.st_mode & (S_IRGRP | S_IROTH)))
+                        continue;
                 _cleanup_close_ int e = openat(procfd, hidden_files[i] + 6, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                 if (e < 0)
                         continue;

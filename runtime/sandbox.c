@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -90,46 +91,35 @@ static _Noreturn void sandbox_init(const nsbox_policy *p, char *const argv[], in
         sigaddset(&mask, SIGCHLD);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-        int errpipe[2];
-        if (sfd < 0 || pipe2(errpipe, O_CLOEXEC) < 0) {
+        if (sfd < 0) {
                 nsbox_error e = { 0 };
-                nsbox_err(&e, errno, "sandbox init: signalfd/pipe");
+                nsbox_err(&e, errno, "sandbox init: signalfd");
                 nsbox_sync_send_error(syncfd, &e, NULL);
                 _exit(125);
         }
-        pid_t cmd = fork();
-        if (cmd < 0) {
-                nsbox_error e = { 0 };
-                nsbox_err(&e, errno, "sandbox init: fork");
-                nsbox_sync_send_error(syncfd, &e, NULL);
-                _exit(125);
-        }
-        if (cmd == 0) {
-                sigset_t none;
-                sigemptyset(&none);
-                sigprocmask(SIG_SETMASK, &none, NULL);
-                /* 8. A session of its own: no terminal of the caller's is its controlling tty
-                 * (bwrap CVE-2017-5226), and a timeout can kill the whole group. */
-                setsid();
-                environ = p->env;
-                execvp(argv[0], argv);
-                int e = errno;
-                (void)!write(errpipe[1], &e, sizeof(e));
-                _exit(127);
-        }
-        close(errpipe[1]);
-        int exec_errno = 0;
-        if (read_full(errpipe[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno)) {
+        /* posix_spawn (vfork-like: no copy of init's page tables) reports exec errors itself.
+         * 8. A session of its own: no terminal of the caller's is its controlling tty (bwrap
+         * CVE-2017-5226), and a timeout or a forwarded signal reaches the whole group. */
+        posix_spawnattr_t attr;
+        sigset_t none;
+        sigemptyset(&none);
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
+        environ = p->env; /* posix_spawnp searches the policy's PATH, not the caller's */
+        pid_t cmd;
+        int e = posix_spawnp(&cmd, argv[0], NULL, &attr, argv, p->env);
+        posix_spawnattr_destroy(&attr);
+        if (e != 0) {
                 char msg[600];
-                int status = exec_errno == ENOENT ? 127 : 126;
-                if (exec_errno == ENOENT && !strchr(argv[0], '/'))
+                int status = e == ENOENT ? 127 : 126;
+                if (e == ENOENT && !strchr(argv[0], '/'))
                         snprintf(msg, sizeof(msg), "'%.500s': command not found", argv[0]);
                 else
-                        snprintf(msg, sizeof(msg), "cannot execute '%.500s': %s", argv[0], strerror(exec_errno));
+                        snprintf(msg, sizeof(msg), "cannot execute '%.500s': %s", argv[0], strerror(e));
                 nsbox_sync_send_text(syncfd, SYNC_ERROR, status, msg);
                 _exit(0);
         }
-        close(errpipe[0]);
         for (;;) {
                 struct signalfd_siginfo si;
                 ssize_t n = read(sfd, &si, sizeof(si));

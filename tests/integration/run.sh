@@ -64,6 +64,16 @@ NoNewPrivs:	1
 Seccomp:	2" "$OUT" "status"
 }
 
+test_policy_capability_is_kept_and_nothing_else() {
+        printf '{ "capabilities": ["CAP_NET_BIND_SERVICE"] }\n' > "$TEST_TMP/caps.json"
+        assert_status 0 "$NSBOX" run --policy "$TEST_TMP/caps.json" -- sh -c 'grep -E "^Cap(Eff|Bnd|Amb)" /proc/self/status | cut -f2 | tr "\n" " "; python3 -c "import socket; socket.socket().bind((\"127.0.0.1\", 80)); print(\"bound\")"'
+        assert_eq "0000000000000400 0000000000000400 0000000000000400 bound" "$(echo $OUT)" "kept capability"
+        assert_status 0 "$NSBOX" run -- python3 -c 'import socket
+try: socket.socket().bind(("127.0.0.1", 80)); print("bound")
+except PermissionError: print("refused")'
+        assert_eq refused "$OUT" "port 80 without the capability"
+}
+
 test_privileged_operations_fail() {
         local cmd
         for cmd in "unshare -U true" "unshare -r true" "mount -t tmpfs none /tmp" "keyctl show" "umount /proc" "chroot / true"; do
