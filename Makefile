@@ -75,6 +75,7 @@ $(B)/nsbox: $(B)/runtime/cli.o $(B)/libnsbox.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(B)/tests/unit: $(UNIT_OBJS) $(B)/libnsbox.a
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
 $(B)/unit-obj/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)
