@@ -2,6 +2,8 @@
 /* The nsbox command: each subcommand parses its options and calls one library function; only
  * here does an error become a message on stderr and an exit status. */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,8 +98,22 @@ out:
         return status;
 }
 
+/* A closed standard fd would be reused by the next open(): point it at /dev/null first. */
+static void ensure_std_fds(void)
+{
+        for (int fd = 0; fd <= 2; fd++)
+                if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+                        int n = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+                        if (n >= 0 && n != fd) {
+                                dup2(n, fd);
+                                close(n);
+                        }
+                }
+}
+
 int main(int argc, char **argv)
 {
+        ensure_std_fds();
         if (argc < 2) {
                 fputs(usage_main, stderr);
                 return 125;

@@ -266,6 +266,20 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
                 r = nsbox_err(err, errno, "create the sandbox's control channel");
                 goto out;
         }
+        /* Keep the channel above the standard fds even if the caller closed some: the child
+         * closes everything from 3 up but its own end. */
+        for (int i = 0; i < 2; i++)
+                if (sv[i] <= 2) {
+                        int moved = fcntl(sv[i], F_DUPFD_CLOEXEC, 3);
+                        if (moved < 0) {
+                                r = nsbox_err(err, errno, "create the sandbox's control channel");
+                                close(sv[0]);
+                                close(sv[1]);
+                                goto out;
+                        }
+                        close(sv[i]);
+                        sv[i] = moved;
+                }
         syncfd = sv[0];
         uint64_t start = now_ns();
 

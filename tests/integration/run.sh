@@ -141,6 +141,14 @@ test_stdio_passes_through() {
         assert_eq "err" "$("$NSBOX" run -- sh -c 'echo err >&2' 2>&1 >/dev/null)" "stderr"
 }
 
+test_closed_standard_fds_are_survived() {
+        # stdin closed by the caller: the sandbox still writes its output, and sees /dev/null
+        OUT=$("$NSBOX" run -- sh -c 'cat; echo done' <&- 2>&1)
+        assert_eq done "$OUT"
+        OUT=$("$NSBOX" run -- sh -c 'echo to-stderr >&2' 2>&1 >&-)
+        assert_eq to-stderr "$OUT"
+}
+
 test_100mb_stream_passes_through() {
         local sum_in sum_out
         sum_in=$(head -c 100000000 /dev/zero | tr '\0' 'x' | sha256sum | cut -d' ' -f1)
