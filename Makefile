@@ -64,7 +64,14 @@ PROBES := $(PROBE_SRCS:tests/escape/%.c=$(B)/tests/%)
 .PHONY: all check unit integration escape vm bench install uninstall clean
 all: $(B)/nsbox
 
-$(B)/%.o: %.c
+# Objects depend on the flags they were built with: `make install PREFIX=/usr` after a plain
+# `make` recompiles with the right policy directory instead of installing a stale binary.
+$(B)/.flags: FORCE
+	@mkdir -p $(B)
+	@echo '$(CFLAGS) $(LDFLAGS) $(PKG_LIBS)' | cmp -s - $@ || echo '$(CFLAGS) $(LDFLAGS) $(PKG_LIBS)' > $@
+.PHONY: FORCE
+
+$(B)/%.o: %.c $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -77,7 +84,7 @@ $(B)/nsbox: $(B)/runtime/cli.o $(B)/libnsbox.a
 $(B)/tests/unit: $(UNIT_OBJS) $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
-$(B)/unit-obj/%.o: tests/unit/%.c
+$(B)/unit-obj/%.o: tests/unit/%.c $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
 
@@ -100,6 +107,9 @@ install: $(B)/nsbox
 	install -m 0644 man/nsbox.1 $(DESTDIR)$(MANDIR)/man1/nsbox.1
 	install -m 0644 man/nsbox-policy.5 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5
 	install -m 0755 rootfs/mkrootfs-debootstrap $(DESTDIR)$(DATADIR)/nsbox/rootfs/
+	install -d $(DESTDIR)$(DATADIR)/nsbox/apparmor
+	sed 's|@BINDIR@|$(BINDIR)|g' contrib/apparmor/nsbox.in > $(DESTDIR)$(DATADIR)/nsbox/apparmor/nsbox
+	chmod 0644 $(DESTDIR)$(DATADIR)/nsbox/apparmor/nsbox
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/nsbox $(DESTDIR)$(MANDIR)/man1/nsbox.1 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5

@@ -2,6 +2,8 @@
 /* The nsbox command: each subcommand parses its options and calls one library function; only
  * here does an error become a message on stderr and an exit status. */
 #include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <inttypes.h>
@@ -48,16 +50,29 @@ static const char usage_run[] =
         "Exit status: CMD's; 128+N if killed by signal N; 124 on timeout; 125 if nsbox failed;\n"
         "126 if CMD cannot be executed; 127 if CMD is not found.\n";
 
-static void print_json_result(const nsbox_result *r)
+/* The --json result object, on stderr, for every outcome: a script never has to guess what an
+ * exit status meant.  err is set when the command did not run (125, 126, 127). */
+static void print_json_result(const nsbox_result *r, const nsbox_error *err)
 {
-        const char *reason = r->timed_out ? "timed_out" : r->oom_killed ? "oom_killed" : r->signal ? "signaled" : "exited";
-        fprintf(stderr,
-                "{\"exit_code\":%d,\"signal\":%d,\"reason\":\"%s\",\"timed_out\":%s,\"oom_killed\":%s,"
-                "\"wall_time_ms\":%.3f,\"cpu_time_ms\":%.3f,\"user_time_ms\":%.3f,\"system_time_ms\":%.3f,"
-                "\"peak_memory_bytes\":%" PRIu64 ",\"status\":%d}\n",
-                r->exit_code, r->signal, reason, r->timed_out ? "true" : "false", r->oom_killed ? "true" : "false",
-                (double)r->wall_us / 1000.0, (double)(r->user_us + r->sys_us) / 1000.0, (double)r->user_us / 1000.0,
-                (double)r->sys_us / 1000.0, r->max_rss_bytes, r->status);
+        json_t *o;
+        if (err && err->msg) {
+                int status = err->exit_status ? err->exit_status : 125;
+                const char *reason = status == 127 ? "not_found" : status == 126 ? "not_executable" : "setup_failed";
+                o = json_pack("{si sn si ss sb sb ss}", "exit_code", -1, "signal", "status", status, "reason", reason,
+                              "timed_out", 0, "oom_killed", 0, "error", err->msg);
+        } else {
+                const char *reason = r->timed_out ? "timed_out" : r->oom_killed ? "oom_killed" : r->signal ? "signaled" : "exited";
+                o = json_pack("{si si ss sb sb sf sf sf sf sI si}", "exit_code", r->exit_code, "signal", r->signal, "reason", reason,
+                              "timed_out", r->timed_out, "oom_killed", r->oom_killed, "wall_time_ms", (double)r->wall_us / 1000.0,
+                              "cpu_time_ms", (double)(r->user_us + r->sys_us) / 1000.0, "user_time_ms", (double)r->user_us / 1000.0,
+                              "system_time_ms", (double)r->sys_us / 1000.0, "peak_memory_bytes", (json_int_t)r->max_rss_bytes,
+                              "status", r->status);
+        }
+        char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+        if (text)
+                fprintf(stderr, "%s\n", text);
+        free(text);
+        json_decref(o);
 }
 
 static int fail(nsbox_error *err)
@@ -86,11 +101,15 @@ static int cmd_run(int argc, char **argv)
         }
         if (nsbox_run_options_policy(&o, &p, &err) < 0 || nsbox_policy_check_host(p, &err) < 0 ||
             nsbox_run(p, o.argv, NSBOX_RUN_RETURN_AT_EXIT, &res, &err) < 0) {
-                status = fail(&err);
+                fprintf(stderr, "nsbox: %s\n", err.msg ? err.msg : "failed");
+                if (o.json)
+                        print_json_result(NULL, &err);
+                status = err.exit_status ? err.exit_status : 125;
+                nsbox_error_clear(&err);
                 goto out;
         }
         if (o.json)
-                print_json_result(&res);
+                print_json_result(&res, NULL);
         status = res.status;
 out:
         nsbox_policy_free(p);

@@ -105,10 +105,9 @@ static int apply(const nsbox_run_options *o, nsbox_policy *p, nsbox_error *err)
         }
         if (o->workdir) {
                 char *w = NULL;
-                if (nsbox_normalize_sandbox_path(o->workdir, &w) < 0 || !strcmp(w, "/")) {
-                        free(w);
-                        return nsbox_err(err, 0, "--workdir '%s': expected an absolute path other than / without '..'", o->workdir);
-                }
+                if (nsbox_check_writable_dir(o->workdir, &w) < 0)
+                        return nsbox_err(err, 0, "--workdir '%s': expected an absolute path without '..', other than / and outside /proc, /dev, /sys",
+                                         o->workdir);
                 bool home_was_workdir = !strcmp(p->home, p->workdir);
                 free(p->workdir);
                 p->workdir = w;

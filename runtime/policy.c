@@ -188,6 +188,20 @@ static bool reserved_target(const char *t)
         return false;
 }
 
+int nsbox_check_writable_dir(const char *path, char **ret)
+{
+        char *norm = NULL;
+        int r = nsbox_normalize_sandbox_path(path, &norm);
+        if (r < 0)
+                return r;
+        if (!strcmp(norm, "/") || reserved_target(norm)) {
+                free(norm);
+                return -EINVAL;
+        }
+        *ret = norm;
+        return 0;
+}
+
 int nsbox_validate_mount(nsbox_mount *m, const char *what, nsbox_error *err)
 {
         char *norm = NULL;
@@ -341,8 +355,8 @@ static int parse_user(pctx *c, json_t *o, nsbox_policy *p)
                 return r;
         if (r) {
                 char *h;
-                if (nsbox_normalize_sandbox_path(s, &h) < 0)
-                        return bad(c, "user.home", "must be an absolute path without '..'");
+                if (nsbox_check_writable_dir(s, &h) < 0)
+                        return bad(c, "user.home", "must be an absolute path without '..', other than / and outside /proc, /dev, /sys");
                 free(p->home);
                 p->home = h;
         }
@@ -379,6 +393,8 @@ static int parse_root(pctx *c, json_t *o, nsbox_policy *p)
         }
         if (p->root == ROOT_DIR && !p->root_path)
                 return bad(c, "root.path", "required when root.type is 'dir'");
+        if (p->root == ROOT_HOST && p->root_path)
+                return bad(c, "root.path", "goes with root.type 'dir' only");
         if ((r = get_bool(c, o, "readonly", "root.readonly", &p->root_readonly)) < 0)
                 return r;
         return 0;
@@ -420,8 +436,14 @@ static int parse_mounts(pctx *c, json_t *a, nsbox_policy *p)
                         return bad(c, key, "'target' is required");
                 if (m.type == MOUNT_BIND && (!src || src[0] != '/'))
                         return bad(c, key, "'source' must be an absolute host path");
+                if (m.type == MOUNT_TMPFS && (src || json_object_get(o, "readonly")))
+                        return bad(c, key, "'source' and 'readonly' do not go with type 'tmpfs'");
+                if (m.type == MOUNT_BIND && json_object_get(o, "size"))
+                        return bad(c, key, "'size' goes with type 'tmpfs' only");
                 if ((r = get_bool(c, o, "readonly", k_ro, &m.readonly)) < 0 || (r = get_size(c, o, "size", k_size, &m.size)) < 0)
                         return r;
+                if (r && m.size < 4096)
+                        return bad(c, k_size, "at least 4K");
                 m.source = src ? strdup(src) : NULL;
                 m.target = strdup(dst);
                 if ((src && !m.source) || !m.target) {
@@ -687,6 +709,9 @@ static int parse_sc_rule(pctx *c, json_t *o, const char *key, nsbox_sc_rule *rul
                 return r;
         if ((r = parse_action(c, key, act, &rule->action)) < 0)
                 return r;
+        json_t *comment = json_object_get(o, "comment");
+        if (comment && !json_is_string(comment))
+                return bad(c, key, "'comment' must be a string");
         rule->errnum = EPERM;
         if ((r = get_errno(c, o, key, &rule->errnum)) < 0)
                 return r;
@@ -719,6 +744,8 @@ static int parse_seccomp(pctx *c, json_t *o, nsbox_policy *p)
                 json_decref(tmp);
                 if (r < 0)
                         return r;
+                if (p->sc_default != SC_ERRNO)
+                        return bad(c, "seccomp.default_errno", "goes with default_action 'errno' only");
         }
         json_t *rules = json_object_get(o, "rules");
         if (rules) {
@@ -831,9 +858,9 @@ int nsbox_policy_parse(const char *text, size_t len, const char *source, nsbox_p
                 r = parse_root(&c, v, p);
         if (r == 0 && (r = get_string(&c, root, "workdir", "workdir", &s)) > 0) {
                 char *w = NULL;
-                r = nsbox_normalize_sandbox_path(s, &w);
-                if (r < 0 || !strcmp(w, "/"))
-                        r = bad(&c, "workdir", "must be an absolute path other than / and without '..'");
+                r = nsbox_check_writable_dir(s, &w);
+                if (r < 0)
+                        r = bad(&c, "workdir", "must be an absolute path without '..', other than / and outside /proc, /dev, /sys");
                 else {
                         free(p->workdir);
                         p->workdir = w;

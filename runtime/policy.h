@@ -98,6 +98,9 @@ int nsbox_validate_mount(nsbox_mount *m, const char *what, nsbox_error *err);
 int nsbox_policy_add_mount(nsbox_policy *p, nsbox_mount *m, nsbox_error *err); /* takes m's strings */
 int nsbox_policy_set_env(nsbox_policy *p, const char *kv, nsbox_error *err);   /* K=V, or K to inherit */
 int nsbox_check_hostname(const char *h);
+/* A directory the sandbox user may write (workdir, home): normalized, not /, not under /proc,
+ * /dev or /sys.  -EINVAL otherwise. */
+int nsbox_check_writable_dir(const char *path, char **ret);
 /* Normalize an absolute sandbox path: collapse '//' and '/./', refuse '..' and relative paths. */
 int nsbox_normalize_sandbox_path(const char *in, char **ret);
 void nsbox_mount_release(nsbox_mount *m);

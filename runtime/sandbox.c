@@ -50,9 +50,9 @@ int nsbox_policy_check_host(nsbox_policy *p, nsbox_error *err)
         const nsbox_limits *l = &p->limits;
         if (l->memory || l->pids || l->cpus > 0 || l->swap_set) {
                 if (l->enforce == ENFORCE_REQUIRED)
-                        return nsbox_err(err, 0, "policy '%s' requires memory/pids/cpus limits, which this version of nsbox cannot enforce yet (cgroup v2)",
+                        return nsbox_err(err, 0, "policy '%s' requires memory/swap/pids/cpus limits, which this version of nsbox cannot enforce yet (cgroup v2)",
                                          p->source);
-                fprintf(stderr, "nsbox: warning: memory/pids/cpus limits of policy '%s' are not enforced by this version, ignoring\n",
+                fprintf(stderr, "nsbox: warning: memory/swap/pids/cpus limits of policy '%s' are not enforced by this version, ignoring\n",
                         p->source);
         }
         return 0;
@@ -73,12 +73,45 @@ static void set_rlimit(int res, uint64_t v)
 }
 
 static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+/* supervisor -> init: SIGKILL the command's process group and report its status as usual */
+#define SIG_KILL_COMMAND (SIGRTMIN + 1)
+#define TIMEOUT_GRACE_MS 2000 /* then init itself is killed */
 
 static void forwarded_set(sigset_t *set)
 {
         sigemptyset(set);
         for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++)
                 sigaddset(set, forwarded_signals[i]);
+}
+
+/* /proc/1/cmdline is readable by every process of the sandbox: replace the launcher's command
+ * line (host paths of nsbox and of bind sources) with a name, as setproctitle does. */
+static void scrub_cmdline(void)
+{
+        char buf[1024];
+        int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        /* fields 48 and 49 (arg_start, arg_end), counted after the ")" that ends comm */
+        char *p = strrchr(buf, ')');
+        unsigned long start = 0, end = 0;
+        for (int field = 2; p && field <= 49; field++) {
+                p = strchr(p + 1, ' ');
+                if (p && field == 47)
+                        start = strtoul(p + 1, NULL, 10);
+                if (p && field == 48)
+                        end = strtoul(p + 1, NULL, 10);
+        }
+        if (!start || end <= start || end - start > (1ul << 24))
+                return;
+        static const char name[] = "nsbox-init";
+        memset((void *)start, 0, end - start);
+        memcpy((void *)start, name, end - start < sizeof(name) ? end - start - 1 : sizeof(name) - 1);
 }
 
 /* The sandbox's pid 1: start the command in a session and process group of its own, forward the
@@ -89,6 +122,7 @@ static _Noreturn void sandbox_init(const nsbox_policy *p, char *const argv[], in
         sigset_t mask;
         forwarded_set(&mask);
         sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIG_KILL_COMMAND);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
         if (sfd < 0) {
@@ -120,6 +154,7 @@ static _Noreturn void sandbox_init(const nsbox_policy *p, char *const argv[], in
                 nsbox_sync_send_text(syncfd, SYNC_ERROR, status, msg);
                 _exit(0);
         }
+        scrub_cmdline(); /* argv is not needed any more */
         for (;;) {
                 struct signalfd_siginfo si;
                 ssize_t n = read(sfd, &si, sizeof(si));
@@ -129,7 +164,7 @@ static _Noreturn void sandbox_init(const nsbox_policy *p, char *const argv[], in
                         _exit(125);
                 }
                 if (si.ssi_signo != SIGCHLD) {
-                        kill(-cmd, (int)si.ssi_signo);
+                        kill(-cmd, (int)si.ssi_signo == SIG_KILL_COMMAND ? SIGKILL : (int)si.ssi_signo);
                         continue;
                 }
                 int st;
@@ -319,15 +354,18 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
         /* Supervise: forward signals, enforce the timeout, collect the init's messages. */
         supervise_state st = { 0 };
         bool timed_out = false, sync_open = true;
+        unsigned terminate_requests = 0;
         uint64_t deadline = p->limits.timeout_ms ? start + p->limits.timeout_ms * 1000000ull : 0;
+        uint64_t hard_deadline = 0;
         for (;;) {
                 struct pollfd pfd[3] = { { .fd = pidfd, .events = POLLIN },
                                          { .fd = sigfd, .events = POLLIN },
                                          { .fd = sync_open ? syncfd : -1, .events = POLLIN } };
                 int wait_ms = -1;
-                if (deadline && !timed_out) {
+                uint64_t next = !timed_out ? deadline : hard_deadline;
+                if (next) {
                         uint64_t now = now_ns();
-                        wait_ms = now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+                        wait_ms = now >= next ? 0 : (int)((next - now + 999999) / 1000000);
                 }
                 int n = poll(pfd, 3, wait_ms);
                 if (n < 0 && errno != EINTR) {
@@ -336,14 +374,24 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
                         goto out;
                 }
                 if (deadline && !timed_out && now_ns() >= deadline) {
-                        /* killing pid 1 tears down the whole pid namespace */
+                        /* init kills the command's group and reports its usage; when init exits
+                         * the kernel kills everything else in the pid namespace */
                         timed_out = true;
+                        hard_deadline = now_ns() + TIMEOUT_GRACE_MS * 1000000ull;
+                        syscall(SYS_pidfd_send_signal, pidfd, SIG_KILL_COMMAND, NULL, 0);
+                } else if (hard_deadline && now_ns() >= hard_deadline) {
+                        hard_deadline = 0;
                         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
                 }
                 if (pfd[1].revents & POLLIN) {
                         struct signalfd_siginfo si;
-                        while (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-                                syscall(SYS_pidfd_send_signal, pidfd, (int)si.ssi_signo, NULL, 0);
+                        while (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                                bool terminating = si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM;
+                                /* the first is the command's to handle; a second one means the
+                                 * caller wants it gone, even if it (or a broken policy) ignores it */
+                                int sig = terminating && ++terminate_requests > 1 ? SIGKILL : (int)si.ssi_signo;
+                                syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+                        }
                 }
                 if (sync_open && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
                         static nsbox_sync_msg m;
@@ -354,15 +402,16 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
                 }
                 /* init has reported and is exiting; the kernel is already killing whatever else
                  * is left in its pid namespace.  bwrap returns here too. */
-                if ((st.has_exit || st.has_error) && (flags & NSBOX_RUN_RETURN_AT_EXIT) && !timed_out)
+                if ((st.has_exit || st.has_error) && (flags & NSBOX_RUN_RETURN_AT_EXIT))
                         break;
                 if (pfd[0].revents & POLLIN)
                         break;
         }
         bool reaped = false;
         int wstatus = 0;
+        struct rusage init_ru = { 0 };
         if (!((st.has_exit || st.has_error) && (flags & NSBOX_RUN_RETURN_AT_EXIT))) {
-                while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+                while (wait4(pid, &wstatus, 0, &init_ru) < 0 && errno == EINTR)
                         ;
                 reaped = true;
         }
@@ -376,6 +425,12 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
 
         *res = (nsbox_result){ .exit_code = -1 };
         res->wall_us = (now_ns() - start) / 1000;
+        if (!st.has_exit && reaped) {
+                /* killed before it could report (timeout, kill): init's own and reaped children's */
+                st.usage.user_us = (uint64_t)init_ru.ru_utime.tv_sec * 1000000 + (uint64_t)init_ru.ru_utime.tv_usec;
+                st.usage.sys_us = (uint64_t)init_ru.ru_stime.tv_sec * 1000000 + (uint64_t)init_ru.ru_stime.tv_usec;
+                st.usage.maxrss_kb = (uint64_t)init_ru.ru_maxrss;
+        }
         res->user_us = st.usage.user_us;
         res->sys_us = st.usage.sys_us;
         res->max_rss_bytes = st.usage.maxrss_kb * 1024;

@@ -15,7 +15,7 @@ typedef struct nsbox_result {
         bool timed_out;
         bool oom_killed;
         uint64_t wall_us;
-        uint64_t user_us, sys_us; /* cpu time of every process the sandbox reaped */
+        uint64_t user_us, sys_us; /* cpu time of the command and the descendants it waited for */
         uint64_t max_rss_bytes;   /* largest resident set of any one process */
 } nsbox_result;
 

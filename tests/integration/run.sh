@@ -263,6 +263,54 @@ test_rootfs_dir_is_the_lower_layer() {
         assert_eq "root:x:0:0:root:/root:/bin/sh" "$(cat "$r/etc/passwd")" "the rootfs on the host is unchanged"
 }
 
+test_json_result_when_the_command_cannot_run() {
+        "$NSBOX" run --json -- no-such-cmd 2> "$TEST_TMP/err"
+        assert_eq 127 $? "status"
+        python3 - "$TEST_TMP/err" <<'PY' || fail "json: $(cat "$TEST_TMP/err")"
+import json, sys
+r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+assert r["status"] == 127 and r["reason"] == "not_found" and "no-such-cmd" in r["error"], r
+PY
+        "$NSBOX" run --json --bind /no/such:/x -- true 2> "$TEST_TMP/err"
+        assert_eq 125 $? "status"
+        assert_contains "$(tail -n 1 "$TEST_TMP/err")" '"reason":"setup_failed"'
+}
+
+test_timeout_reports_the_commands_cpu_time() {
+        "$NSBOX" run --json --timeout 0.6 -- sh -c 'while :; do :; done' 2> "$TEST_TMP/err"
+        assert_eq 124 $? "status"
+        python3 - "$TEST_TMP/err" <<'PY' || fail "json: $(cat "$TEST_TMP/err")"
+import json, sys
+r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+assert r["timed_out"] and r["status"] == 124, r
+assert r["cpu_time_ms"] > 150, r  # the spinning shell's time, not just init's
+PY
+}
+
+test_second_sigterm_kills_a_command_that_ignores_it() {
+        "$NSBOX" run -- sh -c 'trap "" TERM INT; sleep 291' & local pid=$!
+        local i; for i in $(seq 50); do pgrep -f "sleep 291" >/dev/null && break; sleep 0.1; done
+        kill -TERM $pid; sleep 0.3
+        kill -0 $pid 2>/dev/null || fail "the first SIGTERM should only be forwarded"
+        kill -TERM $pid
+        wait $pid
+        assert_eq 137 $? "status after the second SIGTERM"
+        wait_gone "sleep 291" || fail "sandbox survived"
+}
+
+test_init_cmdline_reveals_no_host_paths() {
+        mkdir -p "$TEST_TMP/secret-project"
+        assert_status 0 "$NSBOX" run --bind "$TEST_TMP/secret-project:/p" -- sh -c 'tr "\0" " " < /proc/1/cmdline'
+        assert_not_contains "$OUT" "secret-project" "/proc/1/cmdline"
+        assert_not_contains "$OUT" "$NSBOX" "/proc/1/cmdline"
+}
+
+test_root_inside_an_outer_user_namespace_maps_itself() {
+        # uid 0 of a user namespace (unshare -r, rootless containers) is not host root
+        OUT=$(unshare -Ur "$NSBOX" run -- id -un 2>&1)
+        assert_eq user "$OUT"
+}
+
 # ---- bad input: one clear line, exit 125, nothing left behind --------------------------------
 
 expect_125() { # what cmd...
@@ -285,6 +333,9 @@ test_bad_input_gets_one_line_and_125() {
         assert_contains "$OUT" "/no/such/src"
         expect_125 "bind onto /proc" "$NSBOX" run --bind /tmp:/proc/x -- true
         expect_125 "bad timeout" "$NSBOX" run --timeout soon -- true
+        expect_125 "workdir in /proc" "$NSBOX" run --workdir /proc/x -- true
+        expect_125 "option without its value" "$NSBOX" run --timeout
+        assert_contains "$OUT" "needs a value"
         expect_125 "bad hostname" "$NSBOX" run --hostname 'a b' -- true
         expect_125 "bad env" "$NSBOX" run -e '1X=y' -- true
         expect_125 "unknown command" "$NSBOX" frobnicate

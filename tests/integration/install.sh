@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# make install: what a packager or an operator gets.
+. "$(dirname "$0")/../lib.sh"
+
+test_installed_nsbox_runs_with_its_own_policy_and_man_pages() {
+        local prefix="$TEST_TMP/prefix" b="$TEST_TMP/build"
+        make -s -C "$NSBOX_SRC" B="$b" PREFIX="$prefix" install > "$TEST_TMP/make.log" 2>&1 || fail "make install: $(tail -5 "$TEST_TMP/make.log")"
+        local f
+        for f in bin/nsbox share/nsbox/policy/default.json share/man/man1/nsbox.1 share/man/man5/nsbox-policy.5 \
+                share/nsbox/rootfs/mkrootfs-debootstrap share/nsbox/apparmor/nsbox; do
+                [ -f "$prefix/$f" ] || fail "make install did not install $f"
+        done
+        # the installed binary finds the installed policy by itself (no source tree next to it)
+        OUT=$(cd / && env -u NSBOX_POLICY_PATH "$prefix/bin/nsbox" run -- id -un 2>&1)
+        assert_eq user "$OUT" "installed nsbox run"
+        assert_contains "$(cat "$prefix/share/nsbox/apparmor/nsbox")" "profile nsbox $prefix/bin/nsbox"
+        if command -v man >/dev/null; then
+                OUT=$(MANWIDTH=80 man -l "$prefix/share/man/man1/nsbox.1" 2>&1)
+                assert_contains "$OUT" "EXIT STATUS" "rendered nsbox(1)"
+        fi
+}
+
+test_destdir_install_stages_without_touching_prefix() {
+        local b="$TEST_TMP/build2"
+        make -s -C "$NSBOX_SRC" B="$b" PREFIX=/usr DESTDIR="$TEST_TMP/stage" install > "$TEST_TMP/make.log" 2>&1 || fail "make install: $(tail -5 "$TEST_TMP/make.log")"
+        [ -x "$TEST_TMP/stage/usr/bin/nsbox" ] || fail "no staged binary"
+        assert_contains "$(strings "$TEST_TMP/stage/usr/bin/nsbox")" "/usr/share/nsbox/policy" "compiled-in policy directory"
+}
+
+run_tests
