@@ -89,9 +89,13 @@ $(B)/unit-obj/%.o: tests/unit/%.c $(B)/.flags
 	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
 
 # Escape probes run inside sandboxes: plain C programs issuing the attacks directly.
-$(B)/tests/%: tests/escape/%.c
+# They are never sanitizer builds: a sanitizer runtime inside the sandbox would add its own
+# system calls to the attacks.
+PROBE_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS))
+PROBE_LDFLAGS := $(filter-out -fsanitize=%,$(LDFLAGS))
+$(B)/tests/%: tests/escape/%.c $(B)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+	$(CC) $(PROBE_CFLAGS) $(PROBE_LDFLAGS) -o $@ $<
 
 check: $(B)/nsbox $(B)/tests/unit $(PROBES)
 	NSBOX=$(abspath $(B)/nsbox) NSBOX_BUILD=$(abspath $(B)) tests/run

@@ -246,6 +246,92 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, in
 
 /* ---- outside: the supervisor ------------------------------------------------------------- */
 
+/* A file given as standard input or output (`< file`, `> file`) could be reopened through
+ * /proc/self/fd by the sandbox user, who owns it when nsbox runs unprivileged: read-only would
+ * become read-write.  Such an fd is replaced by a pipe, fed or drained outside the sandbox by a
+ * copier process.  Terminals, pipes and sockets are passed as they are. */
+typedef struct stdio_proxy {
+        pid_t copier[3];
+        int sandbox_end[3]; /* the pipe end the sandbox gets as fd 0, 1 or 2, or -1 */
+} stdio_proxy;
+
+static void copy_until_eof(int in, int out)
+{
+        for (;;) {
+                ssize_t n = splice(in, NULL, out, NULL, 1 << 20, SPLICE_F_MOVE);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EINVAL) { /* a file system without splice: plain copy */
+                        char buf[65536];
+                        n = read(in, buf, sizeof(buf));
+                        if (n > 0 && write_full(out, buf, (size_t)n) < 0)
+                                return;
+                }
+                if (n <= 0)
+                        return;
+        }
+}
+
+static int proxy_stdio(stdio_proxy *px, nsbox_error *err)
+{
+        for (int fd = 0; fd <= 2; fd++) {
+                px->copier[fd] = 0;
+                px->sandbox_end[fd] = -1;
+                struct stat st;
+                if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode)))
+                        continue;
+                int p[2];
+                if (pipe2(p, O_CLOEXEC) < 0)
+                        return nsbox_err(err, errno, "pipe for standard %s", fd ? "output" : "input");
+                pid_t pid = fork();
+                if (pid < 0) {
+                        close(p[0]);
+                        close(p[1]);
+                        return nsbox_err(err, errno, "fork a copier for standard %s", fd ? "output" : "input");
+                }
+                if (pid == 0) {
+                        /* only its two ends: another copy of a pipe end would keep EOF away */
+                        int in = fd == 0 ? 0 : p[0], out = fd == 0 ? p[1] : fd;
+                        int keep_lo = in < out ? in : out, keep_hi = in < out ? out : in;
+                        for (int i = 0; i <= 2; i++)
+                                if (i != in && i != out)
+                                        close(i);
+                        syscall(SYS_close_range, 3, keep_lo - 1 >= 3 ? keep_lo - 1 : 2, 0);
+                        if (keep_hi - keep_lo > 1)
+                                syscall(SYS_close_range, keep_lo + 1, keep_hi - 1, 0);
+                        syscall(SYS_close_range, keep_hi + 1, ~0u, 0);
+                        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+                        signal(SIGPIPE, SIG_DFL);
+                        copy_until_eof(in, out);
+                        _exit(0);
+                }
+                px->copier[fd] = pid;
+                close(p[fd == 0 ? 1 : 0]);
+                px->sandbox_end[fd] = p[fd == 0 ? 0 : 1];
+        }
+        return 0;
+}
+
+/* Close our ends; wait until the output copiers have written everything (the sandbox is gone
+ * or going, so they reach EOF); input left unread is of no use to anyone. */
+static void proxy_finish(stdio_proxy *px)
+{
+        for (int fd = 0; fd <= 2; fd++) {
+                if (px->sandbox_end[fd] >= 0)
+                        close(px->sandbox_end[fd]);
+                px->sandbox_end[fd] = -1;
+        }
+        for (int fd = 0; fd <= 2; fd++) {
+                if (px->copier[fd] <= 0)
+                        continue;
+                if (fd == 0)
+                        kill(px->copier[fd], SIGKILL);
+                while (waitpid(px->copier[fd], NULL, 0) < 0 && errno == EINTR)
+                        ;
+                px->copier[fd] = 0;
+        }
+}
+
 static pid_t raw_clone(unsigned long flags, int *pidfd)
 {
         /* fork semantics (no new stack): x86-64 order is flags, stack, parent_tid, child_tid, tls */
@@ -297,6 +383,7 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
         _cleanup_close_ int pidfd = -1;
         _cleanup_close_ int syncfd = -1;
         int sv[2] = { -1, -1 };
+        stdio_proxy proxy = { .sandbox_end = { -1, -1, -1 } };
         if (sigfd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
                 r = nsbox_err(err, errno, "create the sandbox's control channel");
                 goto out;
@@ -316,6 +403,8 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
                         sv[i] = moved;
                 }
         syncfd = sv[0];
+        if ((r = proxy_stdio(&proxy, err)) < 0)
+                goto out;
         uint64_t start = now_ns();
 
         /* 2. New namespaces; the child waits for its id maps. */
@@ -328,6 +417,9 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
         }
         if (pid == 0) {
                 close(sv[0]);
+                for (int fd = 0; fd <= 2; fd++)
+                        if (proxy.sandbox_end[fd] >= 0 && dup2(proxy.sandbox_end[fd], fd) < 0)
+                                _exit(125);
                 nsbox_error cerr = { 0 };
                 if (sandbox_child_setup(p, &map, sv[1], &cerr) < 0) {
                         nsbox_sync_send_error(sv[1], &cerr, "sandbox setup failed");
@@ -336,7 +428,11 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
                 sandbox_init(p, argv, sv[1]);
         }
         close(sv[1]);
-
+        for (int fd = 0; fd <= 2; fd++)
+                if (proxy.sandbox_end[fd] >= 0) {
+                        close(proxy.sandbox_end[fd]);
+                        proxy.sandbox_end[fd] = -1;
+                }
         if ((r = nsbox_write_idmap(pid, &map, err)) < 0 || (r = nsbox_sync_send(syncfd, SYNC_GO, 0, NULL, 0)) < 0) {
                 nsbox_err(err, -r, "start the sandbox");
                 kill_and_reap(pidfd, pid);
@@ -460,6 +556,7 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
         }
         r = 0;
 out:
+        proxy_finish(&proxy);
         sigprocmask(SIG_SETMASK, &old, NULL);
         nsbox_bpf_release(&bpf);
         return r;

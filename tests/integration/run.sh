@@ -289,7 +289,7 @@ PY
 
 test_second_sigterm_kills_a_command_that_ignores_it() {
         "$NSBOX" run -- sh -c 'trap "" TERM INT; sleep 291' & local pid=$!
-        local i; for i in $(seq 50); do pgrep -f "sleep 291" >/dev/null && break; sleep 0.1; done
+        local i; for i in $(seq 50); do pgrep -f "^sleep 291" >/dev/null && break; sleep 0.1; done
         kill -TERM $pid; sleep 0.3
         kill -0 $pid 2>/dev/null || fail "the first SIGTERM should only be forwarded"
         kill -TERM $pid

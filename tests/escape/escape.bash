@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# Helpers of the escape tests, sourced after tests/lib.sh (not a test file itself: tests/run only
+# runs *.sh).  The probe ($NSBOX_BUILD/tests/probe, from probe.c) performs one attack and exits 0
+# if it failed (the sandbox held), 1 if it worked, 2 if it was not run.
+#
+# Every test must be able to fail.  Where it is harmless, a test also runs the same attack where
+# the protection is absent, as a control that must see it work:
+#   control_host    the probe on the host, no sandbox.  Only attacks that change nothing but the
+#                   probe's own process (or only look) are run this way; probe.c refuses the
+#                   destructive ones (mount, kexec, modules, setns, writes under / and /proc/sys,
+#                   signals to pid 1...) whenever it has the host root's rights.
+#   control_userns  the probe as root of a user namespace of its own (`unshare -Ur`, with new
+#                   mount/pid namespaces): what it mounts or signals stays there.  Only as the
+#                   unprivileged user: root's user namespace maps to host root, and the probe
+#                   refuses destructive attacks there.
+PROBE=$NSBOX_BUILD/tests/probe
+[ -x "$PROBE" ] || { echo "escape tests need $PROBE (make $PROBE)" >&2; exit 1; }
+PROBE_OPTS=()   # extra nsbox options for probe_in_sandbox
+PROBE_OUT=      # the last probe line (probe_in_sandbox)
+CONTROL_OUT=    # the last control's output (control_host)
+
+# The probe in a sandbox, the probe directory bound at /probe; extra nsbox options in PROBE_OPTS.
+# Sets PROBE_OUT, prints it on stdout and stderr, returns the probe's (or nsbox's) status.
+probe_in_sandbox() { # attack [args...]
+        local st
+        PROBE_OUT=$("$NSBOX" run "${PROBE_OPTS[@]}" --bind "$NSBOX_BUILD/tests:/probe" -- /probe/probe "$@" </dev/null 2>&1)
+        st=$?
+        printf '%s\n' "$PROBE_OUT"
+        printf '    sandbox: %s [exit %s]\n' "$PROBE_OUT" "$st" >&2
+        return "$st"
+}
+
+# The attack must fail inside the sandbox.
+assert_held() { # attack [args...]
+        local st
+        probe_in_sandbox "$@"
+        st=$?
+        [ "$st" = 0 ] || fail "attack '$1' was not refused inside the sandbox (probe exit $st)"
+        assert_contains "$PROBE_OUT" "attack $1: refused:" "probe output"
+}
+
+control_host() { # attack [args...]; sets CONTROL_OUT
+        local st
+        CONTROL_OUT=$(cd "$TEST_TMP" && "$PROBE" "$@" </dev/null 2>&1)
+        st=$?
+        printf '    control (host, no sandbox): %s [exit %s]\n' "$CONTROL_OUT" "$st" >&2
+        [ "$st" = 1 ] || fail "control: without a sandbox the probe should see '$1' work (exit 1), got exit $st: $CONTROL_OUT"
+}
+
+control_userns() { # [unshare options...] -- attack [args...]
+        local opts=() out st
+        while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+        shift
+        if [ "$TEST_AS" != user ]; then
+                echo "    control (user namespace): not run as root (it would map to host root)" >&2
+                return 0
+        fi
+        if ! unshare --user --map-root-user "${opts[@]}" true 2>/dev/null; then
+                echo "    control (user namespace): unshare --user ${opts[*]} is not available here" >&2
+                return 0
+        fi
+        out=$(cd "$TEST_TMP" && unshare --user --map-root-user "${opts[@]}" "$PROBE" "$@" </dev/null 2>&1)
+        st=$?
+        printf '    control (own user namespace, %s): %s [exit %s]\n' "${opts[*]}" "$out" "$st" >&2
+        [ "$st" = 1 ] || fail "control: as root of its own user namespace the probe should see '$1' work (exit 1), got exit $st: $out"
+}
+
+# Run a command when the test's subshell exits (each test runs in a subshell of its own).
+AT_EXIT=
+at_exit() { # command (a string for eval)
+        AT_EXIT="$1; $AT_EXIT"
+        trap 'eval "$AT_EXIT"' EXIT
+}
+
+# A scratch directory for --bind sources, in TEST_TMP (removed with it).  0755 along the path: a
+# sandbox started by root runs as an unprivileged host uid, which must reach a bind's source.
+scratch_dir() { # sets SCRATCH
+        chmod 0755 "$TEST_TMP"
+        SCRATCH=$(mktemp -d "$TEST_TMP/scratch.XXXXXX") || fail "cannot create a scratch directory in $TEST_TMP"
+        chmod 0755 "$SCRATCH"
+}
+
+# The caller's home directory (setpriv --reset-env may leave HOME unset).
+caller_home() {
+        getent passwd "$(id -u)" | cut -d: -f6
+}

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Escape tier, processes: host and neighbour processes are invisible and out of reach, pid 1 (the
+# sandbox's init, non-dumpable) can be neither traced nor read nor killed, the caller's terminal
+# takes no input from the sandbox, nothing survives the sandbox, no host fd leaks in, and the
+# nsbox binary cannot be reached through /proc/PID/exe.  See escape.bash for the controls.
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/escape.bash"
+
+# Every process's pid and command line, as seen from where it runs.
+# shellcheck disable=SC2016
+list_processes='for d in /proc/[0-9]*; do printf "%s " "${d#/proc/}"; tr "\0" " " < "$d/cmdline" 2>/dev/null; echo; done'
+
+test_host_processes_are_invisible() {
+        sleep "31337.$$" &
+        local pid=$! out
+        at_exit "kill $pid 2>/dev/null"
+        out=$("$NSBOX" run -- sh -c "$list_processes" 2>&1) || fail "listing /proc in the sandbox failed: $out"
+        printf '    sandbox processes:\n%s\n' "$out" >&2
+        assert_not_contains "$out" "31337.$$" "the sandbox's process list"
+        printf '%s\n' "$out" | awk '{print $1}' | grep -qx "$pid" && fail "host pid $pid is in the sandbox's /proc"
+        # control: the same listing on the host shows the sleep
+        assert_contains "$(sh -c "$list_processes")" "31337.$$" "control: the host's process list"
+        local init
+        init=$(cat /proc/1/comm)
+        assert_held host_pids "$init"
+        control_host host_pids "$init" # only reads /proc
+}
+
+test_host_process_cannot_be_signalled() {
+        sleep "31338.$$" &
+        local pid=$! out
+        at_exit "kill $pid 2>/dev/null"
+        out=$("$NSBOX" run -- sh -c "echo attempted; kill -9 $pid && echo KILLED; kill -0 $pid && echo SIGNALLABLE; true" 2>&1)
+        echo "    sandbox: kill -9 $pid: $out" >&2
+        assert_contains "$out" "attempted" "the sandbox's output (did it run?)"
+        assert_not_contains "$out" "KILLED" "kill -9 of host pid $pid from the sandbox"
+        assert_not_contains "$out" "SIGNALLABLE" "kill -0 of host pid $pid from the sandbox"
+        kill -0 "$pid" 2>/dev/null || fail "host process $pid died while the sandbox tried to kill it"
+        # control: from the host the same command reaches it (kill -0 only)
+        sh -c "kill -0 $pid" || fail "control: the host cannot signal its own sleep"
+}
+
+# A neighbour sandbox traps SIGCONT; another sandbox sends SIGCONT to every process it can
+# (kill -1).  SIGCONT, because it harms nothing even if it reached the host.
+test_neighbour_sandbox_gets_no_signal() {
+        local log=$TEST_TMP/neighbour.log tag="nsbox-neighbour-$$" out
+        # shellcheck disable=SC2016
+        "$NSBOX" run -- sh -c 'trap "echo GOT-SIGNAL" CONT; echo ready; i=0; while [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done' "$tag" \
+                >"$log" 2>&1 </dev/null &
+        local nb=$!
+        at_exit "kill $nb 2>/dev/null; wait $nb 2>/dev/null"
+        for _ in $(seq 50); do grep -q ready "$log" && break; sleep 0.1; done
+        grep -q ready "$log" || fail "the neighbour sandbox did not start: $(cat "$log")"
+        out=$("$NSBOX" run -- sh -c 'kill -s CONT -- -1; echo "kill -1: $?"' 2>&1)
+        echo "    attacker: $out" >&2
+        assert_contains "$out" "kill -1: " "the attacker's output (did it run?)"
+        sleep 0.5
+        kill -0 "$nb" 2>/dev/null || fail "the neighbour sandbox died"
+        assert_not_contains "$(cat "$log")" "GOT-SIGNAL" "the neighbour's output"
+        # control: sent from the host, the neighbour gets it (pkill -f also hits its supervisor: harmless)
+        pkill -CONT -f "$tag"
+        for _ in $(seq 30); do grep -q GOT-SIGNAL "$log" && break; sleep 0.1; done
+        assert_contains "$(cat "$log")" "GOT-SIGNAL" "control: the neighbour's output after a SIGCONT from the host"
+}
+
+test_ptrace_of_pid1_is_refused() {
+        assert_held ptrace
+        # harmless as a user (PTRACE_TRACEME in a child works; attaching to the host's pid 1 is refused)
+        if [ "$TEST_AS" = user ]; then control_host ptrace; fi
+}
+
+test_process_vm_readv_of_pid1_is_refused() {
+        assert_held process_vm_readv
+        # in a new pid namespace the probe is pid 1 itself
+        control_userns --mount --pid --fork --mount-proc -- process_vm_readv
+}
+
+test_pid1_memory_and_fds_are_unreadable() {
+        assert_held proc1_mem
+        assert_contains "$PROBE_OUT" "read /proc/1/mem: Permission denied"
+        # harmless: reads only
+        if [ "$TEST_AS" = root ]; then control_host proc1_mem; else control_userns --mount --pid --fork --mount-proc -- proc1_mem; fi
+}
+
+# No control: a pid namespace's init ignores SIGKILL and SIGSTOP from inside it (the kernel does
+# this); the probe checks that init still runs and is not stopped.
+test_kill_pid1_leaves_init_running() {
+        assert_held kill_pid1
+        assert_contains "$PROBE_OUT" "pid 1 still alive"
+}
+
+test_tiocsti_is_refused() {
+        assert_held tiocsti
+        assert_contains "$PROBE_OUT" "TIOCSTI on an own pty (controlling tty): Operation not permitted"
+        control_host tiocsti # harmless: stdin is /dev/null; the pty is the probe's own
+}
+
+# The caller's terminal: a pty from script(1) is nsbox's stdin, and the sandbox tries to push
+# input into it.  Outside a sandbox the same probe succeeds on it (it is the controlling tty).
+test_tiocsti_into_the_callers_terminal_is_refused() {
+        command -v script >/dev/null || skip "script (util-linux) is not installed"
+        local out st
+        out=$(script -qec "'$NSBOX' run --bind '$NSBOX_BUILD/tests:/probe' -- /probe/probe tiocsti" /dev/null </dev/null 2>&1)
+        st=$?
+        out=$(printf '%s' "$out" | tr -d '\r')
+        echo "    sandbox on a pty: $out [exit $st]" >&2
+        [ "$st" = 0 ] || fail "TIOCSTI into the caller's terminal was not refused (exit $st)"
+        assert_contains "$out" "fd 0 is a terminal"
+        assert_contains "$out" "TIOCSTI on fd 0: Operation not permitted"
+        assert_not_contains "$out" "#" "the terminal's output (an injected '#' would be echoed)"
+        # control: the probe run directly on such a pty injects into it
+        out=$(script -qec "'$PROBE' tiocsti" /dev/null </dev/null 2>&1)
+        st=$?
+        echo "    control (host pty): $(printf '%s' "$out" | tr -d '\r') [exit $st]" >&2
+        [ "$st" = 1 ] || fail "control: on a pty outside the sandbox TIOCSTI should work (exit 1), got $st"
+        assert_contains "$out" "TIOCSTI on fd 0 SUCCEEDED" "control"
+}
+
+test_sandbox_processes_die_with_it() {
+        local tag=$$ left out d
+        # setsid + disown, nohup, and a double fork: three ways to outlive a parent.  Output to a
+        # file: a pipe would make the test wait for any survivor holding it open.
+        # The command lists what runs before it exits: proof the three did start.
+        # shellcheck disable=SC2016
+        "$NSBOX" run -- bash -c "setsid sleep 1000.$tag & disown; nohup sleep 1001.$tag >/dev/null 2>&1 & (sleep 1002.$tag &);
+                sleep 0.3; $list_processes; exit 0" >"$TEST_TMP/out" 2>&1 </dev/null || fail "nsbox run failed: $(cat "$TEST_TMP/out")"
+        out=$(cat "$TEST_TMP/out")
+        echo "    sandbox processes before it ended: $out" >&2
+        for d in 1000 1001 1002; do assert_contains "$out" "sleep $d.$tag" "the sandbox's processes"; done
+        at_exit "pkill -f 'sleep 100[012]\\.$tag'"
+        left=$(wait_gone "sleep 100[012]\\.$tag") || fail "processes outlived their sandbox: $left"
+        # control: the same on the host leaves them running, and the check sees them
+        bash -c "setsid sleep 1000.$tag & disown; exit 0" </dev/null >/dev/null 2>&1
+        sleep 0.2
+        pgrep -f "sleep 100[012]\\.$tag" >/dev/null || fail "control: a setsid sleep on the host is not found"
+        pkill -f "sleep 100[012]\\.$tag"
+}
+
+test_host_fd_does_not_leak() {
+        exec 7</etc/passwd
+        exec 8<>"$TEST_TMP/fd8"
+        assert_held fd_leak
+        assert_contains "$PROBE_OUT" "cwd /workspace"
+        control_host fd_leak # only lists its fds
+        assert_contains "$CONTROL_OUT" "fd 7 is open: /etc/passwd" "control"
+}
+
+test_nsbox_binary_is_not_writable_through_proc_exe() {
+        local before after
+        before=$(sha256sum <"$NSBOX")
+        assert_held proc_exe_write
+        assert_contains "$PROBE_OUT" "/proc/1/exe O_PATH: Permission denied"
+        after=$(sha256sum <"$NSBOX")
+        assert_eq "$before" "$after" "sha256 of $NSBOX"
+        # control: as pid 1 of its own pid namespace, the probe reaches its own /proc/1/exe
+        control_userns --mount --pid --fork --mount-proc -- proc_exe_write
+}
+
+run_tests
