@@ -3,6 +3,7 @@
  * here does an error become a message on stderr and an exit status. */
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -75,9 +76,12 @@ static void print_json_result(const nsbox_result *r, const nsbox_error *err)
         json_decref(o);
 }
 
-static int fail(nsbox_error *err)
+/* The one place an error becomes output: the message, the --json object, the exit status. */
+static int fail(nsbox_error *err, bool json)
 {
         fprintf(stderr, "nsbox: %s\n", err->msg ? err->msg : "failed");
+        if (json)
+                print_json_result(NULL, err);
         int status = err->exit_status ? err->exit_status : 125;
         nsbox_error_clear(err);
         return status;
@@ -91,7 +95,7 @@ static int cmd_run(int argc, char **argv)
         nsbox_result res;
         int status;
         if (nsbox_run_options_parse(argc, argv, &o, &err) < 0) {
-                status = fail(&err);
+                status = fail(&err, o.json);
                 goto out;
         }
         if (o.help) {
@@ -101,11 +105,7 @@ static int cmd_run(int argc, char **argv)
         }
         if (nsbox_run_options_policy(&o, &p, &err) < 0 || nsbox_policy_check_host(p, &err) < 0 ||
             nsbox_run(p, o.argv, NSBOX_RUN_RETURN_AT_EXIT, &res, &err) < 0) {
-                fprintf(stderr, "nsbox: %s\n", err.msg ? err.msg : "failed");
-                if (o.json)
-                        print_json_result(NULL, &err);
-                status = err.exit_status ? err.exit_status : 125;
-                nsbox_error_clear(&err);
+                status = fail(&err, o.json);
                 goto out;
         }
         if (o.json)

@@ -118,14 +118,24 @@ static int open_in_root(int rootfd, const char *path, bool want_file, int *ret, 
 /* Clone a tree (MS_REC: nothing below it is uncovered), set its flags while it is still detached
  * and attach it: a read-only bind is never visible writable, and nothing is looked up twice.
  * An empty FROM or TO means the fd itself. */
-static int attach_tree(int from_dfd, const char *from, int to_dfd, const char *to, uint64_t attrs, const char *shown,
-                       nsbox_error *err)
+static int clone_tree(int from_dfd, const char *from, uint64_t attrs, const char *shown, int *ret, nsbox_error *err)
 {
         _cleanup_close_ int t = open_tree(from_dfd, from, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
                                                                    (*from ? 0 : AT_EMPTY_PATH));
         if (t < 0)
                 return nsbox_err(err, errno, "bind '%s'", *from ? from : shown);
         int r = set_attr(t, shown, true, attrs, 0, err);
+        if (r < 0)
+                return r;
+        *ret = steal_fd(&t);
+        return 0;
+}
+
+static int attach_tree(int from_dfd, const char *from, int to_dfd, const char *to, uint64_t attrs, const char *shown,
+                       nsbox_error *err)
+{
+        _cleanup_close_ int t = -1;
+        int r = clone_tree(from_dfd, from, attrs, shown, &t, err);
         if (r < 0)
                 return r;
         if (move_mount(t, "", to_dfd, to, MOVE_MOUNT_F_EMPTY_PATH | (*to ? 0 : MOVE_MOUNT_T_EMPTY_PATH)) < 0)
@@ -144,15 +154,13 @@ struct prepared_tree {
 
 static int prepare_tree(const char *src, bool readonly, prepared_tree *ret, nsbox_error *err)
 {
-        _cleanup_close_ int t = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-        if (t < 0)
-                return nsbox_err(err, errno, "bind '%s'", src);
+        _cleanup_close_ int t = -1;
+        int r = clone_tree(AT_FDCWD, src, readonly ? ATTR_BIND_RO : ATTR_BIND_RW, src, &t, err);
+        if (r < 0)
+                return r;
         struct stat st;
         if (fstat(t, &st) < 0)
                 return nsbox_err(err, errno, "bind '%s'", src);
-        int r = set_attr(t, src, true, readonly ? ATTR_BIND_RO : ATTR_BIND_RW, 0, err);
-        if (r < 0)
-                return r;
         ret->fd = steal_fd(&t);
         ret->is_dir = S_ISDIR(st.st_mode);
         return 0;
