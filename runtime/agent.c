@@ -282,8 +282,9 @@ static json_t *proc_result(proc *p, uint64_t now)
         }
         nsbox_sync_usage u;
         usage_from(&p->ru, &u);
-        json_t *o = json_pack("{sI si si sb sb sf sf sI}", "pid", (json_int_t)p->pid, "exit_code", code, "signal", sig, "timed_out",
-                              p->timed_out, "truncated", p->truncated, "duration_ms",
+        const char *reason = p->timed_out ? "timed_out" : sig ? "signaled" : "exited";
+        json_t *o = json_pack("{sI si si ss sb sb sf sf sI}", "pid", (json_int_t)p->pid, "exit_code", code, "signal", sig, "reason",
+                              reason, "timed_out", p->timed_out, "truncated", p->truncated, "duration_ms",
                               (double)((p->exit_ns ? p->exit_ns : now) - p->start_ns) / 1e6, "cpu_time_ms",
                               (double)(u.user_us + u.sys_us) / 1000.0, "peak_memory_bytes", (json_int_t)(u.maxrss_kb * 1024));
         if (o && !p->stream) {

@@ -33,6 +33,7 @@ static const char usage_main[] =
         "  cp SRC DST                        copy a file into or out of a sandbox (one side is ID:PATH)\n"
         "  ls [--json]                       list your sandboxes\n"
         "  rm [-f] ID...                     destroy sandboxes\n"
+        "  pause ID... | resume ID...        freeze and thaw sandboxes (cgroup.freeze)\n"
         "  tools [--format json|openai|mcp]  the tool schemas, for an LLM's tool list\n"
         "\n"
         "  nsbox --help | nsbox --version | nsbox COMMAND --help\n"
@@ -53,6 +54,9 @@ static const char usage_run[] =
         "  --hostname NAME        host name inside (default: nsbox)\n"
         "  --timeout SECONDS      kill every process of the sandbox after SECONDS; exit status 124\n"
         "  --disk SIZE            size of the writable layer and /tmp together (default: 1G)\n"
+        "  --memory SIZE          memory limit of the whole sandbox (cgroup memory.max; no swap)\n"
+        "  --pids N               at most N processes and threads in the sandbox (pids.max)\n"
+        "  --cpus F               at most F CPUs' worth of time, e.g. 0.5 (cpu.max)\n"
         "  --net none             network: loopback only (the default)\n"
         "  --json                 print a result object on stderr after the run\n"
         "  -h, --help             this help\n"
@@ -68,15 +72,20 @@ static void print_json_result(const nsbox_result *r, const nsbox_error *err)
         if (err && err->msg) {
                 int status = err->exit_status ? err->exit_status : 125;
                 const char *reason = status == 127 ? "not_found" : status == 126 ? "not_executable" : "setup_failed";
-                o = json_pack("{si sn si ss sb sb ss}", "exit_code", -1, "signal", "status", status, "reason", reason,
-                              "timed_out", 0, "oom_killed", 0, "error", err->msg);
+                o = json_pack("{si sn si ss sb sb sb ss}", "exit_code", -1, "signal", "status", status, "reason", reason,
+                              "timed_out", 0, "oom_killed", 0, "pids_limited", 0, "error", err->msg);
         } else {
-                const char *reason = r->timed_out ? "timed_out" : r->oom_killed ? "oom_killed" : r->signal ? "signaled" : "exited";
-                o = json_pack("{si si ss sb sb sf sf sf sf sI si}", "exit_code", r->exit_code, "signal", r->signal, "reason", reason,
-                              "timed_out", r->timed_out, "oom_killed", r->oom_killed, "wall_time_ms", (double)r->wall_us / 1000.0,
-                              "cpu_time_ms", (double)(r->user_us + r->sys_us) / 1000.0, "user_time_ms", (double)r->user_us / 1000.0,
-                              "system_time_ms", (double)r->sys_us / 1000.0, "peak_memory_bytes", (json_int_t)r->max_rss_bytes,
-                              "status", r->status);
+                const char *reason = r->timed_out      ? "timed_out"
+                                     : r->oom_killed   ? "oom_killed"
+                                     : r->pids_limited ? "pids_limited"
+                                     : r->signal       ? "signaled"
+                                                       : "exited";
+                o = json_pack("{si si ss sb sb sb sf sf sf sf sI si ss?}", "exit_code", r->exit_code, "signal", r->signal, "reason",
+                              reason, "timed_out", r->timed_out, "oom_killed", r->oom_killed, "pids_limited", r->pids_limited,
+                              "wall_time_ms", (double)r->wall_us / 1000.0, "cpu_time_ms", (double)(r->user_us + r->sys_us) / 1000.0,
+                              "user_time_ms", (double)r->user_us / 1000.0, "system_time_ms", (double)r->sys_us / 1000.0,
+                              "peak_memory_bytes", (json_int_t)r->max_rss_bytes, "status", r->status, "cgroup",
+                              r->cgroup[0] ? r->cgroup : NULL);
         }
         char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
         if (text)
@@ -162,7 +171,8 @@ int main(int argc, char **argv)
                 int (*fn)(int, char **);
         } session_cmds[] = {
                 { "create", nsbox_cmd_create }, { "exec", nsbox_cmd_exec }, { "call", nsbox_cmd_call }, { "cp", nsbox_cmd_cp },
-                { "ls", nsbox_cmd_ls },         { "rm", nsbox_cmd_rm },     { "tools", nsbox_cmd_tools },
+                { "ls", nsbox_cmd_ls },         { "rm", nsbox_cmd_rm },     { "pause", nsbox_cmd_pause },
+                { "resume", nsbox_cmd_resume }, { "tools", nsbox_cmd_tools },
         };
         for (size_t i = 0; i < sizeof(session_cmds) / sizeof(session_cmds[0]); i++)
                 if (!strcmp(cmd, session_cmds[i].name))

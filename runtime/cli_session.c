@@ -129,6 +129,12 @@ static int create_params(const nsbox_run_options *o, json_t **ret)
                         json_object_set_new(p, keys[i], json_string(vals[i]));
         if (o->has_disk)
                 json_object_set_new(p, "disk", json_sprintf("%" PRIu64, o->disk));
+        if (o->has_memory)
+                json_object_set_new(p, "memory", json_sprintf("%" PRIu64, o->memory));
+        if (o->has_pids)
+                json_object_set_new(p, "pids", json_integer((json_int_t)o->pids));
+        if (o->has_cpus)
+                json_object_set_new(p, "cpus", json_real(o->cpus));
         if (o->has_timeout)
                 json_object_set_new(p, "timeout", json_real((double)o->timeout_ms / 1000.0));
         json_t *binds = json_array();
@@ -611,27 +617,26 @@ int nsbox_cmd_ls(int argc, char **argv)
         return 0;
 }
 
-int nsbox_cmd_rm(int argc, char **argv)
+/* rm, pause, resume: one daemon method applied to each ID in turn. */
+static int each_sandbox(const char *cmd, const char *method, const char *help, bool has_force, int argc, char **argv)
 {
         bool force = false;
         int first = 1;
         for (; first < argc && argv[first][0] == '-'; first++) {
-                if (!strcmp(argv[first], "-f") || !strcmp(argv[first], "--force"))
+                if (has_force && (!strcmp(argv[first], "-f") || !strcmp(argv[first], "--force")))
                         force = true;
                 else if (!strcmp(argv[first], "--help") || !strcmp(argv[first], "-h")) {
-                        fputs("usage: nsbox rm [-f] ID...\n\nDestroy sandboxes: every process in them is killed and their writable\n"
-                              "layer discarded.  -f: an ID that does not exist is not an error.\n",
-                              stdout);
+                        fputs(help, stdout);
                         return 0;
                 } else
-                        return usage_error("rm", "unknown option '%s'", argv[first]);
+                        return usage_error(cmd, "unknown option '%s'", argv[first]);
         }
         if (first >= argc)
-                return usage_error("rm", "expected at least one sandbox ID");
+                return usage_error(cmd, "expected at least one sandbox ID");
         nsbox_client cl = { .fd = -1 };
         nsbox_error err = { 0 };
         if (nsbox_client_connect(true, &cl, &err) < 0) {
-                int st = say("rm", EXIT_NSBOX, NULL, &err);
+                int st = say(cmd, EXIT_NSBOX, NULL, &err);
                 nsbox_error_clear(&err);
                 return st;
         }
@@ -639,9 +644,9 @@ int nsbox_cmd_rm(int argc, char **argv)
         for (int i = first; i < argc; i++) {
                 json_t *res = NULL;
                 const char *code = NULL;
-                if (nsbox_client_call(&cl, "destroy", json_pack("{ss}", "sandbox", argv[i]), NULL, NULL, &res, &code, &err) < 0) {
+                if (nsbox_client_call(&cl, method, json_pack("{ss}", "sandbox", argv[i]), NULL, NULL, &res, &code, &err) < 0) {
                         if (!(force && code && !strcmp(code, "not_found"))) {
-                                say("rm", 0, code, &err);
+                                say(cmd, 0, code, &err);
                                 status = code ? EXIT_REFUSED : EXIT_NSBOX;
                         }
                         nsbox_error_clear(&err);
@@ -653,6 +658,28 @@ int nsbox_cmd_rm(int argc, char **argv)
         }
         nsbox_client_close(&cl);
         return status;
+}
+
+int nsbox_cmd_rm(int argc, char **argv)
+{
+        return each_sandbox("rm", "destroy",
+                            "usage: nsbox rm [-f] ID...\n\nDestroy sandboxes: every process in them is killed and their writable\n"
+                            "layer discarded.  -f: an ID that does not exist is not an error.\n",
+                            true, argc, argv);
+}
+
+int nsbox_cmd_pause(int argc, char **argv)
+{
+        return each_sandbox("pause", "pause",
+                            "usage: nsbox pause ID...\n\nFreeze every process of the sandboxes (cgroup.freeze); their memory stays as\n"
+                            "it is.  Calls to a paused sandbox are refused until nsbox resume.\n",
+                            false, argc, argv);
+}
+
+int nsbox_cmd_resume(int argc, char **argv)
+{
+        return each_sandbox("resume", "resume", "usage: nsbox resume ID...\n\nThaw paused sandboxes: their processes go on where they stopped.\n",
+                            false, argc, argv);
 }
 
 int nsbox_cmd_tools(int argc, char **argv)

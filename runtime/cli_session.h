@@ -9,4 +9,6 @@ int nsbox_cmd_call(int argc, char **argv);
 int nsbox_cmd_cp(int argc, char **argv);
 int nsbox_cmd_ls(int argc, char **argv);
 int nsbox_cmd_rm(int argc, char **argv);
+int nsbox_cmd_pause(int argc, char **argv);
+int nsbox_cmd_resume(int argc, char **argv);
 int nsbox_cmd_tools(int argc, char **argv);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@
 #define MAX_SANDBOXES 1024
 #define MAX_CALLS_PER_SANDBOX 1024
 #define READY_TIMEOUT_NS (30ull * 1000000000)
+#define PAUSE_TIMEOUT_MS 5000
 
 /* JSON-RPC error codes; the stable nsbox code is in error.data.code */
 #define RPC_PARSE_ERROR -32700
@@ -65,6 +67,7 @@ typedef struct pending {
         uint64_t client; /* serial; 0 once the client went away */
         json_t *rpc_id;
         bool stream, b64_payload, exec, paused;
+        uint64_t pids_limited; /* exec: pids.events max when it started */
 } pending;
 
 typedef struct sandbox {
@@ -75,7 +78,8 @@ typedef struct sandbox {
         nsbox_sandbox sb;
         char *policy_name;
         json_t *labels;
-        bool ready;
+        nsbox_limits limits;
+        bool ready, paused;
         time_t created;
         uint64_t expires_ns, ready_deadline_ns;
         uint64_t create_client;
@@ -239,13 +243,41 @@ static sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *par
 
 static json_t *sandbox_json(const sandbox *s)
 {
-        json_t *o = json_pack("{ss ss sI si ss sO sI sI}", "id", s->id, "state", s->ready ? "running" : "starting", "created",
-                              (json_int_t)s->created, "uid", (int)s->owner, "policy", s->policy_name ? s->policy_name : "",
+        json_t *o = json_pack("{ss ss sI si ss sO sI sI}", "id", s->id, "state", !s->ready ? "starting" : s->paused ? "paused" : "running",
+                              "created", (json_int_t)s->created, "uid", (int)s->owner, "policy", s->policy_name ? s->policy_name : "",
                               "labels", s->labels ? s->labels : json_object(), "pid", (json_int_t)s->sb.pid, "calls",
                               (json_int_t)s->n_calls);
-        if (o && s->expires_ns) {
+        if (!o)
+                return NULL;
+        if (s->expires_ns) {
                 uint64_t now = now_ns();
                 json_object_set_new(o, "expires_in", json_real(s->expires_ns > now ? (double)(s->expires_ns - now) / 1e9 : 0));
+        }
+        const nsbox_limits *l = &s->limits;
+        json_t *lim = json_object();
+        if (l->memory)
+                json_object_set_new(lim, "memory", json_integer((json_int_t)l->memory));
+        if (l->pids)
+                json_object_set_new(lim, "pids", json_integer((json_int_t)l->pids));
+        if (l->cpus > 0)
+                json_object_set_new(lim, "cpus", json_real(l->cpus));
+        json_object_set_new(lim, "disk", json_integer((json_int_t)(l->disk ? l->disk : 1ull << 30)));
+        json_object_set_new(o, "limits", lim);
+        nsbox_cgroup_stats cs;
+        if (nsbox_cgroup_stats_read(&s->sb.cg, &cs) < 0) {
+                json_object_set_new(o, "cgroup", json_null());
+                return o;
+        }
+        json_object_set_new(o, "cgroup", json_string(s->sb.cg.path));
+        json_object_set_new(o, "cpu_time_ms", json_real((double)cs.cpu_usage_us / 1000.0));
+        if (cs.has_memory) {
+                json_object_set_new(o, "memory_bytes", json_integer((json_int_t)cs.memory_current));
+                json_object_set_new(o, "peak_memory_bytes", json_integer((json_int_t)cs.memory_peak));
+                json_object_set_new(o, "oom_kills", json_integer((json_int_t)cs.oom_kills));
+        }
+        if (cs.has_pids) {
+                json_object_set_new(o, "pids", json_integer((json_int_t)cs.pids_current));
+                json_object_set_new(o, "pids_limited", json_integer((json_int_t)cs.pids_limited));
         }
         return o;
 }
@@ -257,19 +289,42 @@ static int create_argv(json_t *params, strbuf *why, char ***ret)
         int r = 0;
 #define PUSH(s) do { char *_d = strdup(s); if (!_d || strv_push(&v, _d) < 0) return -ENOMEM; } while (0)
         PUSH("create");
-        static const char *const strings[] = { "policy", "rootfs", "workdir", "hostname", "net", "disk" };
+        /* sizes may be given as strings ("512M") or numbers of bytes */
+        static const char *const strings[] = { "policy", "rootfs", "workdir", "hostname", "net", "disk", "memory" };
         for (size_t i = 0; i < ARRAY_SIZE(strings); i++) {
                 json_t *x = json_object_get(params, strings[i]);
                 if (!x || json_is_null(x))
                         continue;
-                if (!json_is_string(x)) {
-                        sb_appendf(why, "'%s' must be a string", strings[i]);
+                bool size = i >= 5;
+                char num[32];
+                if (size && json_is_integer(x) && json_integer_value(x) >= 0)
+                        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(x));
+                else if (!json_is_string(x)) {
+                        sb_appendf(why, size ? "'%s' must be a size such as \"512M\" or a number of bytes" : "'%s' must be a string", strings[i]);
                         return -EINVAL;
                 }
                 char opt[32];
                 snprintf(opt, sizeof(opt), "--%s", strings[i]);
                 PUSH(opt);
-                PUSH(json_string_value(x));
+                PUSH(json_is_string(x) ? json_string_value(x) : num);
+        }
+        static const char *const numbers[] = { "pids", "cpus" };
+        for (size_t i = 0; i < ARRAY_SIZE(numbers); i++) {
+                json_t *x = json_object_get(params, numbers[i]);
+                if (!x || json_is_null(x))
+                        continue;
+                if (!json_is_number(x) || (i == 0 && !json_is_integer(x))) {
+                        sb_appendf(why, i == 0 ? "'pids' must be an integer" : "'cpus' must be a number");
+                        return -EINVAL;
+                }
+                char opt[32], num[64];
+                snprintf(opt, sizeof(opt), "--%s", numbers[i]);
+                if (i == 0)
+                        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(x));
+                else
+                        snprintf(num, sizeof(num), "%.6g", json_number_value(x));
+                PUSH(opt);
+                PUSH(num);
         }
         json_t *t = json_object_get(params, "timeout");
         if (t && !json_is_null(t)) {
@@ -406,8 +461,9 @@ static void method_create(daemon_state *d, client *c, json_t *id, json_t *params
         for (size_t i = 0; i < sizeof(rnd); i++)
                 snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
         s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
-        r = nsbox_sandbox_start(p, NULL, nsbox_tool_handlers, NULL, &s->sb, &err);
+        r = nsbox_sandbox_start(p, NULL, nsbox_tool_handlers, NULL, s->id, &s->sb, &err);
         uint64_t lifetime = p->limits.timeout_ms;
+        s->limits = p->limits;
         s->policy_name = strdup(p->source ? p->source : "");
         nsbox_policy_free(p);
         if (r < 0) {
@@ -457,6 +513,31 @@ static void method_destroy(daemon_state *d, client *c, json_t *id, json_t *param
         reply_result(c, id, json_pack("{ss}", "destroyed", sid));
 }
 
+/* Freeze or thaw the sandbox's cgroup; the sandbox's calls are refused while it is frozen. */
+static void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool pause)
+{
+        sandbox *s = find_sandbox(d, c, id, params);
+        if (!s)
+                return;
+        if (!s->ready) {
+                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is still starting", s->id);
+                return;
+        }
+        nsbox_error err = { 0 };
+        if (s->paused != pause) {
+                uint64_t t0 = now_ns();
+                if (nsbox_cgroup_freeze(&s->sb.cg, pause, PAUSE_TIMEOUT_MS, &err) < 0) {
+                        reply_error(c, id, RPC_SERVER_ERROR, err.errnum == ETIMEDOUT ? "timeout" : s->sb.cg.dirfd < 0 ? "conflict" : "internal",
+                                    "cannot %s sandbox %s: %s", pause ? "pause" : "resume", s->id, err.msg ? err.msg : "");
+                        nsbox_error_clear(&err);
+                        return;
+                }
+                s->paused = pause;
+                logf_("sandbox %s %s in %.2f ms", s->id, pause ? "paused" : "resumed", (double)(now_ns() - t0) / 1e6);
+        }
+        reply_result(c, id, sandbox_json(s));
+}
+
 static void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
 {
         sandbox *s = find_sandbox(d, c, id, params);
@@ -483,6 +564,10 @@ static void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
         }
         if (!s->ready) {
                 reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is still starting", s->id);
+                return;
+        }
+        if (s->paused) {
+                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is paused; resume it first (nsbox resume)", s->id);
                 return;
         }
         if (s->n_calls >= MAX_CALLS_PER_SANDBOX) {
@@ -537,6 +622,7 @@ static void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
         pc->rpc_id = json_incref(id ? id : json_null());
         pc->stream = json_is_true(stream);
         pc->exec = is_exec;
+        pc->pids_limited = is_exec ? nsbox_cgroup_pids_limited(&s->sb.cg) : 0;
         pc->b64_payload = b64_payload;
         pc->next = s->calls;
         s->calls = pc;
@@ -576,6 +662,8 @@ static void handle_request(daemon_state *d, client *c, const char *line, size_t 
                 method_list(d, c, id);
         else if (!strcmp(m, "destroy"))
                 method_destroy(d, c, id, params);
+        else if (!strcmp(m, "pause") || !strcmp(m, "resume"))
+                method_pause(d, c, id, params, !strcmp(m, "pause"));
         else if (!strcmp(m, "ping"))
                 reply_result(c, id, json_pack("{ss si si}", "version", NSBOX_VERSION, "pid", (int)getpid(), "uid", (int)geteuid()));
         else if (!strcmp(m, "tools")) {
@@ -632,6 +720,10 @@ static void agent_frame(daemon_state *d, sandbox *s, nsbox_frame *f)
         *pp = p->next;
         s->n_calls--;
         json_t *result = json_object_get(f->json, "result"), *error = json_object_get(f->json, "error");
+        /* a fork refused at the sandbox's pids limit while the command ran: say so */
+        const char *reason = json_string_value(json_object_get(result, "reason"));
+        if (p->exec && reason && strcmp(reason, "timed_out") && nsbox_cgroup_pids_limited(&s->sb.cg) > p->pids_limited)
+                json_object_set_new(result, "reason", json_string("pids_limited"));
         if (json_is_object(result)) {
                 if (p->b64_payload) {
                         size_t n = f->payload_len;
@@ -652,6 +744,34 @@ static void agent_frame(daemon_state *d, sandbox *s, nsbox_frame *f)
         free(p);
 }
 
+/* The agent is gone: destroyed from inside (the OOM killer takes the whole sandbox, memory.oom.group)
+ * or killed.  The commands running get their result, the other calls an error. */
+static void sandbox_died(daemon_state *d, sandbox *s)
+{
+        nsbox_cgroup_stats cs;
+        if (nsbox_cgroup_stats_read(&s->sb.cg, &cs) < 0 || cs.oom_kills == 0) {
+                sandbox_remove(d, s, "internal", "exited");
+                return;
+        }
+        for (pending **pp = &s->calls; *pp;) {
+                pending *p = *pp;
+                if (!p->exec) {
+                        pp = &p->next;
+                        continue;
+                }
+                *pp = p->next;
+                s->n_calls--;
+                reply_result(client_by_serial(d, p->client), p->rpc_id,
+                             json_pack("{si si ss sb sb sb ss ss}", "exit_code", 128 + SIGKILL, "signal", SIGKILL, "reason", "oom_killed",
+                                       "oom_killed", 1, "timed_out", 0, "truncated", 0, "stdout", "", "stderr", ""));
+                json_decref(p->rpc_id);
+                free(p);
+        }
+        char why[128];
+        snprintf(why, sizeof(why), "was killed by the OOM killer (memory limit %" PRIu64 " bytes)", s->limits.memory);
+        sandbox_remove(d, s, "internal", why);
+}
+
 static void agent_readable(daemon_state *d, sandbox *s)
 {
         for (int i = 0; i < 16; i++) {
@@ -664,7 +784,7 @@ static void agent_readable(daemon_state *d, sandbox *s)
                         continue;
                 }
                 if (r < 0) {
-                        sandbox_remove(d, s, "internal", "exited");
+                        sandbox_died(d, s);
                         return;
                 }
                 agent_frame(d, s, &f);
@@ -975,10 +1095,10 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                                 if ((key & 7) == K_SYNC)
                                         sync_readable(&d, s);
                                 else if ((key & 7) == K_PIDFD)
-                                        sandbox_remove(&d, s, "internal", "exited");
+                                        sandbox_died(&d, s);
                                 else {
                                         if (ev[i].events & EPOLLOUT && nsbox_queue_flush(&s->out, s->sb.agentfd) < 0) {
-                                                sandbox_remove(&d, s, "internal", "exited");
+                                                sandbox_died(&d, s);
                                                 break;
                                         }
                                         if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))

@@ -4,13 +4,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
 
 enum {
         OPT_POLICY = 0x100, OPT_ROOTFS, OPT_WORKDIR, OPT_BIND, OPT_TMPFS, OPT_HOSTNAME, OPT_TIMEOUT,
-        OPT_JSON, OPT_DISK, OPT_NET, OPT_LABEL,
+        OPT_JSON, OPT_DISK, OPT_NET, OPT_LABEL, OPT_MEMORY, OPT_PIDS, OPT_CPUS,
 };
 
 static const struct option run_options[] = {
@@ -23,6 +24,9 @@ static const struct option run_options[] = {
         { "hostname", required_argument, NULL, OPT_HOSTNAME },
         { "timeout", required_argument, NULL, OPT_TIMEOUT },
         { "disk", required_argument, NULL, OPT_DISK },
+        { "memory", required_argument, NULL, OPT_MEMORY },
+        { "pids", required_argument, NULL, OPT_PIDS },
+        { "cpus", required_argument, NULL, OPT_CPUS },
         { "net", required_argument, NULL, OPT_NET },
         { "json", no_argument, NULL, OPT_JSON },
         { "label", required_argument, NULL, OPT_LABEL },
@@ -69,6 +73,25 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
                                 return nsbox_err(err, 0, "%s: --disk '%s': expected a size of at least 1M, e.g. 512M", cmd, optarg);
                         o->has_disk = true;
                         break;
+                case OPT_MEMORY:
+                        if (parse_size(optarg, &o->memory) < 0 || o->memory < (1 << 20))
+                                return nsbox_err(err, 0, "%s: --memory '%s': expected a size of at least 1M, e.g. 512M", cmd, optarg);
+                        o->has_memory = true;
+                        break;
+                case OPT_PIDS:
+                        if (parse_u64(optarg, 1, 4194304, &o->pids) < 0)
+                                return nsbox_err(err, 0, "%s: --pids '%s': expected a number of processes from 1 to 4194304", cmd, optarg);
+                        o->has_pids = true;
+                        break;
+                case OPT_CPUS: {
+                        char *end = NULL;
+                        errno = 0;
+                        o->cpus = strtod(optarg, &end);
+                        if (errno || end == optarg || *end || !(o->cpus > 0 && o->cpus <= 1024))
+                                return nsbox_err(err, 0, "%s: --cpus '%s': expected a number above 0 and at most 1024, e.g. 0.5", cmd, optarg);
+                        o->has_cpus = true;
+                        break;
+                }
                 case ':':
                         return nsbox_err(err, 0, "%s: option '%s' needs a value", cmd, argv[optind - 1]);
                 default:
@@ -151,6 +174,12 @@ static int apply(const nsbox_run_options *o, nsbox_policy *p, nsbox_error *err)
                 p->limits.timeout_ms = o->timeout_ms;
         if (o->has_disk)
                 p->limits.disk = o->disk;
+        if (o->has_memory)
+                p->limits.memory = o->memory;
+        if (o->has_pids)
+                p->limits.pids = o->pids;
+        if (o->has_cpus)
+                p->limits.cpus = o->cpus;
         for (char **b = o->binds; b && *b; b++) {
                 nsbox_mount m;
                 if ((r = nsbox_parse_mount_bind(*b, &m, err)) < 0)

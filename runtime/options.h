@@ -19,8 +19,9 @@ typedef struct nsbox_run_options {
         char **tmpfs;  /* DST[:SIZE] as given */
         char **env;    /* K=V or K */
         char **labels; /* create: K=V */
-        bool has_timeout, has_disk;
-        uint64_t timeout_ms, disk;
+        bool has_timeout, has_disk, has_memory, has_pids, has_cpus;
+        uint64_t timeout_ms, disk, memory, pids;
+        double cpus;
         bool json;
         bool help;
         char **argv; /* the command: points into the caller's argv, NULL-terminated */

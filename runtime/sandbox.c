@@ -48,14 +48,11 @@ int nsbox_policy_check_host(nsbox_policy *p, nsbox_error *err)
         }
         if (p->net != NET_NONE)
                 return nsbox_err(err, 0, "network mode 'nat' is not available in this version of nsbox (only 'none')");
-        const nsbox_limits *l = &p->limits;
-        if (l->memory || l->pids || l->cpus > 0 || l->swap_set) {
-                if (l->enforce == ENFORCE_REQUIRED)
-                        return nsbox_err(err, 0, "policy '%s' requires memory/swap/pids/cpus limits, which this version of nsbox cannot enforce yet (cgroup v2)",
-                                         p->source);
-                fprintf(stderr, "nsbox: warning: memory/swap/pids/cpus limits of policy '%s' are not enforced by this version, ignoring\n",
-                        p->source);
-        }
+        const char *name = p->source ? p->source : "default";
+        const char *slash = strrchr(name, '/');
+        int r = nsbox_cgroup_check(&p->limits, slash ? slash + 1 : name, err);
+        if (r < 0)
+                return r;
         return 0;
 }
 
@@ -244,10 +241,20 @@ static void proxy_finish(stdio_proxy *px)
         }
 }
 
-static pid_t raw_clone(unsigned long flags, int *pidfd)
+/* fork semantics (no new stack), with a pidfd, and straight into the cgroup when there is one:
+ * the limits hold from the child's first instruction, and its new cgroup namespace is rooted
+ * there (so /proc/self/cgroup says 0::/ inside). */
+static pid_t raw_clone(unsigned long flags, int cgroupfd, int *pidfd)
 {
-        /* fork semantics (no new stack): x86-64 order is flags, stack, parent_tid, child_tid, tls */
-        return (pid_t)syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, NULL, pidfd, NULL, 0);
+        struct clone_args a = { .flags = flags | CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)pidfd, .exit_signal = SIGCHLD };
+        if (cgroupfd >= 0) {
+                a.flags |= CLONE_INTO_CGROUP;
+                a.cgroup = (uint64_t)cgroupfd;
+        }
+        pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+        if (pid < 0 && errno == ENOSYS && cgroupfd < 0) /* clone3 filtered (some container runtimes) */
+                pid = (pid_t)syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, NULL, pidfd, NULL, 0);
+        return pid;
 }
 
 /* A socketpair whose ends are above the standard fds even if the caller closed some: the
@@ -280,6 +287,7 @@ static void kill_and_reap(int pidfd, pid_t pid)
 
 void nsbox_sandbox_destroy(nsbox_sandbox *sb)
 {
+        nsbox_cgroup_kill(&sb->cg); /* all at once, frozen ones too */
         if (sb->pidfd >= 0 && sb->pid > 0)
                 kill_and_reap(sb->pidfd, sb->pid);
         if (sb->pidfd >= 0)
@@ -288,11 +296,12 @@ void nsbox_sandbox_destroy(nsbox_sandbox *sb)
                 close(sb->syncfd);
         if (sb->agentfd >= 0)
                 close(sb->agentfd);
+        nsbox_cgroup_destroy(&sb->cg, 2000);
         *sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
 }
 
 int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_tool_entry *tools, const int stdio[3],
-                        nsbox_sandbox *ret, nsbox_error *err)
+                        const char *tag, nsbox_sandbox *ret, nsbox_error *err)
 {
         int r;
         _cleanup_(nsbox_bpf_release) nsbox_bpf bpf = { 0 };
@@ -311,16 +320,33 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
         sb.syncfd = sv[0];
         sb.agentfd = av[0];
         sb.start_ns = now_ns();
-
-        /* 2. New namespaces; the child waits for its id maps. */
-        sb.pid = raw_clone(SANDBOX_CLONE_FLAGS, &sb.pidfd);
+        /* 2. The cgroup and its limits, then new namespaces in it; the child waits for its id maps. */
+        char tagbuf[32];
+        static unsigned serial;
+        if (!tag) {
+                snprintf(tagbuf, sizeof(tagbuf), "%u", ++serial);
+                tag = tagbuf;
+        }
+        if ((r = nsbox_cgroup_create(&p->limits, tag, &sb.cg, err)) < 0) {
+                close(sv[1]);
+                if (av[1] >= 0)
+                        close(av[1]);
+                nsbox_sandbox_destroy(&sb);
+                return r;
+        }
+        sb.pid = raw_clone(SANDBOX_CLONE_FLAGS, sb.cg.dirfd, &sb.pidfd);
         if (sb.pid < 0) {
                 int e = errno;
+                bool in_cg = sb.cg.dirfd >= 0;
                 close(sv[1]);
                 if (av[1] >= 0)
                         close(av[1]);
                 sb.pid = 0;
+                if (in_cg && (e == EACCES || e == ENOSYS || e == E2BIG || e == EBUSY || e == EOPNOTSUPP))
+                        nsbox_err(err, e, "start the sandbox in cgroup %s (clone3 CLONE_INTO_CGROUP needs Linux 5.7)", sb.cg.path);
                 nsbox_sandbox_destroy(&sb);
+                if (err && err->msg)
+                        return -e;
                 return nsbox_err(err, 0, "cannot create user namespace: %s (%s)", strerror(e), nsbox_userns_hint(e));
         }
         if (sb.pid == 0) {
@@ -437,7 +463,7 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
         }
         if ((r = proxy_stdio(&proxy, err)) < 0)
                 goto out;
-        if ((r = nsbox_sandbox_start(p, argv, NULL, proxy.sandbox_end, &sb, err)) < 0)
+        if ((r = nsbox_sandbox_start(p, argv, NULL, proxy.sandbox_end, NULL, &sb, err)) < 0)
                 goto out;
         for (int fd = 0; fd <= 2; fd++)
                 if (proxy.sandbox_end[fd] >= 0) {
@@ -531,6 +557,19 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
         res->user_us = st.usage.user_us;
         res->sys_us = st.usage.sys_us;
         res->max_rss_bytes = st.usage.maxrss_kb * 1024;
+        nsbox_cgroup_stats cs;
+        if (nsbox_cgroup_stats_read(&sb.cg, &cs) == 0) {
+                /* the whole sandbox, orphans and the agent included */
+                snprintf(res->cgroup, sizeof(res->cgroup), "%s", sb.cg.path);
+                if (cs.cpu_user_us + cs.cpu_system_us > 0) {
+                        res->user_us = cs.cpu_user_us;
+                        res->sys_us = cs.cpu_system_us;
+                }
+                if (cs.has_memory)
+                        res->max_rss_bytes = cs.memory_peak;
+                res->oom_killed = cs.oom_kills > 0;
+                res->pids_limited = cs.pids_limited > 0;
+        }
         if (timed_out) {
                 res->timed_out = true;
                 res->signal = SIGKILL;

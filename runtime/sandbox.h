@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "agent.h"
+#include "cgroup.h"
 #include "error.h"
 #include "policy.h"
 
@@ -15,10 +16,16 @@ typedef struct nsbox_result {
         int exit_code;      /* the command's exit code when it exited, else -1 */
         int signal;         /* the signal that killed it, else 0 */
         bool timed_out;
-        bool oom_killed;
+        bool oom_killed;    /* memory.events: the OOM killer took the sandbox */
+        bool pids_limited;  /* pids.events: a fork was refused at the pids limit */
         uint64_t wall_us;
-        uint64_t user_us, sys_us; /* cpu time of the command and the descendants it waited for */
-        uint64_t max_rss_bytes;   /* largest resident set of any one process */
+        /* cpu time: of the whole sandbox from its cgroup's cpu.stat; without a cgroup, of the
+         * command and the descendants it waited for */
+        uint64_t user_us, sys_us;
+        /* memory.peak of the sandbox's cgroup; without one, the largest resident set of any one
+         * process */
+        uint64_t max_rss_bytes;
+        char cgroup[512];   /* the sandbox's cgroup while it ran, or "" */
 } nsbox_result;
 
 /* Checks that need the host (the rootfs exists, limits can be enforced), after the policy is
@@ -42,19 +49,22 @@ typedef struct nsbox_sandbox {
         int syncfd;       /* setup channel: SYNC_READY / SYNC_ERROR (serve mode), SYNC_EXIT (run mode) */
         int agentfd;      /* serve mode: the protocol stream socket (proto.h) */
         uint64_t start_ns;
+        nsbox_cgroup cg;  /* cg.dirfd -1 when the host offers no cgroup (cgroup.h) */
 } nsbox_sandbox;
-#define NSBOX_SANDBOX_INIT { .pid = 0, .pidfd = -1, .syncfd = -1, .agentfd = -1, .start_ns = 0 }
+#define NSBOX_SANDBOX_INIT { .pid = 0, .pidfd = -1, .syncfd = -1, .agentfd = -1, .start_ns = 0, .cg = NSBOX_CGROUP_INIT }
 
-/* Build a sandbox from p.  Run mode (argv set): the agent runs argv with stdio[i] (or the
+/* Build a sandbox from p, in a cgroup of its own named after tag (cgroup.h) when the host has
+ * one to give, with p's limits written before its first instruction.  Run mode (argv set): the agent runs argv with stdio[i] (or the
  * caller's fd i when stdio is NULL or stdio[i] < 0) and reports on syncfd.  Serve mode (argv
  * NULL): the agent serves exec, process_* and the given tools on agentfd.  Returns once the
  * child has its id maps and its seccomp program; in serve mode, readiness comes later as
  * SYNC_READY on syncfd (nsbox_sandbox_read_ready / _wait_ready). */
 int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_tool_entry *tools, const int stdio[3],
-                        nsbox_sandbox *ret, nsbox_error *err);
+                        const char *tag, nsbox_sandbox *ret, nsbox_error *err);
 /* Serve mode: take one message from syncfd (readable): 1 ready (syncfd is closed), 0 not yet,
  * negative with err set (the setup failed: its message). */
 int nsbox_sandbox_read_ready(nsbox_sandbox *sb, nsbox_error *err);
 int nsbox_sandbox_wait_ready(nsbox_sandbox *sb, int timeout_ms, nsbox_error *err);
-/* SIGKILL the agent (and so everything in the sandbox), reap it, close every fd. */
+/* SIGKILL the agent (and so everything in the sandbox), reap it, close every fd, remove the
+ * cgroup. */
 void nsbox_sandbox_destroy(nsbox_sandbox *sb);

@@ -1,0 +1,630 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Sandbox cgroups (nsbox(1), RESOURCE LIMITS and HOST SETUP).
+ *
+ * Where they go, decided once per process:
+ *   1. $NSBOX_CGROUP_PARENT, a cgroup path (e.g. /nsbox.slice), created if missing;
+ *   2. our own cgroup when we are its only process (a systemd service or scope with Delegate=yes):
+ *      we move ourselves into its leaf "supervisor" (cgroup v2 forbids processes in a cgroup whose
+ *      children have controllers) and sandboxes go beside it;
+ *   3. otherwise "nsbox" under the topmost ancestor of our cgroup that is ours: the root cgroup for
+ *      root, the delegated subtree (user@UID.service) for a user.
+ * Sandbox cgroups are named sb-PID-STARTTIME-TAG after their supervisor, so that the next nsbox
+ * to use the parent can remove the ones a killed supervisor left behind. */
+#include "cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define LEAF "supervisor"
+#define GC_WAIT_MS 200
+
+static struct {
+        bool done, warned;
+        char *mnt;    /* the cgroup2 mount point */
+        char *parent; /* where sandbox cgroups go, or NULL */
+        int parent_fd;
+        char why[768]; /* why there is no parent */
+        bool memory, pids, cpu;
+        unsigned long long start; /* our start time, in clock ticks since boot */
+} G = { .parent_fd = -1 };
+
+/* ---- small file helpers ----------------------------------------------------------------------- */
+
+static ssize_t read_at(int dirfd, const char *name, char *buf, size_t size)
+{
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, size - 1);
+        int e = errno;
+        close(fd);
+        if (n < 0)
+                return -e;
+        buf[n] = '\0';
+        return n;
+}
+
+static int write_at(int dirfd, const char *name, const char *value)
+{
+        int fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = write(fd, value, strlen(value));
+        int e = errno;
+        close(fd);
+        return n < 0 ? -e : 0;
+}
+
+/* "key value" lines (cpu.stat, memory.events, cgroup.events): the value of key, or 0 */
+static uint64_t keyed(const char *text, const char *key)
+{
+        size_t k = strlen(key);
+        for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                if (!strncmp(l, key, k) && l[k] == ' ')
+                        return strtoull(l + k + 1, NULL, 10);
+        return 0;
+}
+
+static bool has_word(const char *list, const char *word)
+{
+        size_t n = strlen(word);
+        for (const char *p = list; (p = strstr(p, word)); p += n)
+                if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' ' || p[n] == '\n'))
+                        return true;
+        return false;
+}
+
+static unsigned long long start_time_of(pid_t pid)
+{
+        char path[64], buf[1024];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        if (read_at(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+                return 0;
+        char *p = strrchr(buf, ')'); /* the command name may hold anything but ends here */
+        if (!p)
+                return 0;
+        /* fields from 3 on; start time is field 22 */
+        for (int field = 2; field < 22 && p; field++)
+                p = strchr(p + 1, ' ');
+        return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* ---- finding the parent ----------------------------------------------------------------------- */
+
+static char *unescape_octal(const char *s)
+{
+        char *out = malloc(strlen(s) + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (; *s; s++) {
+                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+                        *o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+                        s += 3;
+                } else
+                        *o++ = *s;
+        }
+        *o = '\0';
+        return out;
+}
+
+static char *cgroup2_mount(void)
+{
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return NULL;
+        char *line = NULL, *found = NULL;
+        size_t cap = 0;
+        while (!found && getline(&line, &cap, f) > 0) {
+                char root[4096], mnt[4096];
+                const char *dash = strstr(line, " - ");
+                if (!dash || strncmp(dash, " - cgroup2 ", 11) || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2)
+                        continue;
+                if (!strcmp(root, "/"))
+                        found = unescape_octal(mnt);
+        }
+        free(line);
+        fclose(f);
+        return found;
+}
+
+static char *own_cgroup(void)
+{
+        char buf[8192];
+        if (read_at(AT_FDCWD, "/proc/self/cgroup", buf, sizeof(buf)) < 0)
+                return NULL;
+        for (char *l = buf; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                if (!strncmp(l, "0::", 3)) {
+                        char *end = strchr(l, '\n');
+                        return strndup(l + 3, end ? (size_t)(end - l - 3) : strlen(l + 3));
+                }
+        return NULL;
+}
+
+/* The controllers sandboxes use, enabled for dir's children when dir offers them: one at a time,
+ * so one that cannot be enabled does not keep the others out. */
+static void enable_controllers(const char *dir)
+{
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char avail[512], on[512];
+        if (fd < 0)
+                return;
+        if (read_at(fd, "cgroup.controllers", avail, sizeof(avail)) >= 0 && read_at(fd, "cgroup.subtree_control", on, sizeof(on)) >= 0) {
+                static const char *const want[] = { "memory", "pids", "cpu" };
+                for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+                        if (has_word(avail, want[i]) && !has_word(on, want[i])) {
+                                char w[16];
+                                snprintf(w, sizeof(w), "+%s", want[i]);
+                                write_at(fd, "cgroup.subtree_control", w);
+                        }
+        }
+        close(fd);
+}
+
+/* Ours: a cgroup directory we own whose cgroup.procs we may write (delegation, cgroups(7)). */
+static bool owned(const char *dir)
+{
+        struct stat st;
+        char procs[4200];
+        snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+        return stat(dir, &st) == 0 && st.st_uid == geteuid() && faccessat(AT_FDCWD, dir, W_OK, AT_EACCESS) == 0 &&
+               faccessat(AT_FDCWD, procs, W_OK, AT_EACCESS) == 0;
+}
+
+static bool only_me(const char *dir)
+{
+        char buf[4096];
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        ssize_t n = read_at(fd, "cgroup.procs", buf, sizeof(buf));
+        close(fd);
+        if (n < 0 || (size_t)n >= sizeof(buf) - 1)
+                return false;
+        for (char *l = buf; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+                if (*l != '\n' && atoi(l) != getpid())
+                        return false;
+        return true;
+}
+
+static bool has_processes(const char *dir)
+{
+        char buf[64];
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        ssize_t n = read_at(fd, "cgroup.procs", buf, sizeof(buf));
+        close(fd);
+        return n > 0;
+}
+
+static int make_dir(const char *path)
+{
+        if (mkdir(path, 0755) == 0 || errno == EEXIST)
+                return 0;
+        return -errno;
+}
+
+#define WHY(...) snprintf(G.why, sizeof(G.why), __VA_ARGS__)
+
+/* Sets G.parent, or G.why. */
+static void find_parent(const char *mnt)
+{
+        size_t ml = strlen(mnt);
+        const char *env = getenv("NSBOX_CGROUP_PARENT");
+        _cleanup_free_ char *own = NULL, *parent = NULL;
+        int r;
+        if (env && *env) {
+                const char *rel = !strncmp(env, mnt, ml) && env[ml] == '/' ? env + ml : env;
+                if (rel[0] != '/' || strstr(rel, "/..") || strstr(rel, "/./") || strlen(rel) > 1024) {
+                        WHY("NSBOX_CGROUP_PARENT '%.200s' is not a cgroup path such as /nsbox.slice", env);
+                        return;
+                }
+                if (asprintf(&parent, "%s%s", mnt, strcmp(rel, "/") ? rel : "") < 0)
+                        return;
+                bool existed = access(parent, F_OK) == 0;
+                if (!existed) {
+                        _cleanup_free_ char *up = strdup(parent);
+                        if (up && strrchr(up, '/') > up + ml) {
+                                *strrchr(up, '/') = '\0';
+                                enable_controllers(up);
+                        }
+                }
+                if ((r = make_dir(parent)) < 0) {
+                        WHY("cannot create NSBOX_CGROUP_PARENT %s: %s", parent, strerror(-r));
+                        return;
+                }
+                if (strcmp(rel, "/") && has_processes(parent)) {
+                        WHY("NSBOX_CGROUP_PARENT %s holds processes; cgroup v2 gives controllers only to the children of a cgroup without processes of its own",
+                            parent);
+                        return;
+                }
+                enable_controllers(parent);
+                G.parent = steal_pointer(&parent);
+                return;
+        }
+        if (!(own = own_cgroup())) {
+                WHY("this process is in no cgroup v2 cgroup (/proc/self/cgroup)");
+                return;
+        }
+        _cleanup_free_ char *mine = NULL;
+        if (asprintf(&mine, "%s%s", mnt, strcmp(own, "/") ? own : "") < 0)
+                return;
+        /* 2. alone in a cgroup of our own: into its leaf, sandboxes beside us */
+        if (strcmp(own, "/") && owned(mine) && only_me(mine)) {
+                _cleanup_free_ char *leaf = NULL;
+                char pid[32];
+                snprintf(pid, sizeof(pid), "%d", (int)getpid());
+                if (asprintf(&leaf, "%s/" LEAF, mine) < 0)
+                        return;
+                if ((r = make_dir(leaf)) == 0) {
+                        int lfd = open(leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        r = lfd < 0 ? -errno : write_at(lfd, "cgroup.procs", pid);
+                        if (lfd >= 0)
+                                close(lfd);
+                }
+                if (r < 0) {
+                        WHY("cannot move into the leaf cgroup %s: %s", leaf, strerror(-r));
+                        return;
+                }
+                enable_controllers(mine);
+                G.parent = steal_pointer(&mine);
+                return;
+        }
+        /* 3. the topmost ancestor (or self) that is ours */
+        _cleanup_free_ char *top = NULL, *cur = strdup(mine);
+        if (!cur)
+                return;
+        for (;;) {
+                if (!owned(cur))
+                        break;
+                free(top);
+                if (!(top = strdup(cur)))
+                        return;
+                if (strlen(cur) <= ml)
+                        break;
+                *strrchr(cur, '/') = '\0';
+        }
+        if (!top) {
+                WHY("cgroup %s is not delegated to uid %u (see HOST SETUP in nsbox(1), or set NSBOX_CGROUP_PARENT)", own,
+                    (unsigned)geteuid());
+                return;
+        }
+        if (strlen(top) > ml && has_processes(top)) {
+                WHY("cgroup %s holds processes and has no delegated parent; start nsbox in a delegated scope (systemd-run --user --scope -p Delegate=yes) or set NSBOX_CGROUP_PARENT",
+                    top + ml);
+                return;
+        }
+        enable_controllers(top);
+        if (asprintf(&parent, "%s/nsbox", top) < 0)
+                return;
+        if ((r = make_dir(parent)) < 0) {
+                WHY("cannot create %s: %s", parent, strerror(-r));
+                return;
+        }
+        enable_controllers(parent);
+        G.parent = steal_pointer(&parent);
+}
+
+static void resolve(void)
+{
+        if (G.done)
+                return;
+        G.done = true;
+        G.start = start_time_of(getpid());
+        if (!(G.mnt = cgroup2_mount())) {
+                WHY("no cgroup v2 hierarchy is mounted");
+                return;
+        }
+        find_parent(G.mnt);
+        if (!G.parent) {
+                if (!G.why[0])
+                        WHY("out of memory");
+                return;
+        }
+        G.parent_fd = open(G.parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char on[512];
+        if (G.parent_fd < 0 || read_at(G.parent_fd, "cgroup.subtree_control", on, sizeof(on)) < 0) {
+                WHY("cannot open %s: %s", G.parent, strerror(errno));
+                free(G.parent);
+                G.parent = NULL;
+                return;
+        }
+        G.memory = has_word(on, "memory");
+        G.pids = has_word(on, "pids");
+        G.cpu = has_word(on, "cpu");
+}
+
+const char *nsbox_cgroup_parent(const char **why)
+{
+        resolve();
+        if (why)
+                *why = G.why;
+        return G.parent;
+}
+
+int nsbox_cgroup_check(const nsbox_limits *l, const char *policy_name, nsbox_error *err)
+{
+        bool need_mem = l->memory || l->swap_set, need_pids = l->pids, need_cpu = l->cpus > 0;
+        if (!need_mem && !need_pids && !need_cpu)
+                return 0;
+        resolve();
+        char missing[64] = "";
+        if (need_mem && !(G.parent && G.memory))
+                strcat(missing, " memory");
+        if (need_pids && !(G.parent && G.pids))
+                strcat(missing, " pids");
+        if (need_cpu && !(G.parent && G.cpu))
+                strcat(missing, " cpu");
+        if (!missing[0])
+                return 0;
+        char msg[1200];
+        if (!G.parent)
+                snprintf(msg, sizeof(msg), "limits of policy '%s' need the cgroup v2 controllers%s: %s", policy_name, missing, G.why);
+        else
+                snprintf(msg, sizeof(msg),
+                         "limits of policy '%s' need the cgroup v2 controllers%s, which %s does not offer (held by cgroup v1, or not delegated: see HOST SETUP in nsbox(1))",
+                         policy_name, missing, G.parent);
+        if (l->enforce == ENFORCE_REQUIRED) {
+                nsbox_err(err, 0, "%s", msg);
+                return -EOPNOTSUPP;
+        }
+        if (!G.warned)
+                fprintf(stderr, "nsbox: warning: %s; running without them (limits.enforce is best-effort)\n", msg);
+        G.warned = true;
+        return 0;
+}
+
+/* ---- one sandbox's cgroup ----------------------------------------------------------------------- */
+
+static int wait_events(int dirfd, const char *key, int want, int timeout_ms)
+{
+        int fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
+        int r = -ETIMEDOUT;
+        for (;;) {
+                char buf[256];
+                ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+                if (n < 0) {
+                        r = -errno;
+                        break;
+                }
+                buf[n] = '\0';
+                if ((int)keyed(buf, key) == want) {
+                        r = 0;
+                        break;
+                }
+                uint64_t now = now_ns();
+                if (now >= deadline)
+                        break;
+                /* kernfs wakes pollers of cgroup.events with POLLPRI when it changes; the 10 ms
+                 * cap covers a change between our read and the poll */
+                struct pollfd pfd = { .fd = fd, .events = POLLPRI };
+                int ms = (int)((deadline - now) / 1000000) + 1;
+                poll(&pfd, 1, ms < 2 ? ms : 2);
+        }
+        close(fd);
+        return r;
+}
+
+static void kill_all(int dirfd)
+{
+        if (write_at(dirfd, "cgroup.kill", "1") == 0)
+                return;
+        /* before 5.14: one by one (they are ours: the cgroup is) */
+        char buf[65536];
+        if (read_at(dirfd, "cgroup.procs", buf, sizeof(buf)) < 0)
+                return;
+        for (char *l = buf; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+                if (atoi(l) > 0)
+                        kill(atoi(l), SIGKILL);
+}
+
+static int remove_dir(int parent_fd, const char *name, int dirfd, int timeout_ms)
+{
+        kill_all(dirfd);
+        wait_events(dirfd, "populated", 0, timeout_ms);
+        uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
+        for (;;) {
+                if (unlinkat(parent_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+                        return 0;
+                if (errno != EBUSY || now_ns() >= deadline)
+                        return -errno;
+                struct timespec ts = { 0, 1000000 };
+                nanosleep(&ts, NULL);
+        }
+}
+
+/* Cgroups whose supervisor is gone (killed with SIGKILL: nobody removed them). */
+static void collect_orphans(void)
+{
+        int fd = dup(G.parent_fd);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        struct dirent *e;
+        while ((e = readdir(d))) {
+                int pid;
+                unsigned long long start;
+                if (e->d_type != DT_DIR || sscanf(e->d_name, "sb-%d-%llu-", &pid, &start) != 2 || pid <= 0)
+                        continue;
+                if (pid == getpid() || start_time_of(pid) == start)
+                        continue; /* a live supervisor's */
+                int cfd = openat(G.parent_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (cfd < 0)
+                        continue;
+                remove_dir(G.parent_fd, e->d_name, cfd, GC_WAIT_MS);
+                close(cfd);
+        }
+        closedir(d);
+}
+
+static int write_limit(nsbox_cgroup *cg, const char *file, const char *value, bool optional, nsbox_error *err)
+{
+        int r = write_at(cg->dirfd, file, value);
+        if (r == -ENOENT && optional)
+                return 0;
+        if (r < 0)
+                return nsbox_err(err, -r, "write %s to %s/%s", value, cg->path, file);
+        return 0;
+}
+
+int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg, nsbox_error *err)
+{
+        static bool collected;
+        *cg = (nsbox_cgroup)NSBOX_CGROUP_INIT;
+        resolve();
+        if (!G.parent)
+                return 0;
+        if (!collected) {
+                collected = true;
+                collect_orphans();
+        }
+        char name[128];
+        snprintf(name, sizeof(name), "sb-%d-%llu-%.64s", (int)getpid(), G.start, tag);
+        for (char *c = name; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
+                        *c = '_';
+        if (mkdirat(G.parent_fd, name, 0755) < 0)
+                return nsbox_err(err, errno, "create cgroup %s/%s", G.parent, name);
+        if (asprintf(&cg->path, "%s/%s", G.parent, name) < 0) {
+                unlinkat(G.parent_fd, name, AT_REMOVEDIR);
+                cg->path = NULL;
+                return nsbox_err(err, ENOMEM, "create cgroup");
+        }
+        cg->dirfd = openat(G.parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (cg->dirfd < 0) {
+                int e = errno;
+                unlinkat(G.parent_fd, name, AT_REMOVEDIR);
+                free(cg->path);
+                *cg = (nsbox_cgroup)NSBOX_CGROUP_INIT;
+                return nsbox_err(err, e, "open cgroup %s/%s", G.parent, name);
+        }
+        cg->memory = G.memory;
+        cg->pids = G.pids;
+        cg->cpu = G.cpu;
+        char v[64];
+        int r = 0;
+        if (cg->memory) {
+                /* one OOM kill takes the whole sandbox: no half-dead process tree */
+                r = write_limit(cg, "memory.oom.group", "1", true, err);
+                if (r == 0 && l->memory) {
+                        snprintf(v, sizeof(v), "%" PRIu64, l->memory);
+                        r = write_limit(cg, "memory.max", v, false, err);
+                }
+                if (r == 0 && (l->memory || l->swap_set)) {
+                        snprintf(v, sizeof(v), "%" PRIu64, l->swap_set ? l->swap : 0);
+                        /* absent when the kernel does not account swap: then there is none to limit */
+                        r = write_limit(cg, "memory.swap.max", v, true, err);
+                }
+        }
+        if (r == 0 && cg->pids && l->pids) {
+                snprintf(v, sizeof(v), "%" PRIu64, l->pids);
+                r = write_limit(cg, "pids.max", v, false, err);
+        }
+        if (r == 0 && cg->cpu && l->cpus > 0) {
+                uint64_t quota = (uint64_t)(l->cpus * 100000.0 + 0.5);
+                snprintf(v, sizeof(v), "%" PRIu64 " 100000", quota < 1000 ? 1000 : quota);
+                r = write_limit(cg, "cpu.max", v, false, err);
+        }
+        if (r < 0) {
+                nsbox_cgroup_destroy(cg, 100);
+                return r;
+        }
+        return 0;
+}
+
+void nsbox_cgroup_destroy(nsbox_cgroup *cg, int timeout_ms)
+{
+        if (cg->dirfd >= 0) {
+                const char *name = strrchr(cg->path, '/') + 1;
+                remove_dir(G.parent_fd, name, cg->dirfd, timeout_ms);
+                close(cg->dirfd);
+        }
+        free(cg->path);
+        *cg = (nsbox_cgroup)NSBOX_CGROUP_INIT;
+}
+
+int nsbox_cgroup_stats_read(const nsbox_cgroup *cg, nsbox_cgroup_stats *st)
+{
+        *st = (nsbox_cgroup_stats){ 0 };
+        if (cg->dirfd < 0)
+                return -ENOENT;
+        char buf[2048];
+        if (read_at(cg->dirfd, "cpu.stat", buf, sizeof(buf)) >= 0) {
+                st->cpu_usage_us = keyed(buf, "usage_usec");
+                st->cpu_user_us = keyed(buf, "user_usec");
+                st->cpu_system_us = keyed(buf, "system_usec");
+        }
+        if (read_at(cg->dirfd, "cgroup.events", buf, sizeof(buf)) >= 0) {
+                st->populated = keyed(buf, "populated");
+                st->frozen = keyed(buf, "frozen");
+        }
+        if (cg->memory) {
+                st->has_memory = true;
+                if (read_at(cg->dirfd, "memory.current", buf, sizeof(buf)) >= 0)
+                        st->memory_current = strtoull(buf, NULL, 10);
+                /* memory.peak: 5.19 and later */
+                st->memory_peak = read_at(cg->dirfd, "memory.peak", buf, sizeof(buf)) >= 0 ? strtoull(buf, NULL, 10) : st->memory_current;
+                if (read_at(cg->dirfd, "memory.events", buf, sizeof(buf)) >= 0) {
+                        uint64_t k = keyed(buf, "oom_kill"), g = keyed(buf, "oom_group_kill");
+                        st->oom_kills = k > g ? k : g;
+                }
+        }
+        if (cg->pids) {
+                st->has_pids = true;
+                if (read_at(cg->dirfd, "pids.current", buf, sizeof(buf)) >= 0)
+                        st->pids_current = strtoull(buf, NULL, 10);
+                if (read_at(cg->dirfd, "pids.events", buf, sizeof(buf)) >= 0)
+                        st->pids_limited = keyed(buf, "max");
+        }
+        return 0;
+}
+
+uint64_t nsbox_cgroup_pids_limited(const nsbox_cgroup *cg)
+{
+        char buf[256];
+        if (cg->dirfd < 0 || !cg->pids || read_at(cg->dirfd, "pids.events", buf, sizeof(buf)) < 0)
+                return 0;
+        return keyed(buf, "max");
+}
+
+void nsbox_cgroup_kill(const nsbox_cgroup *cg)
+{
+        if (cg->dirfd >= 0)
+                kill_all(cg->dirfd);
+}
+
+int nsbox_cgroup_freeze(const nsbox_cgroup *cg, bool freeze, int timeout_ms, nsbox_error *err)
+{
+        if (cg->dirfd < 0) {
+                resolve();
+                nsbox_err(err, 0, "the sandbox has no cgroup to freeze (%s)", G.why[0] ? G.why : "none was created");
+                return -EOPNOTSUPP;
+        }
+        int r = write_at(cg->dirfd, "cgroup.freeze", freeze ? "1" : "0");
+        if (r < 0)
+                return nsbox_err(err, -r, "write cgroup.freeze of %s", cg->path);
+        if ((r = wait_events(cg->dirfd, "frozen", freeze, timeout_ms)) < 0) {
+                if (freeze)
+                        write_at(cg->dirfd, "cgroup.freeze", "0");
+                return nsbox_err(err, -r, "%s did not %s within %d ms", cg->path, freeze ? "freeze" : "thaw", timeout_ms);
+        }
+        return 0;
+}

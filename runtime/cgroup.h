@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cgroup v2 for sandboxes: where their cgroups go (a delegated subtree), the limits, written
+ * before any sandbox code runs (the launcher clones straight into the cgroup), accounting read
+ * from the controllers' files, freeze and thaw, and teardown with cgroup.kill.  Only the cgroup2
+ * hierarchy is ever touched, never a cgroup v1 one. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "policy.h"
+
+typedef struct nsbox_cgroup {
+        int dirfd;  /* the sandbox's cgroup directory; -1: the sandbox has none */
+        char *path; /* absolute, under the cgroup2 mount */
+        bool memory, pids, cpu; /* controllers enabled for it */
+} nsbox_cgroup;
+#define NSBOX_CGROUP_INIT { .dirfd = -1, .path = NULL, .memory = false, .pids = false, .cpu = false }
+
+typedef struct nsbox_cgroup_stats {
+        uint64_t cpu_usage_us, cpu_user_us, cpu_system_us; /* cpu.stat: always there */
+        bool has_memory;
+        uint64_t memory_current, memory_peak; /* bytes */
+        uint64_t oom_kills;                   /* memory.events oom_kill, or oom_group_kill if larger */
+        bool has_pids;
+        uint64_t pids_current, pids_limited; /* pids.events max: forks refused */
+        bool frozen, populated;
+} nsbox_cgroup_stats;
+
+/* Before anything is created: can the limits in l be enforced here?  Finds (once per process)
+ * the parent cgroup sandboxes go under, enabling the controllers it needs.  Missing controllers:
+ * -EOPNOTSUPP with err naming them when l->enforce is required; one warning on stderr per
+ * process (and 0) when best-effort.  policy_name is for messages. */
+int nsbox_cgroup_check(const nsbox_limits *l, const char *policy_name, nsbox_error *err);
+
+/* Create the sandbox's cgroup (named from tag: [A-Za-z0-9_-], at most 64) under the parent and
+ * write l's limits into it.  Without a usable parent, returns 0 with cg->dirfd == -1 (the check
+ * decided that is acceptable).  Also removes cgroups orphaned by supervisors that were killed. */
+int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg, nsbox_error *err);
+/* cgroup.kill, wait until it is empty (at most timeout_ms), rmdir.  Safe on an empty cg. */
+void nsbox_cgroup_destroy(nsbox_cgroup *cg, int timeout_ms);
+int nsbox_cgroup_stats_read(const nsbox_cgroup *cg, nsbox_cgroup_stats *st);
+/* pids.events max (forks refused at the limit so far), 0 without the pids controller: one read. */
+uint64_t nsbox_cgroup_pids_limited(const nsbox_cgroup *cg);
+/* cgroup.kill: every process in it, frozen or not. */
+void nsbox_cgroup_kill(const nsbox_cgroup *cg);
+/* cgroup.freeze, then wait for cgroup.events to say so. */
+int nsbox_cgroup_freeze(const nsbox_cgroup *cg, bool freeze, int timeout_ms, nsbox_error *err);
+/* The parent sandboxes' cgroups are created under, or NULL with *why set. */
+const char *nsbox_cgroup_parent(const char **why);

@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# Resource limits, accounting and pause/resume on the host tier (issue "cgroup v2 limits,
+# accounting and pause/resume").  This host's cgroup v2 hierarchy lacks the memory, pids and cpu
+# controllers (cgroup v1 holds them): what is checked here is what a user sees on such a host, and
+# what works without controllers (a cgroup per sandbox for root, cgroup.kill, cgroup.freeze,
+# cpu.stat).  The limits themselves are exercised on a real cgroup v2 kernel by tests/vm.
+# Runs as root and as an unprivileged user (tests/run does both).
+. "$(dirname "$0")/../lib.sh"
+
+SESSION_DIR=$(mktemp -d /tmp/nsbox-lim.XXXXXX) || exit 1
+export NSBOX_SOCKET="$SESSION_DIR/d.sock"
+
+jget() {
+        python3 -c 'import json, sys
+d = json.loads(sys.stdin.read().strip().splitlines()[-1])
+v = eval(sys.argv[1])
+print(v if isinstance(v, str) else json.dumps(v))' "$1"
+}
+
+# The controllers the v2 hierarchy offers at its root (what a sandbox could ever get here).
+v2_root() { awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo; }
+root_controllers() { cat "$(v2_root)/cgroup.controllers" 2>/dev/null; }
+has_all_controllers() { local c; for c in memory pids cpu; do grep -qw "$c" <<<"$(root_controllers)" || return 1; done; }
+
+# Where root's sandbox cgroups go on this host (nsbox(1), RESOURCE LIMITS).
+sandbox_cgroup_of_run() { # json-line
+        printf '%s\n' "$1" | jget 'd["cgroup"] or ""'
+}
+
+test_limit_options_with_bad_values_are_one_line_errors() {
+        local bad
+        for bad in "--memory abc" "--memory 10" "--memory 1K" "--pids 0" "--pids x" "--pids 99999999" "--cpus 0" \
+                "--cpus -1" "--cpus abc" "--cpus 2000" "--cpus 0.5x" "--memory"; do
+                # shellcheck disable=SC2086
+                assert_status 125 "$NSBOX" run $bad -- true
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "${bad%% *}" "error for '$bad'"
+        done
+        assert_status 125 "$NSBOX" create --pids 0
+        assert_one_line_error "$OUT"
+        # the daemon checks what reaches it with the same parser
+        "$NSBOX" ls > /dev/null || fail "no nsboxd"
+        local p
+        for p in '{"pids": "x"}' '{"pids": 0}' '{"cpus": "half"}' '{"cpus": -1}' '{"memory": "lots"}' '{"memory": -5}'; do
+                OUT=$(python3 -c 'import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "create", "params": json.loads(sys.argv[2])}).encode() + b"\n")
+e = json.loads(s.makefile().readline())["error"]
+print(e["data"]["code"], e["message"])' "$NSBOX_SOCKET" "$p") || fail "create $p: no error reply"
+                assert_contains "$OUT" "invalid_argument" "create $p"
+        done
+        assert_status 0 "$NSBOX" ls --json
+        assert_eq "[]" "$OUT" "sandboxes after refused creates"
+}
+
+test_required_limits_refused_naming_missing_controllers() {
+        has_all_controllers && [ "$TEST_AS" = root ] && skip "this host offers memory, pids and cpu in cgroup v2 (the VM tier tests them)"
+        printf '{"limits": {"memory": "64M", "pids": 32, "cpus": 0.5, "enforce": "required"}}\n' > "$TEST_TMP/req.json"
+        local before; before=$(ls "$(v2_root)/nsbox" 2>/dev/null | grep -c '^sb-')
+        assert_status 125 "$NSBOX" run --policy "$TEST_TMP/req.json" -- echo ran
+        assert_one_line_error "$OUT"
+        assert_not_contains "$OUT" "ran"
+        if [ "$TEST_AS" = root ]; then
+                assert_contains "$OUT" "need the cgroup v2 controllers memory pids cpu" "refusal"
+                assert_contains "$OUT" "does not offer" "refusal"
+        else
+                assert_contains "$OUT" "need the cgroup v2 controllers memory pids cpu" "refusal"
+                assert_contains "$OUT" "not delegated to uid $(id -u)" "refusal"
+        fi
+        assert_eq "$before" "$(ls "$(v2_root)/nsbox" 2>/dev/null | grep -c '^sb-')" "sandbox cgroups after a refusal"
+        # the same limit from the command line with a required policy: refused the same way
+        printf '{"limits": {"enforce": "required"}}\n' > "$TEST_TMP/req2.json"
+        assert_status 125 "$NSBOX" run --policy "$TEST_TMP/req2.json" --pids 10 -- true
+        assert_contains "$OUT" "controllers pids" "refusal of --pids"
+        # no limit asked for: nothing to refuse
+        assert_status 0 "$NSBOX" run --policy "$TEST_TMP/req2.json" -- echo ok
+        assert_eq ok "$OUT"
+}
+
+test_best_effort_limits_run_with_one_warning() {
+        has_all_controllers && [ "$TEST_AS" = root ] && skip "this host offers memory, pids and cpu in cgroup v2 (the VM tier tests them)"
+        "$NSBOX" run --memory 64M --pids 32 --cpus 0.5 -- echo ran > "$TEST_TMP/out" 2> "$TEST_TMP/err"
+        assert_eq 0 "$?" "exit status"
+        assert_eq ran "$(cat "$TEST_TMP/out")" "output"
+        assert_eq 1 "$(grep -c . "$TEST_TMP/err")" "stderr lines: $(cat "$TEST_TMP/err")"
+        assert_contains "$(cat "$TEST_TMP/err")" "nsbox: warning: limits of policy 'default.json' need the cgroup v2 controllers memory pids cpu"
+        assert_contains "$(cat "$TEST_TMP/err")" "running without them (limits.enforce is best-effort)"
+}
+
+test_run_json_reports_accounting() {
+        "$NSBOX" run --json -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; head -c 3000000 /dev/zero > /tmp/f; exit 3' \
+                > /dev/null 2> "$TEST_TMP/err"
+        assert_eq 3 "$?" "exit status"
+        local j; j=$(tail -n 1 "$TEST_TMP/err")
+        assert_eq exited "$(printf '%s' "$j" | jget 'd["reason"]')" "reason"
+        assert_eq 3 "$(printf '%s' "$j" | jget 'd["exit_code"]')" "exit_code"
+        assert_eq false "$(printf '%s' "$j" | jget 'd["oom_killed"]')" "oom_killed"
+        assert_eq false "$(printf '%s' "$j" | jget 'd["pids_limited"]')" "pids_limited"
+        assert_eq True "$(printf '%s' "$j" | jget 'str(d["cpu_time_ms"] > 0 and d["wall_time_ms"] >= d["cpu_time_ms"] / 4)')" "cpu and wall time: $j"
+        assert_eq True "$(printf '%s' "$j" | jget 'str(d["peak_memory_bytes"] > 1000000)')" "peak memory: $j"
+        local cg; cg=$(sandbox_cgroup_of_run "$j")
+        if [ "$TEST_AS" = root ]; then
+                case "$cg" in "$(v2_root)"/*/sb-*) ;; *) fail "root's sandbox cgroup '$cg' is not under $(v2_root)" ;; esac
+                [ ! -e "$cg" ] || fail "cgroup $cg left behind"
+        else
+                assert_eq "" "$cg" "cgroup of a user without a delegated subtree"
+        fi
+}
+
+test_sandbox_sees_itself_at_its_cgroup_namespace_root() {
+        assert_status 0 "$NSBOX" run -- sh -c 'grep "^0::" /proc/self/cgroup'
+        assert_eq "0::/" "$OUT" "/proc/self/cgroup inside"
+}
+
+test_no_cgroup_left_after_timeout_or_kill_9_of_the_supervisor() {
+        local parent="" j cg i
+        j=$("$NSBOX" run --json --timeout 0.3 -- sleep 10 2>&1 >/dev/null | tail -n 1)
+        assert_eq timed_out "$(printf '%s' "$j" | jget 'd["reason"]')" "reason"
+        cg=$(sandbox_cgroup_of_run "$j")
+        if [ "$TEST_AS" = root ]; then
+                [ -n "$cg" ] || fail "root's sandbox had no cgroup: $j"
+                parent=$(dirname "$cg")
+                [ ! -e "$cg" ] || fail "cgroup left after a timeout"
+        else
+                assert_eq "" "$cg" "cgroup of a user without a delegated subtree"
+        fi
+        "$NSBOX" run -- sleep 4242.5 & local sup=$!
+        cg=""
+        for i in $(seq 100); do
+                if [ -n "$parent" ]; then cg=$(ls -d "$parent"/sb-"$sup"-* 2>/dev/null); [ -n "$cg" ] && pgrep -f "sleep 4242.5" > /dev/null && break
+                else pgrep -f "sleep 4242.5" > /dev/null && break; fi
+                sleep 0.05
+        done
+        pgrep -f "sleep 4242.5" > /dev/null || fail "the sandbox did not start"
+        [ -z "$parent" ] || [ -n "$cg" ] || fail "no cgroup appeared for supervisor $sup"
+        kill -9 "$sup"
+        wait "$sup" 2>/dev/null
+        wait_gone "sleep 4242.5" || fail "the sandbox outlived its supervisor"
+        # the cgroup is orphaned (nobody is left to remove it) until the next nsbox uses the parent
+        assert_status 0 "$NSBOX" run -- true
+        [ -z "$cg" ] || [ ! -e "$cg" ] || fail "orphaned cgroup $cg not collected by the next run"
+}
+
+test_pause_freezes_and_resume_thaws() {
+        local id a b c
+        id=$("$NSBOX" create) || fail "create failed"
+        assert_status 0 "$NSBOX" call "$id" exec '{"shell": "i=0; while :; do i=$((i+1)); echo $i > /tmp/c; sleep 0.05; done", "background": true}'
+        sleep 0.5
+        if [ "$TEST_AS" = user ]; then
+                # no cgroup to freeze for a user without a delegated subtree: refused, and nothing changes
+                assert_status 1 "$NSBOX" pause "$id"
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "cannot pause sandbox $id: the sandbox has no cgroup to freeze" "refusal"
+                assert_status 0 "$NSBOX" exec "$id" -- true
+                assert_status 0 "$NSBOX" rm "$id"
+                return
+        fi
+        assert_status 0 "$NSBOX" exec "$id" -- cat /tmp/c
+        a=$OUT
+        assert_status 0 "$NSBOX" pause "$id"
+        assert_status 0 "$NSBOX" ls --json
+        assert_eq paused "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print([s["state"] for s in json.load(sys.stdin) if s["id"] == sys.argv[1]][0])' "$id")" "state"
+        local cg; cg=$(printf '%s' "$OUT" | python3 -c 'import json,sys; print([s["cgroup"] for s in json.load(sys.stdin) if s["id"] == sys.argv[1]][0])' "$id")
+        grep -qx 'frozen 1' "$cg/cgroup.events" || fail "cgroup.events of $cg: $(cat "$cg/cgroup.events")"
+        assert_status 125 "$NSBOX" exec "$id" -- true
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "conflict: sandbox $id is paused; resume it first" "exec while paused"
+        assert_status 1 "$NSBOX" call "$id" read_file '{"path": "/tmp/c"}'
+        assert_contains "$OUT" "is paused" "call while paused"
+        assert_status 0 "$NSBOX" pause "$id" # again: already paused, no error
+        sleep 1.5
+        assert_status 0 "$NSBOX" resume "$id"
+        assert_status 0 "$NSBOX" exec "$id" -- cat /tmp/c
+        b=$OUT
+        [ $((b - a)) -le 12 ] || fail "the counter went on while paused: $a before, $b after 1.5 s paused"
+        sleep 0.5
+        assert_status 0 "$NSBOX" exec "$id" -- cat /tmp/c
+        c=$OUT
+        [ "$c" -gt "$b" ] || fail "the counter did not go on after resume: $b then $c"
+        # a paused sandbox can be destroyed, and leaves no cgroup
+        assert_status 0 "$NSBOX" pause "$id"
+        assert_status 0 "$NSBOX" rm "$id"
+        [ ! -e "$cg" ] || fail "cgroup $cg left after rm of a paused sandbox"
+}
+
+test_pause_and_resume_bad_input() {
+        assert_status 1 "$NSBOX" pause 00000000
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "not_found" "unknown id"
+        assert_status 125 "$NSBOX" pause
+        assert_one_line_error "$OUT"
+        assert_status 125 "$NSBOX" resume --bogus x
+        assert_one_line_error "$OUT"
+}
+
+test_ls_json_shows_limits_and_usage() {
+        local id
+        id=$("$NSBOX" create --disk 64M --timeout 600 2>/dev/null) || fail "create failed"
+        assert_status 0 "$NSBOX" exec "$id" -- true
+        assert_status 0 "$NSBOX" ls --json
+        local s; s=$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.dumps([s for s in json.load(sys.stdin) if s["id"] == sys.argv[1]][0]))' "$id")
+        assert_eq running "$(printf '%s' "$s" | jget 'd["state"]')" "state"
+        assert_eq 67108864 "$(printf '%s' "$s" | jget 'd["limits"]["disk"]')" "disk limit"
+        if [ "$TEST_AS" = root ]; then
+                assert_eq True "$(printf '%s' "$s" | jget 'str(d["cpu_time_ms"] > 0)')" "cpu time: $s"
+                [ -d "$(printf '%s' "$s" | jget 'd["cgroup"]')" ] || fail "no cgroup directory: $s"
+        else
+                assert_eq None "$(printf '%s' "$s" | jget 'str(d["cgroup"])')" "cgroup"
+        fi
+        assert_status 0 "$NSBOX" rm "$id"
+}
+
+daemon_pid() {
+        python3 -c 'import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+print(json.loads(s.makefile().readline())["result"]["pid"])' "$NSBOX_SOCKET"
+}
+
+test_zz_daemon_stops_with_nothing_left() {
+        assert_status 0 "$NSBOX" ls --json
+        assert_eq "[]" "$OUT" "sandboxes left"
+        local dpid; dpid=$(daemon_pid) || fail "no nsboxd"
+        kill "$dpid"
+        local i; for i in $(seq 50); do [ -e "/proc/$dpid" ] || break; grep -q '^State:.*Z' "/proc/$dpid/status" 2>/dev/null && break; sleep 0.1; done
+        [ ! -e "/proc/$dpid" ] || grep -q '^State:.*Z' "/proc/$dpid/status" || fail "nsboxd $dpid did not stop on SIGTERM"
+}
+
+run_tests
+rc=$?
+rm -rf "$SESSION_DIR"
+exit $rc
