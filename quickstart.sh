@@ -4,10 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# build: compiler and libraries; test: Check, busybox for a rootfs, keyutils/python3/git used by
-# the tests; peers for `make bench`.
+# build: compiler and libraries; test: Check, busybox for a rootfs and the VM tier's initramfs,
+# keyutils/python3/git used by the tests, qemu and Debian's kernel for the VM tier (cgroup v2
+# limits); peers for `make bench`.
 PACKAGES="build-essential pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
-libjansson-dev libgit2-dev check python3 git busybox-static keyutils util-linux bubblewrap"
+libjansson-dev libgit2-dev check python3 git busybox-static keyutils util-linux bubblewrap
+cpio qemu-system-x86 linux-image-amd64"
 
 missing=$(for p in $PACKAGES; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"; done)
 if [ -n "$missing" ]; then
