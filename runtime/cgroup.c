@@ -2,7 +2,8 @@
 /* Sandbox cgroups (nsbox(1), RESOURCE LIMITS and HOST SETUP).
  *
  * Where they go, decided once per process:
- *   1. $NSBOX_CGROUP_PARENT, a cgroup path (e.g. /nsbox.slice), created if missing;
+ *   1. $NSBOX_CGROUP_PARENT, a cgroup path (e.g. /nsbox.slice), created if missing ("none": no
+ *      cgroups at all);
  *   2. our own cgroup when we are its only process (a systemd service or scope with Delegate=yes):
  *      we move ourselves into its leaf "supervisor" (cgroup v2 forbids processes in a cgroup whose
  *      children have controllers) and sandboxes go beside it;
@@ -225,6 +226,10 @@ static void find_parent(const char *mnt)
         const char *env = getenv("NSBOX_CGROUP_PARENT");
         _cleanup_free_ char *own = NULL, *parent = NULL;
         int r;
+        if (env && !strcmp(env, "none")) {
+                WHY("NSBOX_CGROUP_PARENT=none");
+                return;
+        }
         if (env && *env) {
                 const char *rel = !strncmp(env, mnt, ml) && env[ml] == '/' ? env + ml : env;
                 if (rel[0] != '/' || strstr(rel, "/..") || strstr(rel, "/./") || strlen(rel) > 1024) {
@@ -393,7 +398,7 @@ static int wait_events(int dirfd, const char *key, int want, int timeout_ms)
         int fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
+        uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000, step = 20000;
         int r = -ETIMEDOUT;
         for (;;) {
                 char buf[256];
@@ -410,11 +415,15 @@ static int wait_events(int dirfd, const char *key, int want, int timeout_ms)
                 uint64_t now = now_ns();
                 if (now >= deadline)
                         break;
-                /* kernfs wakes pollers of cgroup.events with POLLPRI when it changes; the 10 ms
-                 * cap covers a change between our read and the poll */
+                /* kernfs wakes pollers of cgroup.events with POLLPRI when it changes, but the
+                 * cgroup core sends at most one such notification per 10 ms per file: poll with a
+                 * timeout growing from 20 us to 2 ms, so a freeze right after a thaw is seen at once */
                 struct pollfd pfd = { .fd = fd, .events = POLLPRI };
-                int ms = (int)((deadline - now) / 1000000) + 1;
-                poll(&pfd, 1, ms < 2 ? ms : 2);
+                uint64_t left = deadline - now, wait = step < left ? step : left;
+                struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)wait };
+                ppoll(&pfd, 1, &ts, NULL);
+                if (step < 2000000)
+                        step *= 2;
         }
         close(fd);
         return r;

@@ -96,6 +96,33 @@ static void start_direct(nsbox_sandbox *sb)
                 die(err.msg ? err.msg : "start a sandbox");
 }
 
+/* Freeze and thaw (nsbox pause/resume without the daemon hop): cgroup.freeze until
+ * cgroup.events says so, with one sleeping command in the sandbox besides the agent. */
+static void bench_freeze(nsbox_sandbox *sb, int runs)
+{
+        if (sb->cg.dirfd < 0) {
+                printf("  cgroup  freeze/thaw: not measured (this user gets no cgroup here)\n");
+                return;
+        }
+        uint64_t *fr = calloc((size_t)runs, sizeof(*fr)), *th = calloc((size_t)runs, sizeof(*th));
+        nsbox_error err = { 0 };
+        json_decref(agent_call(sb->agentfd, "exec", json_pack("{ss sb}", "shell", "sleep 1000", "background", 1), NULL, 0, NULL));
+        for (int i = 0; i < runs; i++) {
+                uint64_t t0 = now_ns();
+                if (nsbox_cgroup_freeze(&sb->cg, true, 5000, &err) < 0)
+                        die(err.msg);
+                uint64_t t1 = now_ns();
+                if (nsbox_cgroup_freeze(&sb->cg, false, 5000, &err) < 0)
+                        die(err.msg);
+                fr[i] = t1 - t0;
+                th[i] = now_ns() - t1;
+        }
+        report("cgroup", "freeze (pause)", fr, (size_t)runs);
+        report("cgroup", "thaw (resume)", th, (size_t)runs);
+        free(fr);
+        free(th);
+}
+
 static void bench_agent(int runs, char *big)
 {
         uint64_t *ns = calloc((size_t)runs, sizeof(*ns));
@@ -116,6 +143,7 @@ static void bench_agent(int runs, char *big)
                 ns[i] = now_ns() - t0;
         }
         report("agent", "exec [true] round trip", ns, (size_t)runs);
+        bench_freeze(&sb, runs);
         json_decref(agent_call(sb.agentfd, "write_file", json_pack("{ss}", "path", "small"), big, 4096, NULL));
         for (int i = 0; i < runs; i++) {
                 uint64_t t0 = now_ns();
@@ -281,7 +309,7 @@ static void bench_daemon(const char *nsboxd, int runs, char *big)
 int main(int argc, char **argv)
 {
         if (argc < 3)
-                die("usage: session NSBOXD RUNS [--json FILE]");
+                die("usage: session NSBOXD RUNS [--json FILE] | session --freeze RUNS");
         int runs = atoi(argv[2]);
         if (runs < 5)
                 runs = 5;
@@ -294,6 +322,13 @@ int main(int argc, char **argv)
         char *big = malloc(BIG);
         for (size_t i = 0; i < BIG; i++)
                 big[i] = (char)(i * 2654435761u >> 13);
+        if (!strcmp(argv[1], "--freeze")) {
+                nsbox_sandbox sb = NSBOX_SANDBOX_INIT;
+                start_direct(&sb);
+                bench_freeze(&sb, runs);
+                nsbox_sandbox_destroy(&sb);
+                return 0;
+        }
         printf("== persistent sandboxes: %d runs per operation (%ld cores)\n", runs, sysconf(_SC_NPROCESSORS_ONLN));
         bench_agent(runs, big);
         bench_daemon(argv[1], runs, big);
