@@ -234,6 +234,37 @@ START_TEST(test_disk_below_1M_is_refused)
 }
 END_TEST
 
+START_TEST(test_limit_options_set_the_policy_limits)
+{
+        char *argv[] = { "run", "--memory", "64M", "--pids", "64", "--cpus", "0.5", "true", NULL };
+        nsbox_policy *p;
+        nsbox_error err = { 0 };
+        ck_assert_int_eq(run_policy(argv, &p, &err), 0);
+        ck_assert_uint_eq(p->limits.memory, 64ull << 20);
+        ck_assert_uint_eq(p->limits.pids, 64);
+        ck_assert(p->limits.cpus > 0.499 && p->limits.cpus < 0.501);
+        ck_assert(!p->limits.swap_set); /* no swap unless the policy says so */
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_bad_limit_values_are_refused)
+{
+        char *mem[] = { "run", "--memory", "512K", "true", NULL };
+        ASSERT_PARSE_REFUSED(mem, "--memory", "'512K'", "at least 1M");
+        char *pids[] = { "run", "--pids", "0", "true", NULL };
+        ASSERT_PARSE_REFUSED(pids, "--pids", "'0'", "1 to 4194304");
+        char *pids2[] = { "run", "--pids", "12x", "true", NULL };
+        ASSERT_PARSE_REFUSED(pids2, "--pids", "'12x'");
+        char *cpus[] = { "run", "--cpus", "0", "true", NULL };
+        ASSERT_PARSE_REFUSED(cpus, "--cpus", "'0'", "above 0");
+        char *cpus2[] = { "run", "--cpus", "1e9", "true", NULL };
+        ASSERT_PARSE_REFUSED(cpus2, "--cpus", "'1e9'", "at most 1024");
+        char *cpus3[] = { "run", "--cpus", "nan", "true", NULL };
+        ASSERT_PARSE_REFUSED(cpus3, "--cpus", "'nan'");
+}
+END_TEST
+
 START_TEST(test_env_option_repeats)
 {
         char *argv[] = { "run", "-e", "A=1", "--env", "B=2", "-eC=3", "true", NULL };
@@ -534,6 +565,7 @@ Suite *options_suite(void)
         unit_add(tc, test_bad_timeout_is_refused);
         unit_add(tc, test_disk_size_is_parsed);
         unit_add(tc, test_disk_below_1M_is_refused);
+        unit_add(tc, test_bad_limit_values_are_refused);
         unit_add(tc, test_env_option_repeats);
         unit_add(tc, test_parsing_twice_in_one_process_works);
 
@@ -548,6 +580,7 @@ Suite *options_suite(void)
         unit_add(tc, test_hostname_is_set);
         unit_add(tc, test_bad_net_is_refused);
         unit_add(tc, test_timeout_and_disk_reach_the_limits);
+        unit_add(tc, test_limit_options_set_the_policy_limits);
         unit_add(tc, test_bind_of_missing_path_names_it);
         unit_add(tc, test_bind_is_readonly_by_default);
         unit_add(tc, test_bind_rw_is_writable);
