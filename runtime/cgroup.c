@@ -183,14 +183,17 @@ static bool owned(const char *dir)
                faccessat(AT_FDCWD, procs, W_OK, AT_EACCESS) == 0;
 }
 
+static ssize_t read_procs(const char *dir, char *buf, size_t size)
+{
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+        return read_at(AT_FDCWD, path, buf, size);
+}
+
 static bool only_me(const char *dir)
 {
         char buf[4096];
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        ssize_t n = read_at(fd, "cgroup.procs", buf, sizeof(buf));
-        close(fd);
+        ssize_t n = read_procs(dir, buf, sizeof(buf));
         if (n < 0 || (size_t)n >= sizeof(buf) - 1)
                 return false;
         for (char *l = buf; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
@@ -202,12 +205,7 @@ static bool only_me(const char *dir)
 static bool has_processes(const char *dir)
 {
         char buf[64];
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        ssize_t n = read_at(fd, "cgroup.procs", buf, sizeof(buf));
-        close(fd);
-        return n > 0;
+        return read_procs(dir, buf, sizeof(buf)) > 0;
 }
 
 static int make_dir(const char *path)
