@@ -181,6 +181,17 @@ static void copy_until_eof(int in, int out)
         }
 }
 
+/* `> file 2>&1`: fds 1 and 2 share one open file (and its offset). */
+static bool same_open_file(int a, int b)
+{
+        long r = syscall(SYS_kcmp, getpid(), getpid(), 0 /* KCMP_FILE */, a, b);
+        if (r >= 0)
+                return r == 0;
+        struct stat sa, sb;
+        return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
+               lseek(a, 0, SEEK_CUR) == lseek(b, 0, SEEK_CUR) && fcntl(a, F_GETFL) == fcntl(b, F_GETFL);
+}
+
 static int proxy_stdio(stdio_proxy *px, nsbox_error *err)
 {
         for (int fd = 0; fd <= 2; fd++) {
@@ -189,6 +200,13 @@ static int proxy_stdio(stdio_proxy *px, nsbox_error *err)
                 struct stat st;
                 if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode)))
                         continue;
+                /* one pipe and one copier for both: two copiers would race on the shared offset
+                 * and overwrite each other's output */
+                if (fd == 2 && px->sandbox_end[1] >= 0 && same_open_file(1, 2)) {
+                        if ((px->sandbox_end[2] = fcntl(px->sandbox_end[1], F_DUPFD_CLOEXEC, 3)) < 0)
+                                return nsbox_err(err, errno, "pipe for standard error");
+                        continue;
+                }
                 int p[2];
                 if (pipe2(p, O_CLOEXEC) < 0)
                         return nsbox_err(err, errno, "pipe for standard %s", fd ? "output" : "input");

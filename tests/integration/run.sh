@@ -378,4 +378,19 @@ test_restricted_user_namespaces_are_explained() {
         assert_contains "$OUT" "HOST SETUP"
 }
 
+test_stdout_and_stderr_to_one_file_keep_every_line_in_order() {
+        "$NSBOX" run -- sh -c 'for i in 1 2 3; do echo "out $i"; echo "err $i" >&2; done' > "$TEST_TMP/both" 2>&1
+        assert_eq 0 "$?" "exit status"
+        assert_eq "out 1
+err 1
+out 2
+err 2
+out 3
+err 3" "$(cat "$TEST_TMP/both")" "> file 2>&1"
+        "$NSBOX" run -- sh -c 'echo appended; echo also >&2' >> "$TEST_TMP/both" 2>&1
+        assert_eq "err 3
+appended
+also" "$(tail -n 3 "$TEST_TMP/both")" ">> file 2>&1"
+}
+
 run_tests
