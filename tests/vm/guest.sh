@@ -797,6 +797,17 @@ main() {
         done
 }
 
+# make bench (tests/vm/run --bench): what a cgroup costs at start, and freeze/thaw latency.
+bench() {
+        n=${VMTEST_BENCH_RUNS:-50}
+        echo "VMTEST bench == in the VM ($(uname -r), $(nproc) vCPUs under TCG: slower than the host, compare within): $n runs each, interleaved, as root"
+        coldstart "$n" \
+                no-cgroup "NSBOX_CGROUP_PARENT=none nsbox run -- /bin/true" \
+                cgroup "nsbox run -- /bin/true" \
+                cgroup+limits "nsbox run --memory 256M --pids 512 --cpus 1 -- /bin/true" 2>&1 | sed 's/^/VMTEST bench /'
+        bench-session --freeze "$n" 2>&1 | sed 's/^/VMTEST bench /'
+}
+
 case ${1:-} in
 --test)
         export VMTEST_NAME=$2 VMTEST_AS=$3
@@ -815,7 +826,7 @@ case ${1:-} in
         "t_$2"
         ;;
 "")
-        main
+        if [ "${VMTEST_MODE:-test}" = bench ]; then bench; else main; fi
         ;;
 *)
         echo "usage: guest.sh [--test NAME MODE FUNC | --body FUNC]" >&2
