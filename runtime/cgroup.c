@@ -325,7 +325,6 @@ static void resolve(void)
         if (G.done)
                 return;
         G.done = true;
-        G.start = start_time_of(getpid());
         if (!(G.mnt = cgroup2_mount())) {
                 WHY("no cgroup v2 hierarchy is mounted");
                 return;
@@ -344,6 +343,7 @@ static void resolve(void)
                 G.parent = NULL;
                 return;
         }
+        G.start = start_time_of(getpid()); /* names our sandboxes' cgroups */
         G.memory = has_word(on, "memory");
         G.pids = has_word(on, "pids");
         G.cpu = has_word(on, "cpu");

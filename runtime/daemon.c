@@ -1054,6 +1054,13 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 close(cfg->ready_fd);
         }
         logf_("listening on %s", sock);
+        /* where sandbox cgroups go, found now: alone in a delegated cgroup, nsboxd moves itself
+         * into its leaf before any sandbox exists */
+        const char *cg_why = NULL, *cg_parent = nsbox_cgroup_parent(&cg_why);
+        if (cg_parent)
+                logf_("sandbox cgroups under %s", cg_parent);
+        else
+                logf_("sandboxes get no cgroup (no limits, no pause): %s", cg_why);
         while (!d.stop) {
                 int timeout = deadlines(&d);
                 update_interest(&d);
