@@ -508,8 +508,19 @@ int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg
         for (char *c = name; *c; c++)
                 if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
                         *c = '_';
-        if (mkdirat(G.parent_fd, name, 0755) < 0)
-                return nsbox_err(err, errno, "create cgroup %s/%s", G.parent, name);
+        if (mkdirat(G.parent_fd, name, 0755) < 0) {
+                /* a parent we may not write after all, or cgroup.max.descendants: without limits
+                 * to enforce, the sandbox runs without a cgroup, as on a host that has none */
+                int e = errno;
+                bool needed = l->memory || l->swap_set || l->pids || l->cpus > 0;
+                if (needed && l->enforce == ENFORCE_REQUIRED)
+                        return nsbox_err(err, e, "create cgroup %s/%s", G.parent, name);
+                if (!G.warned)
+                        fprintf(stderr, "nsbox: warning: cannot create cgroup %s/%s: %s; running without one%s\n", G.parent, name,
+                                strerror(e), needed ? " (limits.enforce is best-effort)" : "");
+                G.warned = true;
+                return 0;
+        }
         if (asprintf(&cg->path, "%s/%s", G.parent, name) < 0) {
                 unlinkat(G.parent_fd, name, AT_REMOVEDIR);
                 cg->path = NULL;

@@ -164,20 +164,30 @@ typedef struct stdio_proxy {
         int sandbox_end[3]; /* the pipe end the sandbox gets as fd 0, 1 or 2, or -1 */
 } stdio_proxy;
 
-static void copy_until_eof(int in, int out)
+/* Standard input: splice from the file.  Standard output and error: read and write, never
+ * splice: splice(2) takes the file's offset before it waits for the pipe and stores it back after,
+ * undoing what nsbox itself wrote to the same open file meanwhile (its warnings, --json). */
+static void copy_until_eof(int in, int out, bool use_splice)
 {
         for (;;) {
-                ssize_t n = splice(in, NULL, out, NULL, 1 << 20, SPLICE_F_MOVE);
-                if (n < 0 && errno == EINTR)
+                ssize_t n = use_splice ? splice(in, NULL, out, NULL, 1 << 20, SPLICE_F_MOVE) : -1;
+                if (n < 0 && use_splice && errno == EINVAL)
+                        use_splice = false; /* a file system without splice */
+                else if (n < 0 && use_splice && errno == EINTR)
                         continue;
-                if (n < 0 && errno == EINVAL) { /* a file system without splice: plain copy */
+                else if (use_splice) {
+                        if (n <= 0)
+                                return;
+                        continue;
+                }
+                if (!use_splice) {
                         char buf[65536];
                         n = read(in, buf, sizeof(buf));
-                        if (n > 0 && write_full(out, buf, (size_t)n) < 0)
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n <= 0 || write_full(out, buf, (size_t)n) < 0)
                                 return;
                 }
-                if (n <= 0)
-                        return;
         }
 }
 
@@ -229,7 +239,7 @@ static int proxy_stdio(stdio_proxy *px, nsbox_error *err)
                         syscall(SYS_close_range, keep_hi + 1, ~0u, 0);
                         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
                         signal(SIGPIPE, SIG_DFL);
-                        copy_until_eof(in, out);
+                        copy_until_eof(in, out, fd == 0);
                         _exit(0);
                 }
                 px->copier[fd] = pid;

@@ -107,6 +107,32 @@ test_run_json_reports_accounting() {
         fi
 }
 
+test_unwritable_cgroup_parent_runs_without_a_cgroup_with_one_warning() {
+        # the root of the v2 hierarchy: root may create cgroups there, a user may not
+        NSBOX_CGROUP_PARENT=/ "$NSBOX" run --json -- echo ok > "$TEST_TMP/out" 2> "$TEST_TMP/err"
+        assert_eq 0 "$?" "exit status: $(cat "$TEST_TMP/err")"
+        assert_eq ok "$(cat "$TEST_TMP/out")" "output"
+        local cg; cg=$(sandbox_cgroup_of_run "$(tail -n 1 "$TEST_TMP/err")")
+        if [ "$TEST_AS" = root ]; then
+                assert_eq "$(v2_root)" "$(dirname "$cg")" "cgroup of a run under NSBOX_CGROUP_PARENT=/"
+                assert_eq 1 "$(grep -c . "$TEST_TMP/err")" "stderr lines (the JSON only): $(cat "$TEST_TMP/err")"
+        else
+                assert_eq "" "$cg" "cgroup"
+                assert_eq 2 "$(grep -c . "$TEST_TMP/err")" "stderr lines (a warning and the JSON): $(cat "$TEST_TMP/err")"
+                assert_contains "$(head -n 1 "$TEST_TMP/err")" "nsbox: warning: cannot create cgroup $(v2_root)/sb-"
+                assert_contains "$(head -n 1 "$TEST_TMP/err")" "Permission denied; running without one"
+                # with limits that must hold: refused, in one line
+                printf '{"limits": {"pids": 10, "enforce": "required"}}\n' > "$TEST_TMP/req.json"
+                NSBOX_CGROUP_PARENT=/ "$NSBOX" run --policy "$TEST_TMP/req.json" -- echo ran > "$TEST_TMP/out" 2>&1
+                assert_eq 125 "$?" "exit status with required limits"
+                assert_one_line_error "$(cat "$TEST_TMP/out")"
+        fi
+        # a bad parent is a warning too (best-effort), never a crash
+        NSBOX_CGROUP_PARENT=relative/path "$NSBOX" run --pids 5 -- echo ok > "$TEST_TMP/out" 2> "$TEST_TMP/err"
+        assert_eq 0 "$?" "exit status with a bad NSBOX_CGROUP_PARENT"
+        assert_contains "$(cat "$TEST_TMP/err")" "NSBOX_CGROUP_PARENT 'relative/path' is not a cgroup path"
+}
+
 test_sandbox_sees_itself_at_its_cgroup_namespace_root() {
         assert_status 0 "$NSBOX" run -- sh -c 'grep "^0::" /proc/self/cgroup'
         assert_eq "0::/" "$OUT" "/proc/self/cgroup inside"
