@@ -466,12 +466,21 @@ static void collect_orphans(void)
                 return;
         }
         struct dirent *e;
+        /* one nsboxd may hold a thousand cgroups here: ask /proc about each supervisor once */
+        int last_pid = 0;
+        unsigned long long last_start = 0;
+        bool last_alive = false;
         while ((e = readdir(d))) {
                 int pid;
                 unsigned long long start;
                 if (e->d_type != DT_DIR || sscanf(e->d_name, "sb-%d-%llu-", &pid, &start) != 2 || pid <= 0)
                         continue;
-                if (pid == getpid() || start_time_of(pid) == start)
+                if (pid != last_pid || start != last_start) {
+                        last_pid = pid;
+                        last_start = start;
+                        last_alive = pid == getpid() || start_time_of(pid) == start;
+                }
+                if (last_alive)
                         continue; /* a live supervisor's */
                 int cfd = openat(G.parent_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (cfd < 0)

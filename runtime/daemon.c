@@ -261,7 +261,7 @@ static json_t *sandbox_json(const sandbox *s)
                 json_object_set_new(lim, "pids", json_integer((json_int_t)l->pids));
         if (l->cpus > 0)
                 json_object_set_new(lim, "cpus", json_real(l->cpus));
-        json_object_set_new(lim, "disk", json_integer((json_int_t)(l->disk ? l->disk : 1ull << 30)));
+        json_object_set_new(lim, "disk", json_integer((json_int_t)(l->disk ? l->disk : NSBOX_DEFAULT_DISK)));
         json_object_set_new(o, "limits", lim);
         nsbox_cgroup_stats cs;
         if (nsbox_cgroup_stats_read(&s->sb.cg, &cs) < 0) {

@@ -543,7 +543,7 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, nsbox_erro
 
         /* The staging tmpfs: its size bounds the writable layer and /tmp together. */
         char opts[96];
-        uint64_t disk = p->limits.disk ? p->limits.disk : (1ull << 30);
+        uint64_t disk = p->limits.disk ? p->limits.disk : NSBOX_DEFAULT_DISK;
         snprintf(opts, sizeof(opts), "mode=0700,size=%llu", (unsigned long long)disk);
         if ((r = do_mount("tmpfs", STAGE, STAGE, "tmpfs", MS_NOSUID | MS_NODEV, opts, err)) < 0)
                 return r;

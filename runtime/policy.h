@@ -14,6 +14,7 @@
 #define NSBOX_MAX_ENV 1024
 #define NSBOX_MAX_SECCOMP_RULES 512
 #define NSBOX_MAX_POLICY_BYTES (1u << 20)
+#define NSBOX_DEFAULT_DISK (1ull << 30) /* limits.disk when the policy sets none */
 
 typedef enum { ROOT_HOST, ROOT_DIR, _ROOT_MAX } nsbox_root_type;
 typedef enum { MOUNT_BIND, MOUNT_TMPFS, _MOUNT_MAX } nsbox_mount_type;
