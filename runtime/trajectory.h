@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Trajectories: nsboxd records every operation on a sandbox as JSON lines, and `nsbox replay`
+ * runs them again in a fresh sandbox and compares, step by step.  This is what both sides share:
+ * the line format, the result digest, a strict loader and the comparison.
+ *
+ * Format version 1, one compact JSON object per line:
+ *   line 1, the header:
+ *     {"nsbox_trajectory": 1, "sandbox": "<id>", "created": <unix seconds>, "create": {<create params>}}
+ *   then one line per step, in any order (calls complete out of order; the loader sorts by step):
+ *     {"step": N, "op": "call", "tool": "<tool>", "params": {...}, <outcome>}
+ *     {"step": N, "op": "snapshot", "name": "<snapshot>", <outcome>}
+ *     {"step": N, "op": "reset", "name": "<snapshot>" or null, <outcome>}   (null: the creation state)
+ *   where <outcome> is
+ *     "duration_ms": <number>, "error": "<error code>" or null,
+ *     "result_sha256": "<64 lowercase hex>" or null (when error is set, or the operation has no
+ *     result: a snapshot, a reset), "summary": {...}
+ *   Steps are unique integers >= 1, gaps allowed.  Empty lines may only end the file.
+ *
+ * The result digest is the SHA-256 of the result serialized compact, with sorted keys, ASCII only
+ * (JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17)), after removing the
+ * keys whose values change from run to run from every object at any depth (including objects inside
+ * arrays):
+ *   duration_ms, cpu_time_ms, peak_memory_bytes, mtime, atime, ctime, modified_time, pid, time, id,
+ *   short_id, parents, head
+ * The summary keeps these top-level result fields, when present, so that a mismatch can be named:
+ *   exit_code, signal, reason, timed_out, size, total_lines, occurrences */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "error.h"
+#include "proto.h"
+#include "util.h"
+
+#define NSBOX_TRAJ_VERSION 1
+#define NSBOX_TRAJ_MAX_LINE (2 * NSBOX_FRAME_MAX_JSON)
+#define NSBOX_TRAJ_MAX_STEPS 1000000
+
+/* The digest of a result as described above, 64 lowercase hex digits.  0, -EINVAL for a NULL
+ * result, -ENOMEM. */
+int nsbox_traj_digest(json_t *result, char ret_hex[65]);
+/* A new object with the summary fields of result (an empty one when result is not an object);
+ * NULL only when out of memory. */
+json_t *nsbox_traj_summary(json_t *result);
+/* Parameters given to the builders are borrowed and copied: their objects and arrays are, the
+ * strings and numbers inside (immutable in practice) are shared, so a 16 MiB write_file content
+ * is not duplicated for its record. */
+/* The header line.  create_params is copied (NULL: {}).  NULL when sandbox_id is NULL or not
+ * UTF-8, create_params is not an object, or out of memory. */
+json_t *nsbox_traj_header(const char *sandbox_id, time_t created, json_t *create_params);
+/* A step line.  op: "call", "snapshot" or "reset".  tool_or_name: the tool of a call, the name of
+ * a snapshot or of the snapshot a reset goes back to (NULL for the creation state).  params: a
+ * call's parameters, copied (NULL: {}); ignored for the other ops.  error_code NULL when the
+ * operation succeeded; result is then digested and summarized.  With an error_code, or without a
+ * result, result_sha256 is null and summary {}.  NULL (errno EINVAL) on arguments the loader would
+ * refuse, or out of memory (ENOMEM). */
+json_t *nsbox_traj_step_line(uint64_t step, const char *op, const char *tool_or_name, json_t *params,
+                             double duration_ms, json_t *result, const char *error_code);
+/* Append line and '\n' to fd (opened O_APPEND: several writers may share it) in one write(2), so
+ * lines never interleave.  0, -E2BIG past NSBOX_TRAJ_MAX_LINE, -ENOMEM or -errno of the write
+ * (errno is set too). */
+int nsbox_traj_write(int fd, json_t *line);
+
+typedef struct nsbox_traj_step {
+        uint64_t step;
+        char op[16];          /* call, snapshot, reset */
+        char *tool;           /* op call */
+        char *name;           /* snapshot/reset; NULL for a reset to the creation state */
+        json_t *params;       /* op call: object (owned) */
+        bool has_digest;
+        char digest[65];
+        char *error;          /* NULL when the call succeeded */
+        json_t *summary;      /* object (owned) */
+        double duration_ms;
+} nsbox_traj_step;
+
+typedef struct nsbox_trajectory {
+        char *sandbox;
+        time_t created;
+        json_t *create;          /* object (owned) */
+        nsbox_traj_step *steps;  /* sorted by step */
+        size_t n_steps;
+} nsbox_trajectory;
+
+/* Load and check a trajectory file strictly (the format above, no unknown keys, at most
+ * NSBOX_TRAJ_MAX_STEPS steps of at most NSBOX_TRAJ_MAX_LINE bytes each).  Errors name the file
+ * and the line: "trajectory 'F' line 7: 'step' must be a positive integer".  *ret is untouched on
+ * failure; release it with nsbox_traj_release. */
+int nsbox_traj_load(const char *path, nsbox_trajectory *ret, nsbox_error *err);
+/* The same from an open fd, read incrementally (one line in memory at a time), with name in
+ * messages and lines longer than max_line bytes refused (0: no bound). */
+int nsbox_traj_load_fd(int fd, const char *name, size_t max_line, nsbox_trajectory *ret, nsbox_error *err);
+void nsbox_traj_release(nsbox_trajectory *t);
+
+/* Compare a replayed outcome with the recorded step: result is the replayed result, NULL when the
+ * replayed operation failed with error_code or has no result.  The errors are compared first, then,
+ * when a result was recorded, its summary fields and its digest.  1: match; 0: mismatch, and why
+ * (if given) holds one line saying what differs, naming a summary field when one differs
+ * ("exit_code 1, expected 0", "error file_not_found, expected none", "result differs (sha256
+ * 1a2b3c4d.., expected 9f8e7d6c..)"); -ENOMEM. */
+int nsbox_traj_compare(const nsbox_traj_step *want, json_t *result, const char *error_code, strbuf *why);
