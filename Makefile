@@ -57,7 +57,8 @@ override CFLAGS += -std=gnu11 -D_GNU_SOURCE -fPIE $(WARNINGS) $(HARDEN) -MMD -MP
 	-DNSBOX_VERSION='"$(VERSION)"' -DNSBOX_POLICYDIR='"$(POLICYDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS)
 override LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SAN_LDFLAGS)
 
-LIB_SRCS := $(filter-out runtime/cli.c runtime/cli_session.c runtime/nsboxd.c,$(wildcard runtime/*.c)) rootfs/hostview.c $(wildcard tools/*.c)
+CLI_SRCS := runtime/cli.c runtime/cli_session.c runtime/cli_snapshot.c
+LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c,$(wildcard runtime/*.c)) rootfs/hostview.c $(wildcard tools/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(B)/unit-obj/%.o)
@@ -81,7 +82,7 @@ $(B)/%.o: %.c $(B)/.flags
 $(B)/libnsbox.a: $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
-$(B)/nsbox: $(B)/runtime/cli.o $(B)/runtime/cli_session.o $(B)/libnsbox.a
+$(B)/nsbox: $(CLI_SRCS:%.c=$(B)/%.o) $(B)/libnsbox.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(B)/nsboxd: $(B)/runtime/nsboxd.o $(B)/libnsbox.a
@@ -137,4 +138,4 @@ uninstall:
 clean:
 	rm -rf $(B)
 
--include $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(B)/runtime/cli.d
+-include $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(CLI_SRCS:%.c=$(B)/%.d)

@@ -16,6 +16,7 @@
 #include "policy.h"
 #include "sandbox.h"
 #include "cli_session.h"
+#include "store.h"
 
 #ifndef NSBOX_VERSION
 #define NSBOX_VERSION "0.1.0"
@@ -34,6 +35,11 @@ static const char usage_main[] =
         "  ls [--json]                       list your sandboxes\n"
         "  rm [-f] ID...                     destroy sandboxes\n"
         "  pause ID... | resume ID...        freeze and thaw sandboxes (cgroup.freeze)\n"
+        "  snapshot ID NAME                  capture a sandbox's filesystem as snapshot NAME\n"
+        "  snapshot ls | snapshot rm NAME... list and remove snapshots\n"
+        "  reset ID [NAME]                   restart a sandbox on snapshot NAME, or as it was created\n"
+        "  replay [--from NAME] FILE         re-run a recorded trajectory, report where it diverges\n"
+        "  gc                                remove store layers nothing uses\n"
         "  tools [--format json|openai|mcp]  the tool schemas, for an LLM's tool list\n"
         "\n"
         "  nsbox --help | nsbox --version | nsbox COMMAND --help\n"
@@ -58,6 +64,7 @@ static const char usage_run[] =
         "  --pids N               at most N processes and threads in the sandbox (pids.max)\n"
         "  --cpus F               at most F CPUs' worth of time, e.g. 0.5 (cpu.max)\n"
         "  --net none             network: loopback only (the default)\n"
+        "  --from SNAPSHOT        start on a snapshot's filesystem (nsbox snapshot)\n"
         "  --json                 print a result object on stderr after the run\n"
         "  -h, --help             this help\n"
         "\n"
@@ -105,8 +112,22 @@ static int fail(nsbox_error *err, bool json)
         return status;
 }
 
+/* run --from: the snapshot's layers under the writable one, held while the sandbox runs. */
+static int run_from(const nsbox_run_options *o, nsbox_policy *p, nsbox_layers *l, nsbox_error *err)
+{
+        nsbox_store st = NSBOX_STORE_INIT;
+        int r = nsbox_store_open(true, &st, err);
+        if (r == 0)
+                r = nsbox_store_acquire_snapshot(&st, o->from, l, err);
+        nsbox_store_close(&st);
+        if (r == 0)
+                r = nsbox_policy_use_layers(p, l, o->rootfs != NULL, err);
+        return r;
+}
+
 static int cmd_run(int argc, char **argv)
 {
+        nsbox_layers layers = NSBOX_LAYERS_INIT;
         nsbox_error err = { 0 };
         nsbox_run_options o;
         nsbox_policy *p = NULL;
@@ -121,8 +142,8 @@ static int cmd_run(int argc, char **argv)
                 status = 0;
                 goto out;
         }
-        if (nsbox_run_options_policy(&o, &p, &err) < 0 || nsbox_policy_check_host(p, &err) < 0 ||
-            nsbox_run(p, o.argv, NSBOX_RUN_RETURN_AT_EXIT, &res, &err) < 0) {
+        if (nsbox_run_options_policy(&o, &p, &err) < 0 || (o.from && run_from(&o, p, &layers, &err) < 0) ||
+            nsbox_policy_check_host(p, &err) < 0 || nsbox_run(p, o.argv, NSBOX_RUN_RETURN_AT_EXIT, &res, &err) < 0) {
                 status = fail(&err, o.json);
                 goto out;
         }
@@ -131,6 +152,7 @@ static int cmd_run(int argc, char **argv)
         status = res.status;
 out:
         nsbox_policy_free(p);
+        nsbox_layers_release(&layers);
         nsbox_run_options_release(&o);
         return status;
 }
@@ -172,7 +194,8 @@ int main(int argc, char **argv)
         } session_cmds[] = {
                 { "create", nsbox_cmd_create }, { "exec", nsbox_cmd_exec }, { "call", nsbox_cmd_call }, { "cp", nsbox_cmd_cp },
                 { "ls", nsbox_cmd_ls },         { "rm", nsbox_cmd_rm },     { "pause", nsbox_cmd_pause },
-                { "resume", nsbox_cmd_resume }, { "tools", nsbox_cmd_tools },
+                { "resume", nsbox_cmd_resume }, { "tools", nsbox_cmd_tools }, { "snapshot", nsbox_cmd_snapshot },
+                { "reset", nsbox_cmd_reset },   { "gc", nsbox_cmd_gc },     { "replay", nsbox_cmd_replay },
         };
         for (size_t i = 0; i < sizeof(session_cmds) / sizeof(session_cmds[0]); i++)
                 if (!strcmp(cmd, session_cmds[i].name))

@@ -39,8 +39,8 @@ static int say(const char *cmd, int status, const char *code, const nsbox_error 
         return status;
 }
 
-static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int usage_error(const char *cmd, const char *fmt, ...)
+#define usage_error nsbox_cli_usage_error
+int nsbox_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
@@ -51,8 +51,9 @@ static int usage_error(const char *cmd, const char *fmt, ...)
         return EXIT_NSBOX;
 }
 
+#define call_once nsbox_cli_call
 /* Connect (starting the daemon when needed) and make one call; 0 or the exit status to use. */
-static int call_once(const char *cmd, nsbox_client *cl, const char *method, json_t *params, nsbox_client_event_fn ev, void *ud,
+int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t *params, nsbox_client_event_fn ev, void *ud,
                      json_t **ret, int refused_status)
 {
         nsbox_error err = { 0 };
@@ -71,7 +72,8 @@ static int call_once(const char *cmd, nsbox_client *cl, const char *method, json
         return 0;
 }
 
-static void print_json(FILE *f, json_t *v)
+#define print_json nsbox_cli_print_json
+void nsbox_cli_print_json(FILE *f, json_t *v)
 {
         char *text = json_dumps(v, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         if (text)
@@ -87,6 +89,11 @@ static const char usage_create[] =
         "Start a persistent sandbox, served by nsboxd (started for you when none runs), and print\n"
         "its id.  Options are those of nsbox run, plus:\n"
         "  --label K=V            a label, shown by nsbox ls (repeatable)\n"
+        "  --from SNAPSHOT        start on a snapshot's filesystem (nsbox snapshot)\n"
+        "  --count N              start N sandboxes (with --from: N forks), print N ids\n"
+        "  --repo PATH|URL        clone a git repository into the workdir (local paths and file:// URLs)\n"
+        "  --commit REV           ... checked out at REV (a commit id, branch or tag), detached\n"
+        "  --record FILE          record every tool call as a trajectory (nsbox replay FILE)\n"
         "  --timeout SECONDS      destroy the sandbox after SECONDS\n"
         "  --json                 print the sandbox as a JSON object instead of its id\n";
 
@@ -122,8 +129,34 @@ static int create_params(const nsbox_run_options *o, json_t **ret)
                 if (strcmp(o->rootfs, "host"))
                         free(abs);
         }
-        static const char *const keys[] = { "workdir", "hostname", "net" };
-        const char *vals[] = { o->workdir, o->hostname, o->net };
+        if (o->repo) {
+                /* a local path as the daemon must see it; URLs as they are */
+                bool url = strstr(o->repo, "://") || (strchr(o->repo, '@') && strchr(o->repo, ':'));
+                _cleanup_free_ char *real = url ? NULL : absolute(o->repo);
+                if (!url && !real) {
+                        json_decref(p);
+                        fprintf(stderr, "nsbox: create: --repo '%s': %s\n", o->repo, strerror(errno));
+                        return -1;
+                }
+                json_object_set_new(p, "repo", json_string(url ? o->repo : real));
+        }
+        if (o->record) {
+                /* the file need not exist yet: resolve its directory */
+                _cleanup_free_ char *copy = strdup(o->record);
+                char *slash = copy ? strrchr(copy, '/') : NULL;
+                const char *base = slash ? slash + 1 : o->record;
+                if (slash)
+                        *slash = '\0';
+                _cleanup_free_ char *dir = copy ? absolute(slash ? (copy[0] ? copy : "/") : ".") : NULL;
+                if (!dir || !*base) {
+                        json_decref(p);
+                        fprintf(stderr, "nsbox: create: --record '%s': %s\n", o->record, dir ? "expected a file name" : strerror(errno));
+                        return -1;
+                }
+                json_object_set_new(p, "record", json_sprintf("%s/%s", strcmp(dir, "/") ? dir : "", base));
+        }
+        static const char *const keys[] = { "workdir", "hostname", "net", "from", "commit" };
+        const char *vals[] = { o->workdir, o->hostname, o->net, o->from, o->commit };
         for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
                 if (vals[i])
                         json_object_set_new(p, keys[i], json_string(vals[i]));
@@ -196,16 +229,27 @@ int nsbox_cmd_create(int argc, char **argv)
                 status = EXIT_NSBOX;
                 goto out;
         }
-        nsbox_client cl = { .fd = -1 };
-        status = call_once("create", &cl, "create", params, NULL, NULL, &res, EXIT_NSBOX);
-        nsbox_client_close(&cl);
-        if (status == 0) {
-                if (o.json)
-                        print_json(stdout, res);
-                else
-                        printf("%s\n", json_string_value(json_object_get(res, "id")));
+        if (o.record && o.count > 1) {
+                json_decref(params);
+                status = usage_error("create", "--record names one file: it goes with one sandbox, not --count %llu", (unsigned long long)o.count);
+                goto out;
         }
-        json_decref(res);
+        /* --count: one connection, one sandbox after the other; each id as soon as it exists */
+        nsbox_client cl = { .fd = -1 };
+        for (uint64_t i = 0; i < o.count && status == 0; i++) {
+                status = call_once("create", &cl, "create", json_incref(params), NULL, NULL, &res, EXIT_NSBOX);
+                if (status == 0) {
+                        if (o.json)
+                                print_json(stdout, res);
+                        else
+                                printf("%s\n", json_string_value(json_object_get(res, "id")));
+                        fflush(stdout);
+                }
+                json_decref(res);
+                res = NULL;
+        }
+        json_decref(params);
+        nsbox_client_close(&cl);
 out:
         nsbox_run_options_release(&o);
         return status;

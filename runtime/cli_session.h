@@ -12,3 +12,21 @@ int nsbox_cmd_rm(int argc, char **argv);
 int nsbox_cmd_pause(int argc, char **argv);
 int nsbox_cmd_resume(int argc, char **argv);
 int nsbox_cmd_tools(int argc, char **argv);
+/* cli_snapshot.c: snapshot, reset, gc, replay */
+int nsbox_cmd_snapshot(int argc, char **argv);
+int nsbox_cmd_reset(int argc, char **argv);
+int nsbox_cmd_gc(int argc, char **argv);
+int nsbox_cmd_replay(int argc, char **argv);
+
+/* Shared by the client commands. */
+#include <jansson.h>
+#include <stdio.h>
+
+#include "client.h"
+/* "nsbox: CMD: message (see nsbox CMD --help)"; returns 125. */
+int nsbox_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Connect when cl is not (starting nsboxd if needed) and make one call; 0, or the exit status to
+ * use (refused_status when the daemon said no, 125 when nsbox failed) after printing why. */
+int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t *params, nsbox_client_event_fn ev, void *ud,
+                   json_t **ret, int refused_status);
+void nsbox_cli_print_json(FILE *f, json_t *v);

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -27,7 +29,13 @@
 #include "options.h"
 #include "paths.h"
 #include "proto.h"
+#include "repo.h"
 #include "sandbox.h"
+#include "sha256.h"
+#include "store.h"
+#include "trajectory.h"
+#include "treecopy.h"
+#include "userns.h"
 #include "util.h"
 
 #define MAX_LINE NSBOX_FRAME_MAX_JSON
@@ -38,6 +46,8 @@
 #define MAX_CALLS_PER_SANDBOX 1024
 #define READY_TIMEOUT_NS (30ull * 1000000000)
 #define PAUSE_TIMEOUT_MS 5000
+#define REPO_TIMEOUT_NS (600ull * 1000000000) /* a clone, before the sandbox starts */
+#define JOB_OUT_MAX 65536
 
 /* JSON-RPC error codes; the stable nsbox code is in error.data.code */
 #define RPC_PARSE_ERROR -32700
@@ -46,7 +56,10 @@
 #define RPC_INVALID_PARAMS -32602
 #define RPC_SERVER_ERROR -32000
 
-enum { K_LISTEN, K_SIGNAL, K_CLIENT, K_SYNC, K_AGENT, K_PIDFD };
+enum { K_LISTEN, K_SIGNAL, K_CLIENT, K_SYNC, K_AGENT, K_PIDFD, K_JOB };
+
+/* Work that would stall the loop runs in a forked worker, which reports one JSON line on a pipe. */
+enum { JOB_NONE, JOB_SNAPSHOT, JOB_REPO };
 #define KEY(serial, kind) ((uint64_t)(serial) << 3 | (uint64_t)(kind))
 
 typedef struct client {
@@ -68,6 +81,9 @@ typedef struct pending {
         json_t *rpc_id;
         bool stream, b64_payload, exec, paused;
         uint64_t pids_limited; /* exec: pids.events max when it started */
+        uint64_t step, start_ns; /* recording: the step number and when it was asked */
+        json_t *rec_params;      /* recording: the params as the client sent them */
+        char tool[32];
 } pending;
 
 typedef struct sandbox {
@@ -90,6 +106,29 @@ typedef struct sandbox {
         pending *calls;
         unsigned n_calls;
         uint32_t agent_events, sync_events, pid_events;
+        /* snapshots and resets */
+        nsbox_policy *policy;     /* kept to start it again */
+        nsbox_layers base_layers; /* what it was created on: a snapshot, a repository; held */
+        nsbox_layers layers;      /* what it runs on now (a reset may change it); held */
+        json_t *create_params;    /* as the client gave them */
+        bool resetting;
+        char *repo_url, *repo_commit;
+        uid_t host_uid;           /* the sandbox user's host ids, owner of a repository layer */
+        gid_t host_gid;
+        /* the worker running for it */
+        int job;
+        pid_t job_pid;
+        int job_fd;
+        strbuf job_out;
+        uint32_t job_events;
+        uint64_t job_client, job_start_ns;
+        json_t *job_rpc_id;
+        char job_name[NSBOX_SNAPSHOT_NAME_MAX + 1];
+        bool job_thaw;
+        /* trajectory recording */
+        int record_fd;
+        char *record_path;
+        uint64_t record_steps;
 } sandbox;
 
 typedef struct daemon_state {
@@ -173,16 +212,96 @@ static void reply_error(client *c, json_t *id, int rpc_code, const char *code, c
 
 /* ---- sandboxes ------------------------------------------------------------------------------ */
 
+static void pending_free(pending *p)
+{
+        json_decref(p->rpc_id);
+        json_decref(p->rec_params);
+        free(p);
+}
+
+/* ---- trajectories (nsbox-protocol(7), TRAJECTORIES) ---------------------------------------- */
+
+static void record_line(sandbox *s, json_t *line)
+{
+        if (s->record_fd >= 0 && line && nsbox_traj_write(s->record_fd, line) < 0) {
+                logf_("sandbox %s: cannot write its trajectory '%s': %s; recording stopped", s->id, s->record_path, strerror(errno));
+                close(s->record_fd);
+                s->record_fd = -1;
+        }
+        json_decref(line);
+}
+
+static void record_call(sandbox *s, const pending *p, json_t *result, const char *code)
+{
+        if (s->record_fd < 0 || !p->step)
+                return;
+        record_line(s, nsbox_traj_step_line(p->step, "call", p->tool, p->rec_params, (double)(now_ns() - p->start_ns) / 1e6, result, code));
+}
+
+static void record_op(sandbox *s, const char *op, const char *name, uint64_t start_ns, const char *code)
+{
+        if (s->record_fd < 0)
+                return;
+        record_line(s, nsbox_traj_step_line(++s->record_steps, op, name, NULL, (double)(now_ns() - start_ns) / 1e6, NULL, code));
+}
+
 static void fail_calls(daemon_state *d, sandbox *s, const char *code, const char *why)
 {
         while (s->calls) {
                 pending *p = s->calls;
                 s->calls = p->next;
+                record_call(s, p, NULL, code);
                 reply_error(client_by_serial(d, p->client), p->rpc_id, RPC_SERVER_ERROR, code, "sandbox %s %s", s->id, why);
-                json_decref(p->rpc_id);
-                free(p);
+                pending_free(p);
         }
         s->n_calls = 0;
+}
+
+static void job_stop(daemon_state *d, sandbox *s, const char *why)
+{
+        if (!s->job)
+                return;
+        kill(s->job_pid, SIGKILL);
+        while (waitpid(s->job_pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        epoll_ctl(d->epfd, EPOLL_CTL_DEL, s->job_fd, NULL);
+        close(s->job_fd);
+        s->job_fd = -1;
+        sb_release(&s->job_out);
+        if (s->job == JOB_SNAPSHOT)
+                reply_error(client_by_serial(d, s->job_client), s->job_rpc_id, RPC_SERVER_ERROR, "not_found", "snapshot '%s' of sandbox %s: the sandbox %s",
+                            s->job_name, s->id, why);
+        json_decref(s->job_rpc_id);
+        s->job_rpc_id = NULL;
+        s->job = JOB_NONE;
+}
+
+static void sandbox_free(sandbox *s)
+{
+        nsbox_sandbox_destroy(&s->sb);
+        nsbox_frame_reader_release(&s->rd);
+        nsbox_queue_release(&s->out);
+        json_decref(s->labels);
+        json_decref(s->create_rpc_id);
+        json_decref(s->create_params);
+        free(s->policy_name);
+        nsbox_policy_free(s->policy);
+        nsbox_layers_release(&s->layers);
+        nsbox_layers_release(&s->base_layers);
+        free(s->repo_url);
+        free(s->repo_commit);
+        if (s->record_fd >= 0)
+                close(s->record_fd);
+        free(s->record_path);
+        free(s);
+}
+
+static void unwatch_sandbox(daemon_state *d, sandbox *s)
+{
+        int fds[3] = { s->sb.syncfd, s->sb.agentfd, s->sb.pidfd };
+        for (int i = 0; i < 3; i++)
+                if (fds[i] >= 0)
+                        epoll_ctl(d->epfd, EPOLL_CTL_DEL, fds[i], NULL);
 }
 
 static void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const char *why)
@@ -193,22 +312,14 @@ static void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const 
                         break;
                 }
         d->n_sandboxes--;
+        job_stop(d, s, why);
         fail_calls(d, s, code, why);
         if (s->create_rpc_id)
                 reply_error(client_by_serial(d, s->create_client), s->create_rpc_id, RPC_SERVER_ERROR, "internal",
                             "sandbox %s %s before it was ready", s->id, why);
-        int fds[3] = { s->sb.syncfd, s->sb.agentfd, s->sb.pidfd };
-        for (int i = 0; i < 3; i++)
-                if (fds[i] >= 0)
-                        epoll_ctl(d->epfd, EPOLL_CTL_DEL, fds[i], NULL);
-        nsbox_sandbox_destroy(&s->sb);
-        nsbox_frame_reader_release(&s->rd);
-        nsbox_queue_release(&s->out);
-        json_decref(s->labels);
-        json_decref(s->create_rpc_id);
-        free(s->policy_name);
+        unwatch_sandbox(d, s);
         logf_("sandbox %s removed: %s", s->id, why);
-        free(s);
+        sandbox_free(s);
 }
 
 static bool visible(const client *c, const sandbox *s) { return c->uid == 0 || c->uid == s->owner; }
@@ -243,7 +354,8 @@ static sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *par
 
 static json_t *sandbox_json(const sandbox *s)
 {
-        json_t *o = json_pack("{ss ss sI si ss sO sI sI}", "id", s->id, "state", !s->ready ? "starting" : s->paused ? "paused" : "running",
+        json_t *o = json_pack("{ss ss sI si ss sO sI sI}", "id", s->id,
+                              "state", !s->ready ? "starting" : s->job == JOB_SNAPSHOT ? "snapshotting" : s->paused ? "paused" : "running",
                               "created", (json_int_t)s->created, "uid", (int)s->owner, "policy", s->policy_name ? s->policy_name : "",
                               "labels", s->labels ? s->labels : json_object(), "pid", (json_int_t)s->sb.pid, "calls",
                               (json_int_t)s->n_calls);
@@ -263,6 +375,14 @@ static json_t *sandbox_json(const sandbox *s)
                 json_object_set_new(lim, "cpus", json_real(l->cpus));
         json_object_set_new(lim, "disk", json_integer((json_int_t)(l->disk ? l->disk : NSBOX_DEFAULT_DISK)));
         json_object_set_new(o, "limits", lim);
+        json_object_set_new(o, "snapshot", s->layers.snapshot ? json_string(s->layers.snapshot) : json_null());
+        if (s->repo_url) {
+                json_object_set_new(o, "repo", json_string(s->repo_url));
+                json_object_set_new(o, "commit", s->repo_commit ? json_string(s->repo_commit) : json_null());
+        }
+        if (s->record_path)
+                json_object_set_new(o, "record", json_string(s->record_path));
+        json_object_set_new(o, "layers", json_integer((json_int_t)s->layers.n));
         nsbox_cgroup_stats cs;
         if (nsbox_cgroup_stats_read(&s->sb.cg, &cs) < 0) {
                 json_object_set_new(o, "cgroup", json_null());
@@ -290,12 +410,12 @@ static int create_argv(json_t *params, strbuf *why, char ***ret)
 #define PUSH(s) do { char *_d = strdup(s); if (!_d || strv_push(&v, _d) < 0) return -ENOMEM; } while (0)
         PUSH("create");
         /* sizes may be given as strings ("512M") or numbers of bytes */
-        static const char *const strings[] = { "policy", "rootfs", "workdir", "hostname", "net", "disk", "memory" };
+        static const char *const strings[] = { "policy", "rootfs", "workdir", "hostname", "net", "from", "repo", "commit", "record", "disk", "memory" };
         for (size_t i = 0; i < ARRAY_SIZE(strings); i++) {
                 json_t *x = json_object_get(params, strings[i]);
                 if (!x || json_is_null(x))
                         continue;
-                bool size = i >= 5;
+                bool size = i >= 9;
                 char num[32];
                 if (size && json_is_integer(x) && json_integer_value(x) >= 0)
                         snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(x));
@@ -386,6 +506,11 @@ static int create_argv(json_t *params, strbuf *why, char ***ret)
                 sb_appendf(why, "policy '%s': a policy file must be given as an absolute path", pol);
                 return -EINVAL;
         }
+        const char *record = json_string_value(json_object_get(params, "record"));
+        if (record && record[0] != '/') {
+                sb_appendf(why, "record '%s': the trajectory file must be given as an absolute path", record);
+                return -EINVAL;
+        }
         const char *rootfs = json_string_value(json_object_get(params, "rootfs"));
         if (rootfs && strcmp(rootfs, "host") && rootfs[0] != '/') {
                 sb_appendf(why, "rootfs '%s': expected 'host' or an absolute path", rootfs);
@@ -419,6 +544,323 @@ static int check_labels(json_t *labels, strbuf *why)
         return 0;
 }
 
+/* The stable code for an error of the store or the launcher. */
+static const char *code_for(int r)
+{
+        switch (-r) {
+        case ENOENT: return "not_found";
+        case EEXIST:
+        case EBUSY: return "conflict";
+        case EINVAL:
+        case EPERM: return "invalid_argument";
+        case ETIMEDOUT: return "timeout";
+        default: return "internal";
+        }
+}
+
+static const char *root_name(const nsbox_policy *p) { return p->root == ROOT_HOST ? "host" : p->root_path; }
+
+/* Start (or start again) the sandbox's agent on its current layers; ready comes on syncfd. */
+static int sandbox_launch(daemon_state *d, sandbox *s, nsbox_error *err)
+{
+        s->policy->layers = s->layers.n ? s->layers.paths : NULL;
+        s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
+        int r = nsbox_sandbox_start(s->policy, NULL, nsbox_tool_handlers, NULL, s->id, &s->sb, err);
+        s->policy->layers = NULL;
+        if (r < 0)
+                return r;
+        s->ready = false;
+        s->ready_deadline_ns = now_ns() + READY_TIMEOUT_NS;
+        int fl = fcntl(s->sb.agentfd, F_GETFL);
+        fcntl(s->sb.agentfd, F_SETFL, fl | O_NONBLOCK);
+        if (nsbox_epoll_add(d->epfd, s->sb.syncfd, KEY(s->serial, K_SYNC), &s->sync_events, EPOLLIN) < 0 ||
+            nsbox_epoll_add(d->epfd, s->sb.pidfd, KEY(s->serial, K_PIDFD), &s->pid_events, EPOLLIN) < 0 ||
+            nsbox_epoll_add(d->epfd, s->sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events, 0) < 0)
+                return nsbox_err(err, errno, "watch the sandbox");
+        return 0;
+}
+
+/* create --from: the snapshot's layers, and its root unless the client chose one. */
+static int create_from(sandbox *s, const char *name, bool root_given, nsbox_policy *p, nsbox_error *err)
+{
+        nsbox_store st = NSBOX_STORE_INIT;
+        int r = nsbox_store_open(true, &st, err);
+        if (r == 0)
+                r = nsbox_store_acquire_snapshot(&st, name, &s->base_layers, err);
+        nsbox_store_close(&st);
+        if (r < 0)
+                return r;
+        if ((r = nsbox_policy_use_layers(p, &s->base_layers, root_given, err)) < 0)
+                return r;
+        return nsbox_layers_dup(&s->base_layers, &s->layers) < 0 ? nsbox_err(err, ENOMEM, "layers") : 0;
+}
+
+static void repo_key(const sandbox *s, const char *commit, char ret[65])
+{
+        _cleanup_free_ char *k = NULL;
+        int n = asprintf(&k, "%s%c%s%c%u:%u%c%s", s->repo_url, 0, commit, 0, (unsigned)s->host_uid, (unsigned)s->host_gid, 0,
+                         s->policy->workdir);
+        nsbox_sha256_hex(n > 0 ? k : "", n > 0 ? (size_t)n : 0, ret);
+}
+
+static bool full_sha(const char *c)
+{
+        if (!c || strlen(c) != 40)
+                return false;
+        for (; *c; c++)
+                if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+                        return false;
+        return true;
+}
+
+/* ---- workers --------------------------------------------------------------------------------- */
+
+/* In the worker: the snapshot's copy and commit. */
+static int job_snapshot(sandbox *s, json_t **ret, nsbox_error *err)
+{
+        nsbox_store st = NSBOX_STORE_INIT;
+        int r = nsbox_store_open(true, &st, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int upper = openat(s->sb.stagefd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        nsbox_snapshot_stats stats = { 0 };
+        if (upper < 0)
+                r = nsbox_err(err, errno, "open the sandbox's writable layer");
+        else
+                r = nsbox_store_snapshot(&st, s->job_name, upper, &s->layers, root_name(s->policy), s->policy->workdir, s->id,
+                                         s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK, &stats, err);
+        nsbox_store_close(&st);
+        if (r < 0)
+                return r;
+        *ret = json_pack("{ss ss sI sI sI sf sf}", "name", s->job_name, "sandbox", s->id, "files", (json_int_t)stats.files, "dirs",
+                         (json_int_t)stats.dirs, "bytes", (json_int_t)stats.bytes, "copy_ms", stats.copy_ms, "sync_ms", stats.sync_ms);
+        return 0;
+}
+
+/* In the worker: clone the repository into a new layer (workdir/ inside it), owned by the
+ * sandbox user, and bind it under its key. */
+static int job_repo(sandbox *s, json_t **ret, nsbox_error *err)
+{
+        nsbox_store st = NSBOX_STORE_INIT;
+        int r = nsbox_store_open(true, &st, err);
+        if (r < 0)
+                return r;
+        char tmpname[64];
+        int tmpfd = nsbox_store_tmp(&st, tmpname, err);
+        if (tmpfd < 0) {
+                nsbox_store_close(&st);
+                return tmpfd;
+        }
+        /* layer/ + the workdir's components, the last one made by the clone */
+        _cleanup_free_ char *rel = strdup(s->policy->workdir);
+        _cleanup_close_ int dir = -1;
+        const char *last = NULL;
+        r = rel ? 0 : -ENOMEM;
+        if (r == 0 && (mkdirat(tmpfd, "layer", 0755) < 0 || (dir = openat(tmpfd, "layer", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0))
+                r = nsbox_err(err, errno, "create the repository layer");
+        char *save = NULL;
+        for (char *comp = r == 0 ? strtok_r(rel, "/", &save) : NULL; comp;) {
+                char *next = strtok_r(NULL, "/", &save);
+                if (!next) {
+                        last = comp;
+                        break;
+                }
+                int sub;
+                if (mkdirat(dir, comp, 0755) < 0 || (sub = openat(dir, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+                        r = nsbox_err(err, errno, "create '%s' in the repository layer", comp);
+                        break;
+                }
+                close(dir);
+                dir = sub;
+                comp = next;
+        }
+        if (r == 0 && !last)
+                r = nsbox_err_as(err, EINVAL, "workdir '%s': a repository cannot be the root", s->policy->workdir);
+        char sha[41] = "";
+        if (r == 0)
+                r = nsbox_repo_clone(s->repo_url, s->repo_commit, false, dir, last, sha, err);
+        _cleanup_close_ int layer = r == 0 ? openat(tmpfd, "layer", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        if (r == 0)
+                r = layer < 0 ? nsbox_err(err, errno, "open the repository layer") : nsbox_tree_chown(layer, s->host_uid, s->host_gid, err);
+        char key[65];
+        nsbox_layers held = NSBOX_LAYERS_INIT;
+        if (r == 0) {
+                repo_key(s, sha, key);
+                json_t *meta = json_pack("{ss ss si si ss}", "url", s->repo_url, "commit", sha, "uid", (int)s->host_uid, "gid",
+                                         (int)s->host_gid, "workdir", s->policy->workdir);
+                r = meta ? nsbox_store_bind_repo(&st, key, tmpfd, "layer", meta, &held, err) : -ENOMEM;
+                json_decref(meta);
+        }
+        nsbox_layers_release(&held);
+        nsbox_store_tmp_done(&st, tmpname, tmpfd);
+        nsbox_store_close(&st);
+        if (r < 0)
+                return r;
+        *ret = json_pack("{ss ss}", "key", key, "commit", sha);
+        return 0;
+}
+
+static int job_spawn(daemon_state *d, sandbox *s, int kind, client *c, json_t *rpc_id, nsbox_error *err)
+{
+        int pfd[2];
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                return nsbox_err(err, errno, "pipe");
+        pid_t parent = getpid();
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(pfd[0]);
+                close(pfd[1]);
+                return nsbox_err(err, e, "fork a worker");
+        }
+        if (pid == 0) {
+                /* the daemon's death ends the work: what it leaves under tmp/ is collected later */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+                        _exit(1);
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                int keep[2] = { pfd[1] < s->sb.stagefd ? pfd[1] : s->sb.stagefd, pfd[1] < s->sb.stagefd ? s->sb.stagefd : pfd[1] };
+                nsbox_close_all_but(keep, 2);
+                s->job = kind;
+                json_t *res = NULL;
+                nsbox_error e = { 0 };
+                int r = kind == JOB_SNAPSHOT ? job_snapshot(s, &res, &e) : job_repo(s, &res, &e);
+                json_t *line = r < 0 ? json_pack("{sb ss ss}", "ok", 0, "code", code_for(r), "message", e.msg ? e.msg : strerror(-r))
+                                     : json_pack("{sb so}", "ok", 1, "result", res ? res : json_object());
+                char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+                _exit(text && write_full(pfd[1], text, strlen(text)) == 0 ? 0 : 1);
+        }
+        close(pfd[1]);
+        s->job = kind;
+        s->job_pid = pid;
+        s->job_fd = pfd[0];
+        s->job_client = c ? c->serial : 0;
+        s->job_rpc_id = rpc_id ? json_incref(rpc_id) : NULL;
+        s->job_start_ns = now_ns();
+        sb_init(&s->job_out, JOB_OUT_MAX);
+        if (nsbox_epoll_add(d->epfd, s->job_fd, KEY(s->serial, K_JOB), &s->job_events, EPOLLIN) < 0)
+                return nsbox_err(err, errno, "watch a worker");
+        return 0;
+}
+
+static void create_failed(daemon_state *d, sandbox *s, const char *code, const char *msg)
+{
+        reply_error(client_by_serial(d, s->create_client), s->create_rpc_id, RPC_SERVER_ERROR, code, "create: %s", msg);
+        json_decref(s->create_rpc_id);
+        s->create_rpc_id = NULL;
+        sandbox_remove(d, s, code, "failed to start");
+}
+
+/* The repository layer exists now (or did already): hold it and start. */
+static void repo_ready(daemon_state *d, sandbox *s, const char *key)
+{
+        nsbox_error err = { 0 };
+        nsbox_store st = NSBOX_STORE_INIT;
+        int r = nsbox_store_open(true, &st, &err);
+        if (r == 0 && (r = nsbox_store_acquire_repo(&st, key, &s->base_layers, &err)) == 0)
+                r = nsbox_err_as(&err, ENOENT, "the repository layer was collected before the sandbox started; try again");
+        nsbox_store_close(&st);
+        if (r >= 0)
+                r = nsbox_layers_dup(&s->base_layers, &s->layers) < 0 ? nsbox_err(&err, ENOMEM, "layers") : 0;
+        if (r >= 0)
+                r = sandbox_launch(d, s, &err);
+        if (r < 0) {
+                create_failed(d, s, code_for(r), err.msg ? err.msg : "cannot start the sandbox");
+                nsbox_error_clear(&err);
+        }
+}
+
+static void job_done(daemon_state *d, sandbox *s)
+{
+        int kind = s->job;
+        epoll_ctl(d->epfd, EPOLL_CTL_DEL, s->job_fd, NULL);
+        close(s->job_fd);
+        s->job_fd = -1;
+        int status = 0;
+        while (waitpid(s->job_pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        s->job = JOB_NONE;
+        json_error_t je;
+        json_t *line = s->job_out.buf ? json_loadb(s->job_out.buf, s->job_out.len, 0, &je) : NULL;
+        sb_release(&s->job_out);
+        json_t *rpc_id = steal_pointer(&s->job_rpc_id);
+        client *c = client_by_serial(d, s->job_client);
+        bool ok = json_is_true(json_object_get(line, "ok"));
+        const char *code = json_string_value(json_object_get(line, "code"));
+        const char *msg = json_string_value(json_object_get(line, "message"));
+        json_t *result = json_object_get(line, "result");
+        if (!line && !msg)
+                msg = WIFSIGNALED(status) ? "the worker was killed" : "the worker failed";
+        if (kind == JOB_SNAPSHOT) {
+                nsbox_error err = { 0 };
+                if (s->job_thaw && nsbox_sandbox_freeze(&s->sb, false, PAUSE_TIMEOUT_MS, &err) < 0) {
+                        logf_("sandbox %s: cannot thaw it after the snapshot: %s", s->id, err.msg);
+                        nsbox_error_clear(&err);
+                }
+                record_op(s, "snapshot", s->job_name, s->job_start_ns, ok ? NULL : code ? code : "internal");
+                if (ok) {
+                        json_object_set_new(result, "duration_ms", json_real((double)(now_ns() - s->job_start_ns) / 1e6));
+                        logf_("sandbox %s: snapshot '%s' taken in %.1f ms", s->id, s->job_name, (double)(now_ns() - s->job_start_ns) / 1e6);
+                        reply_result(c, rpc_id, json_incref(result));
+                } else {
+                        reply_error(c, rpc_id, RPC_SERVER_ERROR, code ? code : "internal", "%s", msg ? msg : "failed");
+                }
+        } else if (ok) {
+                const char *commit = json_string_value(json_object_get(result, "commit"));
+                if (commit) {
+                        free(s->repo_commit);
+                        s->repo_commit = strdup(commit);
+                }
+                repo_ready(d, s, json_string_value(json_object_get(result, "key")) ?: "");
+        } else {
+                create_failed(d, s, code ? code : "internal", msg ? msg : "failed");
+        }
+        json_decref(rpc_id);
+        json_decref(line);
+}
+
+static void job_readable(daemon_state *d, sandbox *s)
+{
+        char buf[4096];
+        for (;;) {
+                ssize_t n = read(s->job_fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n > 0) {
+                        if (sb_append(&s->job_out, buf, (size_t)n) < 0)
+                                s->job_out.len = 0; /* nonsense: reported as a failure */
+                        continue;
+                }
+                job_done(d, s);
+                return;
+        }
+}
+
+/* ---- lifecycle methods --------------------------------------------------------------------- */
+
+static int open_recording(sandbox *s, const char *path, nsbox_error *err)
+{
+        s->record_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (s->record_fd < 0)
+                return nsbox_err(err, errno, "record '%s'", path);
+        if (!(s->record_path = strdup(path)))
+                return -ENOMEM;
+        json_t *cp = json_deep_copy(s->create_params);
+        json_object_del(cp, "record");
+        json_object_del(cp, "labels");
+        json_t *h = nsbox_traj_header(s->id, time(NULL), cp);
+        json_decref(cp);
+        if (!h || nsbox_traj_write(s->record_fd, h) < 0) {
+                json_decref(h);
+                return nsbox_err(err, errno ? errno : ENOMEM, "record '%s'", path);
+        }
+        json_decref(h);
+        return 0;
+}
+
 static void method_create(daemon_state *d, client *c, json_t *id, json_t *params)
 {
         if (d->n_sandboxes >= MAX_SANDBOXES) {
@@ -435,62 +877,215 @@ static void method_create(daemon_state *d, client *c, json_t *id, json_t *params
                 return;
         }
         sb_release(&why);
-        nsbox_run_options o;
-        nsbox_error err = { 0 };
-        nsbox_policy *p = NULL;
-        int r = nsbox_run_options_parse((int)strv_length(argv), argv, &o, &err);
-        if (r == 0)
-                r = nsbox_run_options_policy(&o, &p, &err);
-        if (r == 0)
-                r = nsbox_policy_check_host(p, &err);
-        nsbox_run_options_release(&o);
-        if (r < 0) {
-                reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "%s", err.msg ? err.msg : "invalid options");
-                nsbox_error_clear(&err);
-                nsbox_policy_free(p);
-                return;
-        }
         sandbox *s = calloc(1, sizeof(*s));
         unsigned char rnd[16];
         if (!s || getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
                 free(s);
-                nsbox_policy_free(p);
                 reply_error(c, id, RPC_SERVER_ERROR, "internal", "create: out of memory or randomness");
                 return;
         }
         for (size_t i = 0; i < sizeof(rnd); i++)
                 snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
         s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
-        r = nsbox_sandbox_start(p, NULL, nsbox_tool_handlers, NULL, s->id, &s->sb, &err);
-        uint64_t lifetime = p->limits.timeout_ms;
-        s->limits = p->limits;
-        s->policy_name = strdup(p->source ? p->source : "");
-        nsbox_policy_free(p);
+        s->layers = (nsbox_layers)NSBOX_LAYERS_INIT;
+        s->base_layers = (nsbox_layers)NSBOX_LAYERS_INIT;
+        s->record_fd = s->job_fd = -1;
+        s->create_params = json_deep_copy(params);
+        nsbox_run_options o;
+        nsbox_error err = { 0 };
+        int r = nsbox_run_options_parse((int)strv_length(argv), argv, &o, &err);
+        if (r == 0)
+                r = nsbox_run_options_policy(&o, &s->policy, &err);
+        if (r == 0 && o.from)
+                r = create_from(s, o.from, o.rootfs != NULL, s->policy, &err);
+        if (r == 0)
+                r = nsbox_policy_check_host(s->policy, &err);
+        if (r == 0 && o.repo) {
+                nsbox_repo_kind kind;
+                r = nsbox_repo_classify(o.repo, &kind, &s->repo_url, &err);
+                if (r == 0 && kind == NSBOX_REPO_NETWORK)
+                        r = nsbox_err_as(&err, EPERM, "repository '%s' needs network access; the sandbox's network is 'none'", o.repo);
+                if (r == 0 && o.commit && !(s->repo_commit = strdup(o.commit)))
+                        r = -ENOMEM;
+                nsbox_idmap map;
+                nsbox_idmap_for_caller(s->policy->uid, s->policy->gid, &map);
+                s->host_uid = map.host_uid + (s->policy->uid - map.inside_uid);
+                s->host_gid = map.host_gid + (s->policy->gid - map.inside_gid);
+        }
+        if (r == 0 && o.record)
+                r = open_recording(s, o.record, &err);
+        nsbox_run_options_release(&o);
         if (r < 0) {
-                reply_error(c, id, RPC_SERVER_ERROR, "internal", "create: %s", err.msg ? err.msg : "cannot start the sandbox");
+                reply_error(c, id, r == -ENOENT ? RPC_SERVER_ERROR : RPC_INVALID_PARAMS, r == -ENOENT ? "not_found" : "invalid_argument", "%s",
+                            err.msg ? err.msg : "invalid options");
                 nsbox_error_clear(&err);
-                free(s->policy_name);
-                free(s);
+                if (s->record_path)
+                        unlink(s->record_path);
+                sandbox_free(s);
                 return;
         }
+        s->limits = s->policy->limits;
+        s->policy_name = strdup(s->policy->source ? s->policy->source : "");
         s->serial = ++d->next_serial;
         s->owner = c->uid;
         s->labels = json_is_object(labels) ? json_deep_copy(labels) : json_object();
         s->created = time(NULL);
         uint64_t now = now_ns();
-        s->expires_ns = lifetime ? now + lifetime * 1000000 : 0;
-        s->ready_deadline_ns = now + READY_TIMEOUT_NS;
+        s->expires_ns = s->limits.timeout_ms ? now + s->limits.timeout_ms * 1000000 : 0;
+        s->ready_deadline_ns = now + (s->repo_url ? REPO_TIMEOUT_NS : READY_TIMEOUT_NS);
         s->create_client = c->serial;
         s->create_rpc_id = json_incref(id ? id : json_null());
         s->next = d->sandboxes;
         d->sandboxes = s;
         d->n_sandboxes++;
-        int fl = fcntl(s->sb.agentfd, F_GETFL);
-        fcntl(s->sb.agentfd, F_SETFL, fl | O_NONBLOCK);
-        if (nsbox_epoll_add(d->epfd, s->sb.syncfd, KEY(s->serial, K_SYNC), &s->sync_events, EPOLLIN) < 0 ||
-            nsbox_epoll_add(d->epfd, s->sb.pidfd, KEY(s->serial, K_PIDFD), &s->pid_events, EPOLLIN) < 0 ||
-            nsbox_epoll_add(d->epfd, s->sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events, 0) < 0)
-                sandbox_remove(d, s, "internal", "could not be watched");
+        if (s->repo_url) {
+                /* a commit named by its full id may be built already */
+                char key[65];
+                nsbox_store st = NSBOX_STORE_INIT;
+                int hit = 0;
+                if (full_sha(s->repo_commit)) {
+                        repo_key(s, s->repo_commit, key);
+                        if (nsbox_store_open(true, &st, &err) == 0)
+                                hit = nsbox_store_acquire_repo(&st, key, &s->base_layers, &err);
+                        nsbox_store_close(&st);
+                        nsbox_error_clear(&err);
+                }
+                if (hit > 0) {
+                        nsbox_layers_release(&s->base_layers);
+                        repo_ready(d, s, key);
+                } else if ((r = job_spawn(d, s, JOB_REPO, NULL, NULL, &err)) < 0) {
+                        create_failed(d, s, "internal", err.msg ? err.msg : "cannot start a worker");
+                        nsbox_error_clear(&err);
+                }
+                return;
+        }
+        if ((r = sandbox_launch(d, s, &err)) < 0) {
+                create_failed(d, s, "internal", err.msg ? err.msg : "cannot start the sandbox");
+                nsbox_error_clear(&err);
+        }
+}
+
+/* Capture the writable layer as snapshot NAME, frozen meanwhile; the sandbox keeps running. */
+static void method_snapshot(daemon_state *d, client *c, json_t *id, json_t *params)
+{
+        sandbox *s = find_sandbox(d, c, id, params);
+        if (!s)
+                return;
+        const char *name = json_string_value(json_object_get(params, "name"));
+        nsbox_error err = { 0 };
+        nsbox_store st = NSBOX_STORE_INIT;
+        if (nsbox_snapshot_name_check(name, &err) < 0) {
+                reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "%s", err.msg);
+                nsbox_error_clear(&err);
+                return;
+        }
+        if (!s->ready || s->job) {
+                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is %s", s->id, s->job ? "busy with a snapshot" : "still starting");
+                return;
+        }
+        if (s->sb.stagefd < 0) {
+                reply_error(c, id, RPC_SERVER_ERROR, "internal", "sandbox %s has no writable layer to capture", s->id);
+                return;
+        }
+        int r = nsbox_store_open(true, &st, &err);
+        if (r == 0 && nsbox_store_has_snapshot(&st, name))
+                r = nsbox_err_as(&err, EEXIST, "snapshot '%s' exists (nsbox snapshot rm %s first)", name, name);
+        nsbox_store_close(&st);
+        s->job_thaw = !s->paused;
+        if (r == 0 && s->job_thaw)
+                r = nsbox_sandbox_freeze(&s->sb, true, PAUSE_TIMEOUT_MS, &err);
+        snprintf(s->job_name, sizeof(s->job_name), "%s", name);
+        if (r == 0 && (r = job_spawn(d, s, JOB_SNAPSHOT, c, id ? id : json_null(), &err)) < 0 && s->job_thaw) {
+                nsbox_error e2 = { 0 };
+                nsbox_sandbox_freeze(&s->sb, false, PAUSE_TIMEOUT_MS, &e2);
+                nsbox_error_clear(&e2);
+        }
+        if (r < 0) {
+                reply_error(c, id, RPC_SERVER_ERROR, code_for(r), "%s", err.msg ? err.msg : strerror(-r));
+                nsbox_error_clear(&err);
+        }
+}
+
+/* Kill everything in the sandbox, drop its writable layer and start it again, with the same id,
+ * on snapshot NAME or on what it was created on. */
+static void method_reset(daemon_state *d, client *c, json_t *id, json_t *params)
+{
+        sandbox *s = find_sandbox(d, c, id, params);
+        if (!s)
+                return;
+        json_t *jn = json_object_get(params, "snapshot");
+        const char *name = json_string_value(jn);
+        if (jn && !json_is_null(jn) && !name) {
+                reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "reset: 'snapshot' must be a string");
+                return;
+        }
+        if (!s->ready || s->job || s->resetting) {
+                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is %s", s->id, s->job ? "busy with a snapshot" : "still starting");
+                return;
+        }
+        uint64_t t0 = now_ns();
+        nsbox_error err = { 0 };
+        nsbox_layers nl = NSBOX_LAYERS_INIT;
+        int r = 0;
+        if (name) {
+                nsbox_store st = NSBOX_STORE_INIT;
+                r = nsbox_store_open(true, &st, &err);
+                if (r == 0)
+                        r = nsbox_store_acquire_snapshot(&st, name, &nl, &err);
+                nsbox_store_close(&st);
+                if (r == 0 && nl.root && strcmp(nl.root, root_name(s->policy)))
+                        r = nsbox_err_as(&err, EINVAL, "snapshot '%s' was taken on the root '%s', not this sandbox's '%s'", name, nl.root,
+                                      root_name(s->policy));
+        } else if (nsbox_layers_dup(&s->base_layers, &nl) < 0) {
+                r = nsbox_err(&err, ENOMEM, "layers");
+        }
+        if (r < 0) {
+                reply_error(c, id, r == -EINVAL ? RPC_INVALID_PARAMS : RPC_SERVER_ERROR, code_for(r), "%s", err.msg ? err.msg : strerror(-r));
+                nsbox_error_clear(&err);
+                nsbox_layers_release(&nl);
+                return;
+        }
+        fail_calls(d, s, "conflict", "was reset");
+        unwatch_sandbox(d, s);
+        nsbox_sandbox_destroy(&s->sb);
+        nsbox_frame_reader_release(&s->rd);
+        nsbox_queue_release(&s->out);
+        s->paused = false;
+        nsbox_layers_release(&s->layers);
+        s->layers = nl;
+        s->resetting = true;
+        s->job_start_ns = t0;
+        s->create_client = c->serial;
+        s->create_rpc_id = json_incref(id ? id : json_null());
+        snprintf(s->job_name, sizeof(s->job_name), "%s", name ? name : "");
+        if ((r = sandbox_launch(d, s, &err)) < 0) {
+                record_op(s, "reset", name, t0, "internal");
+                reply_error(c, id, RPC_SERVER_ERROR, "internal", "%s", err.msg ? err.msg : strerror(-r));
+                json_decref(steal_pointer(&s->create_rpc_id));
+                nsbox_error_clear(&err);
+                sandbox_remove(d, s, "internal", "failed to restart");
+                return;
+        }
+        logf_("sandbox %s reset to %s%s%s", s->id, name ? "snapshot '" : "its creation state", name ? name : "", name ? "'" : "");
+}
+
+static void method_snapshots(daemon_state *d, client *c, json_t *id, json_t *params, bool delete)
+{
+        (void)d;
+        nsbox_error err = { 0 };
+        nsbox_store st = NSBOX_STORE_INIT;
+        json_t *list = NULL;
+        const char *name = json_string_value(json_object_get(params, "name"));
+        int r = nsbox_store_open(true, &st, &err);
+        if (r == 0)
+                r = delete ? nsbox_store_delete_snapshot(&st, name, &err) : nsbox_store_list(&st, &list, &err);
+        nsbox_store_close(&st);
+        if (r < 0) {
+                reply_error(c, id, RPC_SERVER_ERROR, code_for(r), "%s", err.msg ? err.msg : strerror(-r));
+                nsbox_error_clear(&err);
+                return;
+        }
+        reply_result(c, id, delete ? json_pack("{ss}", "deleted", name) : json_pack("{so}", "snapshots", list));
 }
 
 static void method_list(daemon_state *d, client *c, json_t *id)
@@ -570,6 +1165,10 @@ static void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
                 reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is paused; resume it first (nsbox resume)", s->id);
                 return;
         }
+        if (s->resetting) {
+                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is being reset", s->id);
+                return;
+        }
         if (s->n_calls >= MAX_CALLS_PER_SANDBOX) {
                 reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s has %d calls in flight", s->id, MAX_CALLS_PER_SANDBOX);
                 return;
@@ -619,6 +1218,15 @@ static void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
         }
         pc->agent_id = aid;
         pc->client = c->serial;
+        if (s->record_fd >= 0) {
+                pc->step = ++s->record_steps;
+                pc->start_ns = now_ns();
+                pc->rec_params = json_is_object(tparams) ? json_deep_copy(tparams) : json_object();
+                /* a streamed exec's result differs (its output went as events): replay streams it too */
+                if (is_exec)
+                        json_object_set_new(pc->rec_params, "stream", json_boolean(json_is_true(stream)));
+                snprintf(pc->tool, sizeof(pc->tool), "%s", canon);
+        }
         pc->rpc_id = json_incref(id ? id : json_null());
         pc->stream = json_is_true(stream);
         pc->exec = is_exec;
@@ -664,6 +1272,12 @@ static void handle_request(daemon_state *d, client *c, const char *line, size_t 
                 method_destroy(d, c, id, params);
         else if (!strcmp(m, "pause") || !strcmp(m, "resume"))
                 method_pause(d, c, id, params, !strcmp(m, "pause"));
+        else if (!strcmp(m, "snapshot"))
+                method_snapshot(d, c, id, params);
+        else if (!strcmp(m, "reset"))
+                method_reset(d, c, id, params);
+        else if (!strcmp(m, "snapshot_list") || !strcmp(m, "snapshot_delete"))
+                method_snapshots(d, c, id, params, !strcmp(m, "snapshot_delete"));
         else if (!strcmp(m, "ping"))
                 reply_result(c, id, json_pack("{ss si si}", "version", NSBOX_VERSION, "pid", (int)getpid(), "uid", (int)geteuid()));
         else if (!strcmp(m, "tools")) {
@@ -734,14 +1348,15 @@ static void agent_frame(daemon_state *d, sandbox *s, nsbox_frame *f)
                                 free(enc);
                         }
                 }
+                record_call(s, p, result, NULL);
                 reply_result(c, p->rpc_id, json_incref(result));
         } else {
                 const char *code = json_string_value(json_object_get(error, "code"));
                 const char *msg = json_string_value(json_object_get(error, "message"));
+                record_call(s, p, NULL, code ? code : "internal");
                 reply_error(c, p->rpc_id, RPC_SERVER_ERROR, code ? code : "internal", "%.900s", msg ? msg : "the agent gave no result");
         }
-        json_decref(p->rpc_id);
-        free(p);
+        pending_free(p);
 }
 
 /* The agent is gone: destroyed from inside (the OOM killer takes the whole sandbox, memory.oom.group)
@@ -761,11 +1376,11 @@ static void sandbox_died(daemon_state *d, sandbox *s)
                 }
                 *pp = p->next;
                 s->n_calls--;
-                reply_result(client_by_serial(d, p->client), p->rpc_id,
-                             json_pack("{si si ss sb sb sb ss ss}", "exit_code", 128 + SIGKILL, "signal", SIGKILL, "reason", "oom_killed",
-                                       "oom_killed", 1, "timed_out", 0, "truncated", 0, "stdout", "", "stderr", ""));
-                json_decref(p->rpc_id);
-                free(p);
+                json_t *res = json_pack("{si si ss sb sb sb ss ss}", "exit_code", 128 + SIGKILL, "signal", SIGKILL, "reason", "oom_killed",
+                                        "oom_killed", 1, "timed_out", 0, "truncated", 0, "stdout", "", "stderr", "");
+                record_call(s, p, res, NULL);
+                reply_result(client_by_serial(d, p->client), p->rpc_id, res);
+                pending_free(p);
         }
         char why[128];
         snprintf(why, sizeof(why), "was killed by the OOM killer (memory limit %" PRIu64 " bytes)", s->limits.memory);
@@ -798,13 +1413,17 @@ static void sync_readable(daemon_state *d, sandbox *s)
         int r = nsbox_sandbox_read_ready(&s->sb, &err);
         if (r == 0)
                 return;
+        bool reset = s->resetting;
+        s->resetting = false;
         if (r < 0) {
                 char msg[1024];
                 snprintf(msg, sizeof(msg), "failed to start: %s", err.msg ? err.msg : "unknown error");
                 nsbox_error_clear(&err);
+                if (reset)
+                        record_op(s, "reset", s->job_name[0] ? s->job_name : NULL, s->job_start_ns, "internal");
                 json_t *rid = steal_pointer(&s->create_rpc_id);
                 client *c = client_by_serial(d, s->create_client);
-                reply_error(c, rid, RPC_SERVER_ERROR, "internal", "create: %s", msg + strlen("failed to start: "));
+                reply_error(c, rid, RPC_SERVER_ERROR, "internal", "%s%s", reset ? "" : "create: ", msg + strlen("failed to start: "));
                 json_decref(rid);
                 sandbox_remove(d, s, "internal", msg);
                 return;
@@ -812,11 +1431,15 @@ static void sync_readable(daemon_state *d, sandbox *s)
         /* syncfd was closed by read_ready (epoll forgets a closed fd by itself) */
         s->ready = true;
         client *c = client_by_serial(d, s->create_client);
-        if (!c) { /* whoever asked for it is gone: nobody would ever destroy it */
+        if (reset) { /* it stays, whether or not whoever asked is still there */
+                record_op(s, "reset", s->job_name[0] ? s->job_name : NULL, s->job_start_ns, NULL);
+                logf_("sandbox %s restarted in %.1f ms (agent pid %d)", s->id, (double)(now_ns() - s->job_start_ns) / 1e6, (int)s->sb.pid);
+        } else if (!c) { /* whoever asked for it is gone: nobody would ever destroy it */
                 sandbox_remove(d, s, "not_found", "was abandoned by its creator");
                 return;
+        } else {
+                logf_("sandbox %s created for uid %u (agent pid %d)", s->id, (unsigned)s->owner, (int)s->sb.pid);
         }
-        logf_("sandbox %s created for uid %u (agent pid %d)", s->id, (unsigned)s->owner, (int)s->sb.pid);
         reply_result(c, s->create_rpc_id, sandbox_json(s));
         json_decref(s->create_rpc_id);
         s->create_rpc_id = NULL;
@@ -1091,6 +1714,12 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                                         c->eof = true;
                                 if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
                                         client_readable(&d, c);
+                                break;
+                        }
+                        case K_JOB: {
+                                sandbox *s = sandbox_by_serial(&d, serial);
+                                if (s && s->job)
+                                        job_readable(&d, s);
                                 break;
                         }
                         case K_SYNC:

@@ -48,6 +48,24 @@ int nsbox_err(nsbox_error *err, int errnum, const char *fmt, ...)
         return errnum > 0 ? -errnum : -EINVAL;
 }
 
+int nsbox_err_as(nsbox_error *err, int errnum, const char *fmt, ...)
+{
+        if (errnum < 0)
+                errnum = -errnum;
+        if (err && !err->msg) {
+                va_list ap;
+                va_start(ap, fmt);
+                char *base = vformat(fmt, ap);
+                va_end(ap);
+                one_line(base);
+                err->msg = base ? base : strdup("out of memory while reporting an error");
+                err->errnum = errnum;
+                if (!err->exit_status)
+                        err->exit_status = 125;
+        }
+        return errnum > 0 ? -errnum : -EINVAL;
+}
+
 int nsbox_err_wrap(nsbox_error *err, int ret, const char *fmt, ...)
 {
         if (!err || !err->msg)

@@ -15,6 +15,9 @@ typedef struct nsbox_error {
 /* Set *err (if err and not already set) to fmt plus ": strerror(errnum)" when errnum > 0.
  * Returns -errnum, or -EINVAL when errnum is 0, so callers can `return nsbox_err(...)`. */
 int nsbox_err(nsbox_error *err, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same without the errno text: for a refusal the message explains whole ("no snapshot 'x'"),
+ * returning -errnum so callers can tell the cases apart. */
+int nsbox_err_as(nsbox_error *err, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prefix an already set message with context: "create sandbox: " + old message. */
 int nsbox_err_wrap(nsbox_error *err, int ret, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void nsbox_error_clear(nsbox_error *err);

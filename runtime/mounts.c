@@ -179,17 +179,6 @@ static int attach_prepared(int rootfd, const prepared_tree *t, const char *targe
         return 0;
 }
 
-static int bind_into_root(int rootfd, const char *src, const char *target, bool readonly, nsbox_error *err)
-{
-        prepared_tree t;
-        int r = prepare_tree(src, readonly, &t, err);
-        if (r < 0)
-                return r;
-        r = attach_prepared(rootfd, &t, target, err);
-        close(t.fd);
-        return r;
-}
-
 static int mount_tmpfs_in_root(int rootfd, const char *target, const char *opts, unsigned long flags, nsbox_error *err)
 {
         _cleanup_close_ int fd = -1;
@@ -516,13 +505,25 @@ int nsbox_prepare_sources(const nsbox_policy *p, nsbox_sources *ret, nsbox_error
                 return -ENOMEM;
         for (size_t i = 0; i <= p->n_mounts; i++)
                 trees[i].fd = i == p->n_mounts ? -2 : -1;
-        *ret = (nsbox_sources){ .trees = trees, .rootfs_fd = -1 };
+        size_t n_layers = strv_length(p->layers);
+        int *layer_fds = calloc(n_layers + 1, sizeof(*layer_fds));
+        if (!layer_fds) {
+                free(trees);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_layers; i++)
+                layer_fds[i] = -1;
+        *ret = (nsbox_sources){ .trees = trees, .rootfs_fd = -1, .layer_fds = layer_fds, .n_layers = n_layers };
         int r;
         for (size_t i = 0; i < p->n_mounts; i++)
                 if (p->mounts[i].type == MOUNT_BIND && (r = prepare_tree(p->mounts[i].source, p->mounts[i].readonly, &trees[i], err)) < 0)
                         return r;
         if (p->root == ROOT_DIR && (ret->rootfs_fd = open(p->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
                 return nsbox_err(err, errno, "rootfs '%s'", p->root_path);
+        /* store layers: the store is the caller's own and private, named by the supervisor */
+        for (size_t i = 0; i < n_layers; i++)
+                if ((layer_fds[i] = open(p->layers[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                        return nsbox_err(err, errno, "layer '%s'", p->layers[i]);
         return 0;
 }
 
@@ -533,9 +534,15 @@ void nsbox_sources_release(nsbox_sources *s)
         if (s->rootfs_fd >= 0)
                 close(s->rootfs_fd);
         s->rootfs_fd = -1;
+        for (size_t i = 0; i < s->n_layers; i++)
+                if (s->layer_fds[i] >= 0)
+                        close(s->layer_fds[i]);
+        free(s->layer_fds);
+        s->layer_fds = NULL;
+        s->n_layers = 0;
 }
 
-int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, nsbox_error *err)
+int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_stage_fd, nsbox_error *err)
 {
         int r;
         const prepared_tree *trees = src->trees;
@@ -547,12 +554,13 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, nsbox_erro
         snprintf(opts, sizeof(opts), "mode=0700,size=%llu", (unsigned long long)disk);
         if ((r = do_mount("tmpfs", STAGE, STAGE, "tmpfs", MS_NOSUID | MS_NODEV, opts, err)) < 0)
                 return r;
-        static const char *const stage_dirs[] = { STAGE "/upper", STAGE "/work", STAGE "/lower", STAGE_ROOT, STAGE "/tmp" };
+        static const char *const stage_dirs[] = { STAGE "/upper", STAGE "/work", STAGE "/lower", STAGE_ROOT };
         for (size_t i = 0; i < ARRAY_SIZE(stage_dirs); i++)
                 if (mkdir(stage_dirs[i], 0755) < 0)
                         return nsbox_err(err, errno, "create '%s'", stage_dirs[i]);
-        if (chmod(STAGE "/tmp", 01777) < 0)
-                return nsbox_err(err, errno, "chmod '%s'", STAGE "/tmp");
+        _cleanup_close_ int stage_fd = ret_stage_fd ? open(STAGE, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (ret_stage_fd && stage_fd < 0)
+                return nsbox_err(err, errno, "open '%s'", STAGE);
 
         /* 4. The root: an overlay whose upper layer lives on the staging tmpfs. */
         const char *lower = STAGE "/lower";
@@ -578,8 +586,20 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, nsbox_erro
         fdpath rootfs_path = fd_path(rootfs_fd);
         if (p->root == ROOT_DIR)
                 lower = rootfs_path.s; /* overlay resolves the magic link to the directory */
+        /* store layers (snapshots, repositories) above the base, topmost first */
+        strbuf lowers;
+        sb_init(&lowers, 0);
+        for (size_t i = 0; i < src->n_layers; i++) {
+                fdpath lp = fd_path(src->layer_fds[i]);
+                if (sb_appendf(&lowers, "%s:", lp.s) < 0) {
+                        sb_release(&lowers);
+                        return -ENOMEM;
+                }
+        }
         _cleanup_free_ char *ovl = NULL;
-        if (asprintf(&ovl, "lowerdir=%s,upperdir=" STAGE "/upper,workdir=" STAGE "/work,userxattr", lower) < 0)
+        r = asprintf(&ovl, "lowerdir=%s%s,upperdir=" STAGE "/upper,workdir=" STAGE "/work,userxattr", lowers.buf ? lowers.buf : "", lower);
+        sb_release(&lowers);
+        if (r < 0)
                 return -ENOMEM;
         if ((r = do_mount("overlay", STAGE_ROOT, "/", "overlay", MS_NOSUID | MS_NODEV, ovl, err)) < 0)
                 return r;
@@ -597,8 +617,19 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, nsbox_erro
                     (r = attach_tree(wd, "", wd, "", ATTR_BIND_RW, writable[i], err)) < 0)
                         return r;
         }
-        if ((r = bind_into_root(rootfd, STAGE "/tmp", "/tmp", false, err)) < 0)
-                return r;
+        /* /tmp is part of the writable layer, so that snapshots keep it too */
+        {
+                _cleanup_close_ int tmpfd = -1;
+                if ((r = open_in_root(rootfd, "/tmp", false, &tmpfd, err)) < 0)
+                        return r;
+                /* a root filesystem's own /tmp may belong to an unmapped host root: leave a right one be */
+                struct stat st;
+                fdpath tp = fd_path(tmpfd);
+                if (fstat(tmpfd, &st) < 0 || ((st.st_mode & 07777) != 01777 && chmod(tp.s, 01777) < 0))
+                        return nsbox_err(err, errno, "chmod '/tmp'");
+                if ((r = attach_tree(tmpfd, "", tmpfd, "", ATTR_BIND_RW, "/tmp", err)) < 0)
+                        return r;
+        }
 
         for (size_t i = 0; i < p->n_mounts; i++) {
                 const nsbox_mount *m = &p->mounts[i];
@@ -624,6 +655,8 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, nsbox_erro
         /* 5. Enter the new root; the host's is detached and unreachable afterwards. */
         if ((r = pivot_into(STAGE_ROOT, err)) < 0)
                 return r;
+        if (ret_stage_fd)
+                *ret_stage_fd = steal_fd(&stage_fd);
         if (chdir(p->workdir) < 0)
                 return nsbox_err(err, errno, "chdir '%s'", p->workdir);
         char cwd[PATH_MAX];

@@ -11,6 +11,8 @@ typedef struct prepared_tree prepared_tree;
 typedef struct nsbox_sources {
         prepared_tree *trees; /* one per policy mount; detached clones for binds */
         int rootfs_fd;        /* O_PATH of the root filesystem directory, or -1 */
+        int *layer_fds;       /* O_PATH of each store layer, topmost first */
+        size_t n_layers;
 } nsbox_sources;
 
 /* Step 3 (private propagation), then the bind sources cloned and flagged while detached. */
@@ -19,5 +21,7 @@ void nsbox_sources_release(nsbox_sources *s);
 
 /* Steps 3 to 5 of SECURITY.md's setup order, run inside the new mount namespace by a process
  * that holds CAP_SYS_ADMIN in the sandbox's user namespace: private propagation, the overlay
- * root with its binds, /proc, /dev, /tmp, pivot_root, and chdir into the workdir. */
-int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, nsbox_error *err);
+ * root with its binds, /proc, /dev, /tmp, pivot_root, and chdir into the workdir.  ret_stage_fd
+ * (when not NULL) gets an O_PATH fd of the staging tmpfs, whose upper/ is the writable layer:
+ * the supervisor reads it for snapshots. */
+int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_stage_fd, nsbox_error *err);

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store.h"
 #include "util.h"
 
 enum {
         OPT_POLICY = 0x100, OPT_ROOTFS, OPT_WORKDIR, OPT_BIND, OPT_TMPFS, OPT_HOSTNAME, OPT_TIMEOUT,
-        OPT_JSON, OPT_DISK, OPT_NET, OPT_LABEL, OPT_MEMORY, OPT_PIDS, OPT_CPUS,
+        OPT_JSON, OPT_DISK, OPT_NET, OPT_LABEL, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_FROM, OPT_REPO, OPT_COMMIT,
+        OPT_RECORD, OPT_COUNT,
 };
 
 static const struct option run_options[] = {
@@ -30,13 +32,18 @@ static const struct option run_options[] = {
         { "net", required_argument, NULL, OPT_NET },
         { "json", no_argument, NULL, OPT_JSON },
         { "label", required_argument, NULL, OPT_LABEL },
+        { "from", required_argument, NULL, OPT_FROM },
+        { "repo", required_argument, NULL, OPT_REPO },
+        { "commit", required_argument, NULL, OPT_COMMIT },
+        { "record", required_argument, NULL, OPT_RECORD },
+        { "count", required_argument, NULL, OPT_COUNT },
         { "help", no_argument, NULL, 'h' },
         {},
 };
 
 int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_error *err)
 {
-        *o = (nsbox_run_options){ .policy = "default" };
+        *o = (nsbox_run_options){ .policy = "default", .count = 1 };
         const char *cmd = argv[0];
         bool create = !strcmp(cmd, "create");
         optind = 0; /* full reset: the parser may run more than once in a process (tests) */
@@ -61,6 +68,26 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
                         if (!strchr(optarg, '=') || optarg[0] == '=')
                                 return nsbox_err(err, 0, "%s: --label '%s': expected KEY=VALUE", cmd, optarg);
                         r = strv_push(&o->labels, strdup(optarg));
+                        break;
+                case OPT_FROM:
+                        if ((r = nsbox_snapshot_name_check(optarg, err)) < 0)
+                                return nsbox_err_wrap(err, r, "%s: --from", cmd);
+                        o->from = optarg;
+                        break;
+                case OPT_REPO:
+                case OPT_COMMIT:
+                case OPT_RECORD:
+                case OPT_COUNT:
+                        if (!create)
+                                return nsbox_err(err, 0, "%s: %s applies to nsbox create", cmd, argv[optind - 1]);
+                        if (c == OPT_REPO)
+                                o->repo = optarg;
+                        else if (c == OPT_COMMIT)
+                                o->commit = optarg;
+                        else if (c == OPT_RECORD)
+                                o->record = optarg;
+                        else if (parse_u64(optarg, 1, 256, &o->count) < 0)
+                                return nsbox_err(err, 0, "%s: --count '%s': expected a number from 1 to 256", cmd, optarg);
                         break;
                 case 'h': o->help = true; return 0;
                 case OPT_TIMEOUT:
@@ -103,6 +130,10 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
                         return nsbox_err(err, -r, "%s", cmd);
         }
         if (create) { /* a persistent sandbox: commands come later, with nsbox exec */
+                if (o->commit && !o->repo)
+                        return nsbox_err(err, 0, "%s: --commit needs --repo", cmd);
+                if (o->repo && o->from)
+                        return nsbox_err(err, 0, "%s: --repo and --from do not go together (a snapshot has its workspace already)", cmd);
                 if (optind < argc)
                         return nsbox_err(err, 0, "%s: unexpected argument '%s' (commands run with nsbox exec ID -- CMD)", cmd, argv[optind]);
                 return 0;

@@ -19,6 +19,11 @@ typedef struct nsbox_run_options {
         char **tmpfs;  /* DST[:SIZE] as given */
         char **env;    /* K=V or K */
         char **labels; /* create: K=V */
+        const char *from;   /* a snapshot to start from */
+        const char *repo;   /* create: a repository for the workdir, and its commit */
+        const char *commit;
+        const char *record; /* create: a trajectory file */
+        uint64_t count;     /* create: how many sandboxes (default 1) */
         bool has_timeout, has_disk, has_memory, has_pids, has_cpus;
         uint64_t timeout_ms, disk, memory, pids;
         double cpus;

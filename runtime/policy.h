@@ -72,6 +72,9 @@ typedef struct nsbox_policy {
         char **env; /* "K=V", later entries win */
 
         nsbox_limits limits;
+        /* Borrowed, never from a policy file: store layers (store.h) under the writable one,
+         * topmost first, host paths; NULL for none. */
+        char *const *layers;
         nsbox_net_mode net;
         uint64_t caps; /* bit mask of capabilities kept, default 0 */
 

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -82,19 +83,6 @@ static void forwarded_set(sigset_t *set)
 
 /* No fd of the caller's may reach the sandbox (runc CVE-2024-21626): close every fd from 3 up
  * but the ones in keep (ascending). */
-static void close_all_but(const int *keep, size_t n)
-{
-        unsigned from = 3;
-        for (size_t i = 0; i < n; i++) {
-                if (keep[i] < 0 || (unsigned)keep[i] < from)
-                        continue;
-                if ((unsigned)keep[i] > from)
-                        syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
-                from = (unsigned)keep[i] + 1;
-        }
-        syscall(SYS_close_range, from, ~0u, 0);
-}
-
 static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, int syncfd, int agentfd, nsbox_error *err)
 {
         static nsbox_sync_msg m; /* 32 KiB: not on the stack */
@@ -103,7 +91,7 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, in
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 return nsbox_err(err, errno, "set parent-death signal");
         int keep[2] = { syncfd < agentfd || agentfd < 0 ? syncfd : agentfd, syncfd < agentfd || agentfd < 0 ? agentfd : syncfd };
-        close_all_but(keep, 2);
+        nsbox_close_all_but(keep, 2);
         if (nsbox_sync_recv(syncfd, &m) != 1 || m.type != SYNC_GO)
                 _exit(125); /* the launcher went away or gave up: nothing to report to */
         /* 3. Private propagation, and what we take from the host, opened while a root-started
@@ -115,11 +103,15 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, in
         if (r == 0 && map->privileged && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
                 r = nsbox_err(err, errno, "become root of the user namespace");
         /* 4-5. Mounts, the new root, pivot_root, the workdir. */
+        /* serve mode: the supervisor gets the writable layer, for snapshots */
+        _cleanup_close_ int stage_fd = -1;
         if (r == 0)
-                r = nsbox_setup_root(p, &src, err);
+                r = nsbox_setup_root(p, &src, agentfd >= 0 ? &stage_fd : NULL, err);
         nsbox_sources_release(&src);
         if (r < 0)
                 return nsbox_err_wrap(err, r, "set up the sandbox root");
+        if (stage_fd >= 0 && (r = nsbox_sync_send_fd(syncfd, SYNC_STAGE, stage_fd)) < 0)
+                return nsbox_err(err, -r, "pass the writable layer to the supervisor");
         /* 6. Host name, loopback, rlimits. */
         if (sethostname(p->hostname, strlen(p->hostname)) < 0)
                 return nsbox_err(err, errno, "set host name");
@@ -324,6 +316,8 @@ void nsbox_sandbox_destroy(nsbox_sandbox *sb)
                 close(sb->syncfd);
         if (sb->agentfd >= 0)
                 close(sb->agentfd);
+        if (sb->stagefd >= 0)
+                close(sb->stagefd);
         nsbox_cgroup_destroy(&sb->cg, 2000);
         *sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
 }
@@ -423,7 +417,14 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
 int nsbox_sandbox_read_ready(nsbox_sandbox *sb, nsbox_error *err)
 {
         static nsbox_sync_msg m;
-        int r = nsbox_sync_recv(sb->syncfd, &m);
+        int fd = -1;
+        int r = nsbox_sync_recv_fd(sb->syncfd, &m, &fd);
+        if (r == 1 && m.type == SYNC_STAGE && fd >= 0 && sb->stagefd < 0) {
+                sb->stagefd = fd;
+                return 0;
+        }
+        if (fd >= 0)
+                close(fd);
         if (r == 1 && m.type == SYNC_READY) {
                 close(sb->syncfd);
                 sb->syncfd = -1;
@@ -438,6 +439,7 @@ int nsbox_sandbox_read_ready(nsbox_sandbox *sb, nsbox_error *err)
 
 int nsbox_sandbox_wait_ready(nsbox_sandbox *sb, int timeout_ms, nsbox_error *err)
 {
+        int r;
         uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
         for (;;) {
                 uint64_t now = now_ns();
@@ -447,9 +449,151 @@ int nsbox_sandbox_wait_ready(nsbox_sandbox *sb, int timeout_ms, nsbox_error *err
                 int n = poll(&pfd, 1, (int)((deadline - now) / 1000000) + 1);
                 if (n < 0 && errno != EINTR)
                         return nsbox_err(err, errno, "wait for the sandbox's agent");
-                if (n > 0)
-                        return nsbox_sandbox_read_ready(sb, err) < 0 ? -EIO : 0;
+                if (n > 0) {
+                        r = nsbox_sandbox_read_ready(sb, err);
+                        if (r != 0)
+                                return r < 0 ? -EIO : 0;
+                }
         }
+}
+
+/* ---- freezing without a cgroup ---------------------------------------------------------------- */
+
+#define FREEZE_MAX_PIDS 65536
+
+typedef struct pidset {
+        pid_t *v;
+        size_t n, alloc;
+} pidset;
+
+static bool pidset_has(const pidset *s, pid_t pid)
+{
+        for (size_t i = 0; i < s->n; i++)
+                if (s->v[i] == pid)
+                        return true;
+        return false;
+}
+
+static int pidset_add(pidset *s, pid_t pid)
+{
+        if (pidset_has(s, pid))
+                return 0;
+        if (s->n >= FREEZE_MAX_PIDS)
+                return -E2BIG;
+        if (s->n == s->alloc) {
+                size_t na = s->alloc ? 2 * s->alloc : 64;
+                pid_t *v = realloc(s->v, na * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                s->v = v;
+                s->alloc = na;
+        }
+        s->v[s->n++] = pid;
+        return 1;
+}
+
+/* Add the children of every thread of pid; >0 when some were new. */
+static int add_children(pidset *s, pid_t pid)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        _cleanup_close_ int tfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (tfd < 0)
+                return 0; /* gone */
+        DIR *d = fdopendir(tfd);
+        if (!d)
+                return -errno;
+        tfd = -1;
+        int added = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char rel[300], buf[4096];
+                snprintf(rel, sizeof(rel), "%s/children", de->d_name);
+                _cleanup_close_ int cfd = openat(dirfd(d), rel, O_RDONLY | O_CLOEXEC);
+                ssize_t n = cfd >= 0 ? read_full(cfd, buf, sizeof(buf) - 1) : -1;
+                if (n <= 0)
+                        continue;
+                buf[n] = '\0';
+                for (char *p = buf, *end; *p; p = end) {
+                        long v = strtol(p, &end, 10);
+                        if (end == p)
+                                break;
+                        int r = v > 0 ? pidset_add(s, (pid_t)v) : 0;
+                        if (r < 0) {
+                                closedir(d);
+                                return r;
+                        }
+                        added += r;
+                }
+        }
+        closedir(d);
+        return added;
+}
+
+/* The state letter of /proc/PID/stat, '?' when the process is gone. */
+static char proc_state(pid_t pid)
+{
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read_full(fd, buf, sizeof(buf) - 1) : -1;
+        if (n <= 0)
+                return '?';
+        buf[n] = '\0';
+        const char *rp = strrchr(buf, ')');
+        return rp && rp[1] == ' ' ? rp[2] : '?';
+}
+
+static int signal_freeze(nsbox_sandbox *sb, bool freeze, int timeout_ms, nsbox_error *err)
+{
+        pidset s = { 0 };
+        int r = pidset_add(&s, sb->pid);
+        uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
+        unsigned wait_us = 20;
+        for (;;) {
+                /* signal everything found so far, then look for children again until none is new
+                 * and, when freezing, every one is stopped (a stopped process cannot fork) */
+                for (size_t i = 0; r >= 0 && i < s.n; i++)
+                        kill(s.v[i], freeze ? SIGSTOP : SIGCONT);
+                int added = 0;
+                for (size_t i = 0; r >= 0 && i < s.n; i++) {
+                        int a = add_children(&s, s.v[i]);
+                        if (a < 0)
+                                r = a;
+                        else
+                                added += a;
+                }
+                if (r < 0)
+                        break;
+                bool settled = added == 0;
+                for (size_t i = 0; settled && freeze && i < s.n; i++) {
+                        char st = proc_state(s.v[i]);
+                        settled = st == 'T' || st == 't' || st == 'Z' || st == 'X' || st == '?';
+                }
+                if (settled)
+                        break;
+                if (now_ns() >= deadline) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                usleep(wait_us);
+                wait_us = wait_us < 2000 ? wait_us * 2 : 2000;
+        }
+        free(s.v);
+        if (r < 0)
+                return nsbox_err(err, -r, "%s the sandbox's processes", freeze ? "stop" : "continue");
+        return 0;
+}
+
+int nsbox_sandbox_freeze(nsbox_sandbox *sb, bool freeze, int timeout_ms, nsbox_error *err)
+{
+        if (sb->cg.dirfd >= 0)
+                return nsbox_cgroup_freeze(&sb->cg, freeze, timeout_ms, err);
+        if (sb->pid <= 0)
+                return nsbox_err(err, ESRCH, "the sandbox is not running");
+        return signal_freeze(sb, freeze, timeout_ms, err);
 }
 
 typedef struct supervise_state {

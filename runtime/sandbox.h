@@ -48,10 +48,11 @@ typedef struct nsbox_sandbox {
         int pidfd;
         int syncfd;       /* setup channel: SYNC_READY / SYNC_ERROR (serve mode), SYNC_EXIT (run mode) */
         int agentfd;      /* serve mode: the protocol stream socket (proto.h) */
+        int stagefd;      /* serve mode, once ready: O_PATH of the staging tmpfs (upper/ = the writable layer) */
         uint64_t start_ns;
         nsbox_cgroup cg;  /* cg.dirfd -1 when the host offers no cgroup (cgroup.h) */
 } nsbox_sandbox;
-#define NSBOX_SANDBOX_INIT { .pid = 0, .pidfd = -1, .syncfd = -1, .agentfd = -1, .start_ns = 0, .cg = NSBOX_CGROUP_INIT }
+#define NSBOX_SANDBOX_INIT { .pid = 0, .pidfd = -1, .syncfd = -1, .agentfd = -1, .stagefd = -1, .start_ns = 0, .cg = NSBOX_CGROUP_INIT }
 
 /* Build a sandbox from p, in a cgroup of its own named after tag (cgroup.h) when the host has
  * one to give, with p's limits written before its first instruction.  Run mode (argv set): the agent runs argv with stdio[i] (or the
@@ -65,6 +66,12 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
  * negative with err set (the setup failed: its message). */
 int nsbox_sandbox_read_ready(nsbox_sandbox *sb, nsbox_error *err);
 int nsbox_sandbox_wait_ready(nsbox_sandbox *sb, int timeout_ms, nsbox_error *err);
+/* Stop or continue every process of the sandbox and return once they are: with the cgroup
+ * freezer when the sandbox has a cgroup, else with SIGSTOP/SIGCONT to each process (found
+ * through /proc/PID/task/TID/children from the agent down, until no process is left running).
+ * The signal fallback is visible to the sandbox: a parent waiting with WUNTRACED sees its
+ * child stop, and a process stopped on purpose is continued too. */
+int nsbox_sandbox_freeze(nsbox_sandbox *sb, bool freeze, int timeout_ms, nsbox_error *err);
 /* SIGKILL the agent (and so everything in the sandbox), reap it, close every fd, remove the
  * cgroup. */
 void nsbox_sandbox_destroy(nsbox_sandbox *sb);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 int nsbox_sync_send(int fd, nsbox_sync_type type, int value, const void *payload, size_t len)
 {
@@ -30,21 +31,64 @@ int nsbox_sync_send_text(int fd, nsbox_sync_type type, int value, const char *te
         return nsbox_sync_send(fd, type, value, text, len);
 }
 
-int nsbox_sync_recv(int fd, nsbox_sync_msg *ret)
+int nsbox_sync_recv_fd(int fd, nsbox_sync_msg *ret, int *ret_fd)
 {
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } ctl;
+        struct iovec iov = { .iov_base = ret, .iov_len = offsetof(nsbox_sync_msg, payload) + NSBOX_SYNC_MAX_PAYLOAD };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
         ssize_t n;
         do
-                n = recv(fd, ret, offsetof(nsbox_sync_msg, payload) + NSBOX_SYNC_MAX_PAYLOAD, 0);
+                n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
         while (n < 0 && errno == EINTR);
         if (n < 0)
                 return -errno;
+        int passed = -1;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+                        memcpy(&passed, CMSG_DATA(c), sizeof(int));
         if (n == 0)
                 return 0;
         if ((size_t)n < offsetof(nsbox_sync_msg, payload) || ret->type == 0 || ret->type >= _SYNC_MAX ||
-            (size_t)n != offsetof(nsbox_sync_msg, payload) + ret->len)
+            (size_t)n != offsetof(nsbox_sync_msg, payload) + ret->len) {
+                if (passed >= 0)
+                        close(passed);
                 return -EBADMSG;
+        }
         ret->payload[ret->len] = '\0';
+        if (ret_fd)
+                *ret_fd = passed;
+        else if (passed >= 0)
+                close(passed);
         return 1;
+}
+
+int nsbox_sync_recv(int fd, nsbox_sync_msg *ret)
+{
+        return nsbox_sync_recv_fd(fd, ret, NULL);
+}
+
+int nsbox_sync_send_fd(int fd, nsbox_sync_type type, int passfd)
+{
+        nsbox_sync_msg hdr = { .type = type };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } ctl = { 0 };
+        struct iovec iov = { .iov_base = &hdr, .iov_len = offsetof(nsbox_sync_msg, payload) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &passfd, sizeof(int));
+        ssize_t n;
+        do
+                n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? -errno : 0;
 }
 
 void nsbox_sync_send_error(int fd, const nsbox_error *err, const char *fallback)

@@ -17,6 +17,7 @@ typedef enum {
         SYNC_ERROR,   /* child -> parent: setup or exec failed; value = exit status, payload = message */
         SYNC_EXIT,    /* child -> parent: the command ended; value = wait status, payload = nsbox_sync_usage */
         SYNC_READY,   /* child -> parent (serve mode): set up, serving the protocol socket */
+        SYNC_STAGE,   /* child -> parent (serve mode): an fd of the staging tmpfs (the writable layer) */
         _SYNC_MAX,
 } nsbox_sync_type;
 
@@ -39,5 +40,9 @@ int nsbox_sync_send(int fd, nsbox_sync_type type, int value, const void *payload
 int nsbox_sync_send_text(int fd, nsbox_sync_type type, int value, const char *text);
 /* 1 on a message, 0 on EOF, -errno on error; a malformed message is -EBADMSG. */
 int nsbox_sync_recv(int fd, nsbox_sync_msg *ret);
+/* The same, taking a file descriptor that came with the message (*ret_fd, -1 when none). */
+int nsbox_sync_recv_fd(int fd, nsbox_sync_msg *ret, int *ret_fd);
+/* A message of type with no payload, carrying passfd (SCM_RIGHTS). */
+int nsbox_sync_send_fd(int fd, nsbox_sync_type type, int passfd);
 /* Report err (or a generic message) to the parent; used by the child before _exit(). */
 void nsbox_sync_send_error(int fd, const nsbox_error *err, const char *fallback);

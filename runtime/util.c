@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 void strv_free(char **v)
@@ -267,4 +268,17 @@ uint64_t now_ns(void)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void nsbox_close_all_but(const int *keep, size_t n)
+{
+        unsigned from = 3;
+        for (size_t i = 0; i < n; i++) {
+                if (keep[i] < 0 || (unsigned)keep[i] < from)
+                        continue;
+                if ((unsigned)keep[i] > from)
+                        syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+                from = (unsigned)keep[i] + 1;
+        }
+        syscall(SYS_close_range, from, ~0u, 0);
 }

@@ -58,4 +58,6 @@ int write_file_at(int dirfd, const char *path, const char *data, mode_t mode);
 
 size_t strv_length(char *const *v);
 int strv_push(char ***v, char *s); /* takes ownership of s */
-uint64_t now_ns(void);             /* CLOCK_MONOTONIC */
+uint64_t now_ns(void);
+/* Close every fd from 3 up except those of keep (ascending; -1 entries ignored), after fork. */
+void nsbox_close_all_but(const int *keep, size_t n);             /* CLOCK_MONOTONIC */

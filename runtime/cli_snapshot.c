@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsbox snapshot, reset, gc and replay (cli_session.h).  Taking a snapshot and resetting go
+ * through nsboxd, which holds the sandboxes; listing, removing and collecting work on the store
+ * directly, with or without a daemon (store.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_session.h"
+#include "client.h"
+#include "store.h"
+#include "trajectory.h"
+#include "util.h"
+
+#define EXIT_REFUSED 1
+#define EXIT_NSBOX 125
+
+static bool is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
+
+static int store_failed(const char *cmd, int r, nsbox_error *err)
+{
+        fprintf(stderr, "nsbox: %s: %s\n", cmd, err->msg ? err->msg : strerror(-r));
+        nsbox_error_clear(err);
+        return r == -ENOENT || r == -EBUSY || r == -EEXIST || r == -EINVAL ? EXIT_REFUSED : EXIT_NSBOX;
+}
+
+static void human_size(uint64_t b, char *buf, size_t n)
+{
+        if (b < 10240)
+                snprintf(buf, n, "%" PRIu64 "B", b);
+        else if (b < (10ull << 20))
+                snprintf(buf, n, "%.1fK", (double)b / 1024);
+        else if (b < (10ull << 30))
+                snprintf(buf, n, "%.1fM", (double)b / (1 << 20));
+        else
+                snprintf(buf, n, "%.1fG", (double)b / (1 << 30));
+}
+
+static const char usage_snapshot[] =
+        "usage: nsbox snapshot ID NAME [--json]   capture sandbox ID's filesystem as snapshot NAME\n"
+        "       nsbox snapshot ls [--json]        list snapshots\n"
+        "       nsbox snapshot rm NAME...         remove snapshots no sandbox uses, and their layers\n"
+        "\n"
+        "The sandbox is frozen while its writable layer is copied into the store, then goes on.\n"
+        "Start sandboxes on a snapshot with nsbox create --from NAME, return one to it with\n"
+        "nsbox reset ID NAME.  NAME: 1-128 of [A-Za-z0-9._-], starting with a letter or digit.\n";
+
+static int snapshot_ls(int argc, char **argv)
+{
+        bool json = false;
+        for (int i = 2; i < argc; i++) {
+                if (!strcmp(argv[i], "--json"))
+                        json = true;
+                else
+                        return nsbox_cli_usage_error("snapshot", "ls: unknown argument '%s'", argv[i]);
+        }
+        nsbox_error err = { 0 };
+        nsbox_store st = NSBOX_STORE_INIT;
+        json_t *list = NULL;
+        int r = nsbox_store_open(true, &st, &err);
+        if (r == 0)
+                r = nsbox_store_list(&st, &list, &err);
+        nsbox_store_close(&st);
+        if (r < 0)
+                return store_failed("snapshot", r, &err);
+        if (json) {
+                nsbox_cli_print_json(stdout, list);
+        } else {
+                printf("%-24s  %-6s  %-8s  %-19s  %-6s  %s\n", "NAME", "LAYERS", "SIZE", "CREATED", "IN USE", "FROM SANDBOX");
+                size_t i;
+                json_t *s;
+                json_array_foreach(list, i, s) {
+                        char size[32], when[32] = "";
+                        human_size((uint64_t)json_integer_value(json_object_get(s, "size")), size, sizeof(size));
+                        time_t t = (time_t)json_integer_value(json_object_get(s, "created"));
+                        struct tm tm;
+                        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
+                        const char *src = json_string_value(json_object_get(s, "source"));
+                        printf("%-24s  %-6zu  %-8s  %-19s  %-6s  %s\n", json_string_value(json_object_get(s, "name")),
+                               json_array_size(json_object_get(s, "layers")), size, when,
+                               json_is_true(json_object_get(s, "in_use")) ? "yes" : "no", src ? src : "");
+                }
+        }
+        json_decref(list);
+        return 0;
+}
+
+static int snapshot_rm(int argc, char **argv)
+{
+        if (argc < 3)
+                return nsbox_cli_usage_error("snapshot", "rm: expected at least one snapshot NAME");
+        nsbox_error err = { 0 };
+        nsbox_store st = NSBOX_STORE_INIT;
+        int r = nsbox_store_open(true, &st, &err);
+        if (r < 0)
+                return store_failed("snapshot", r, &err);
+        int status = 0;
+        for (int i = 2; i < argc; i++)
+                if ((r = nsbox_store_delete_snapshot(&st, argv[i], &err)) < 0)
+                        status = store_failed("snapshot", r, &err);
+        /* the layers only they used go now */
+        if ((r = nsbox_store_gc(&st, NULL, &err)) < 0)
+                status = store_failed("snapshot", r, &err);
+        nsbox_store_close(&st);
+        return status;
+}
+
+int nsbox_cmd_snapshot(int argc, char **argv)
+{
+        if (argc >= 2 && is_help(argv[1])) {
+                fputs(usage_snapshot, stdout);
+                return 0;
+        }
+        if (argc >= 2 && !strcmp(argv[1], "ls"))
+                return snapshot_ls(argc, argv);
+        if (argc >= 2 && !strcmp(argv[1], "rm"))
+                return snapshot_rm(argc, argv);
+        bool json = false;
+        const char *pos[2] = { NULL, NULL };
+        int n = 0;
+        for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--json"))
+                        json = true;
+                else if (argv[i][0] == '-')
+                        return nsbox_cli_usage_error("snapshot", "unknown option '%s'", argv[i]);
+                else if (n < 2)
+                        pos[n++] = argv[i];
+                else
+                        return nsbox_cli_usage_error("snapshot", "unexpected argument '%s'", argv[i]);
+        }
+        if (n != 2)
+                return nsbox_cli_usage_error("snapshot", "expected a sandbox ID and a snapshot NAME");
+        nsbox_error err = { 0 };
+        if (nsbox_snapshot_name_check(pos[1], &err) < 0) {
+                int st = nsbox_cli_usage_error("snapshot", "%s", err.msg);
+                nsbox_error_clear(&err);
+                return st;
+        }
+        nsbox_client cl = { .fd = -1 };
+        json_t *res = NULL;
+        int status = nsbox_cli_call("snapshot", &cl, "snapshot", json_pack("{ss ss}", "sandbox", pos[0], "name", pos[1]), NULL, NULL, &res,
+                                    EXIT_REFUSED);
+        nsbox_client_close(&cl);
+        if (status == 0) {
+                if (json)
+                        nsbox_cli_print_json(stdout, res);
+                else
+                        printf("%s\n", json_string_value(json_object_get(res, "name")));
+        }
+        json_decref(res);
+        return status;
+}
+
+int nsbox_cmd_reset(int argc, char **argv)
+{
+        bool json = false;
+        const char *pos[2] = { NULL, NULL };
+        int n = 0;
+        for (int i = 1; i < argc; i++) {
+                if (is_help(argv[i])) {
+                        fputs("usage: nsbox reset ID [NAME] [--json]\n\nKill every process of sandbox ID, discard its writable layer and start "
+                              "it again,\nkeeping its id: on snapshot NAME, or as it was created (its --from snapshot,\nits --repo at its "
+                              "commit).\n",
+                              stdout);
+                        return 0;
+                }
+                if (!strcmp(argv[i], "--json"))
+                        json = true;
+                else if (argv[i][0] == '-')
+                        return nsbox_cli_usage_error("reset", "unknown option '%s'", argv[i]);
+                else if (n < 2)
+                        pos[n++] = argv[i];
+                else
+                        return nsbox_cli_usage_error("reset", "unexpected argument '%s'", argv[i]);
+        }
+        if (n < 1)
+                return nsbox_cli_usage_error("reset", "expected a sandbox ID");
+        nsbox_error err = { 0 };
+        if (pos[1] && nsbox_snapshot_name_check(pos[1], &err) < 0) {
+                int st = nsbox_cli_usage_error("reset", "%s", err.msg);
+                nsbox_error_clear(&err);
+                return st;
+        }
+        nsbox_client cl = { .fd = -1 };
+        json_t *res = NULL;
+        json_t *params = json_pack("{ss}", "sandbox", pos[0]);
+        if (pos[1])
+                json_object_set_new(params, "snapshot", json_string(pos[1]));
+        int status = nsbox_cli_call("reset", &cl, "reset", params, NULL, NULL, &res, EXIT_REFUSED);
+        nsbox_client_close(&cl);
+        if (status == 0 && json)
+                nsbox_cli_print_json(stdout, res);
+        json_decref(res);
+        return status;
+}
+
+int nsbox_cmd_gc(int argc, char **argv)
+{
+        bool json = false;
+        for (int i = 1; i < argc; i++) {
+                if (is_help(argv[i])) {
+                        fputs("usage: nsbox gc [--json]\n\nRemove from the store what nothing uses: layers no snapshot lists and no sandbox\n"
+                              "runs on, repository clones no sandbox uses, and unfinished layers whose writer\nis gone.\n",
+                              stdout);
+                        return 0;
+                }
+                if (!strcmp(argv[i], "--json"))
+                        json = true;
+                else
+                        return nsbox_cli_usage_error("gc", "unknown argument '%s'", argv[i]);
+        }
+        nsbox_error err = { 0 };
+        nsbox_store st = NSBOX_STORE_INIT;
+        nsbox_gc_stats gs = { 0 };
+        int r = nsbox_store_open(true, &st, &err);
+        if (r == 0)
+                r = nsbox_store_gc(&st, &gs, &err);
+        nsbox_store_close(&st);
+        if (r < 0)
+                return store_failed("gc", r, &err);
+        if (json) {
+                json_t *o = json_pack("{si si si si sI}", "layers_removed", gs.layers_removed, "tmp_removed", gs.tmp_removed, "repos_removed",
+                                      gs.repos_removed, "layers_kept", gs.layers_kept, "bytes_freed", (json_int_t)gs.bytes_freed);
+                nsbox_cli_print_json(stdout, o);
+                json_decref(o);
+        } else {
+                char size[32];
+                human_size(gs.bytes_freed, size, sizeof(size));
+                printf("removed %u layers, %u unfinished layers and %u repository clones (%s); %u layers kept\n", gs.layers_removed,
+                       gs.tmp_removed, gs.repos_removed, size, gs.layers_kept);
+        }
+        return 0;
+}
+
+/* ---- replay ----------------------------------------------------------------------------------- */
+
+static const char usage_replay[] =
+        "usage: nsbox replay [--from SNAPSHOT] [--json] FILE\n"
+        "\n"
+        "Re-run the tool calls of a trajectory recorded with nsbox create --record FILE in a fresh\n"
+        "sandbox made the same way (or on SNAPSHOT), compare each result with the recorded one, and\n"
+        "report the first step that diverged.  Exit status: 0 when nothing diverged, 1 when a step\n"
+        "did, 125 when the replay itself failed.\n";
+
+typedef struct replay {
+        nsbox_client cl;
+        const char *sid;
+        json_t *names; /* snapshot names taken during the replay -> their replay names */
+} replay;
+
+/* One step: 1 it ran (result/code set), negative when the replay itself failed. */
+static int replay_step(replay *rp, const nsbox_traj_step *st, json_t **ret_result, char *code, size_t code_size, nsbox_error *err)
+{
+        json_t *params;
+        const char *method;
+        if (!strcmp(st->op, "call")) {
+                method = "call";
+                params = json_pack("{ss ss sO}", "sandbox", rp->sid, "tool", st->tool, "params", st->params);
+                /* streamed as it was recorded: a streamed exec's result leaves its output to the events */
+                if (json_is_true(json_object_get(st->params, "stream")))
+                        json_object_set_new(params, "stream", json_true());
+        } else if (!strcmp(st->op, "snapshot")) {
+                char mapped[NSBOX_SNAPSHOT_NAME_MAX + 1];
+                snprintf(mapped, sizeof(mapped), "replay-%d-%.100s", (int)getpid(), st->name);
+                json_object_set_new(rp->names, st->name, json_string(mapped));
+                method = "snapshot";
+                params = json_pack("{ss ss}", "sandbox", rp->sid, "name", mapped);
+        } else {
+                method = "reset";
+                params = json_pack("{ss}", "sandbox", rp->sid);
+                json_t *m = st->name ? json_object_get(rp->names, st->name) : NULL;
+                if (st->name)
+                        json_object_set_new(params, "snapshot", m ? json_incref(m) : json_string(st->name));
+        }
+        json_t *res = NULL;
+        const char *c = NULL;
+        code[0] = '\0';
+        if (nsbox_client_call(&rp->cl, method, params, NULL, NULL, &res, &c, err) < 0) {
+                if (!c)
+                        return -EIO; /* the daemon is gone */
+                snprintf(code, code_size, "%s", c);
+                nsbox_error_clear(err);
+        }
+        /* a snapshot or reset has no result to compare: only whether it worked */
+        if (strcmp(st->op, "call")) {
+                json_decref(res);
+                res = NULL;
+        }
+        *ret_result = res;
+        return 1;
+}
+
+int nsbox_cmd_replay(int argc, char **argv)
+{
+        const char *from = NULL, *file = NULL;
+        bool json = false;
+        for (int i = 1; i < argc; i++) {
+                if (is_help(argv[i])) {
+                        fputs(usage_replay, stdout);
+                        return 0;
+                }
+                if (!strcmp(argv[i], "--json"))
+                        json = true;
+                else if (!strcmp(argv[i], "--from") && i + 1 < argc)
+                        from = argv[++i];
+                else if (!strncmp(argv[i], "--from=", 7))
+                        from = argv[i] + 7;
+                else if (argv[i][0] == '-')
+                        return nsbox_cli_usage_error("replay", "unknown option '%s'", argv[i]);
+                else if (!file)
+                        file = argv[i];
+                else
+                        return nsbox_cli_usage_error("replay", "unexpected argument '%s'", argv[i]);
+        }
+        if (!file)
+                return nsbox_cli_usage_error("replay", "expected a trajectory FILE");
+        nsbox_error err = { 0 };
+        if (from && nsbox_snapshot_name_check(from, &err) < 0) {
+                int st = nsbox_cli_usage_error("replay", "--from: %s", err.msg);
+                nsbox_error_clear(&err);
+                return st;
+        }
+        nsbox_trajectory t = { 0 };
+        if (nsbox_traj_load(file, &t, &err) < 0) {
+                fprintf(stderr, "nsbox: replay: %s\n", err.msg);
+                nsbox_error_clear(&err);
+                return EXIT_NSBOX;
+        }
+        json_t *cp = json_deep_copy(t.create);
+        if (from) { /* the snapshot has its workspace: no repository, no other snapshot */
+                json_object_del(cp, "repo");
+                json_object_del(cp, "commit");
+                json_object_set_new(cp, "from", json_string(from));
+        }
+        replay rp = { .cl = { .fd = -1 }, .names = json_object() };
+        json_t *res = NULL;
+        int status = nsbox_cli_call("replay", &rp.cl, "create", cp, NULL, NULL, &res, EXIT_NSBOX);
+        _cleanup_free_ char *sid = status == 0 ? strdup(json_string_value(json_object_get(res, "id")) ?: "") : NULL;
+        json_decref(res);
+        rp.sid = sid;
+        size_t matched = 0, mismatched = 0;
+        const nsbox_traj_step *first = NULL;
+        json_t *report = json_array();
+        for (size_t i = 0; status == 0 && i < t.n_steps; i++) {
+                const nsbox_traj_step *st = &t.steps[i];
+                json_t *result = NULL;
+                char code[64];
+                if (replay_step(&rp, st, &result, code, sizeof(code), &err) < 0) {
+                        fprintf(stderr, "nsbox: replay: step %" PRIu64 ": %s\n", st->step, err.msg ? err.msg : "the daemon went away");
+                        nsbox_error_clear(&err);
+                        status = EXIT_NSBOX;
+                        break;
+                }
+                strbuf why;
+                sb_init(&why, 4096);
+                int m = nsbox_traj_compare(st, result, code[0] ? code : NULL, &why);
+                const char *what = !strcmp(st->op, "call") ? st->tool : st->op;
+                if (m == 1) {
+                        matched++;
+                } else {
+                        mismatched++;
+                        if (!first)
+                                first = st;
+                }
+                if (!json)
+                        printf("step %" PRIu64 " %s: %s%s%s\n", st->step, what, m == 1 ? "match" : "MISMATCH", m == 1 ? "" : ": ",
+                               m == 1 ? "" : why.buf ? why.buf : "");
+                json_array_append_new(report, json_pack("{sI ss ss sb ss?}", "step", (json_int_t)st->step, "op", st->op, "tool", what, "match",
+                                                        m == 1, "why", m == 1 ? NULL : why.buf ? why.buf : ""));
+                sb_release(&why);
+                json_decref(result);
+        }
+        if (sid && *sid) {
+                json_t *r2 = NULL;
+                const char *c = NULL;
+                if (nsbox_client_call(&rp.cl, "destroy", json_pack("{ss}", "sandbox", sid), NULL, NULL, &r2, &c, &err) < 0)
+                        nsbox_error_clear(&err);
+                json_decref(r2);
+        }
+        /* the snapshots the replay took are its own: gone with it */
+        const char *k;
+        json_t *v;
+        json_object_foreach(rp.names, k, v) {
+                json_t *r2 = NULL;
+                const char *c = NULL;
+                if (nsbox_client_call(&rp.cl, "snapshot_delete", json_pack("{sO}", "name", v), NULL, NULL, &r2, &c, &err) < 0)
+                        nsbox_error_clear(&err);
+                json_decref(r2);
+        }
+        nsbox_client_close(&rp.cl);
+        if (status == 0) {
+                if (json) {
+                        json_t *o = json_pack("{ss sI sI sI so so}", "trajectory", file, "steps", (json_int_t)t.n_steps, "matched",
+                                              (json_int_t)matched, "mismatched", (json_int_t)mismatched, "first_divergent_step",
+                                              first ? json_integer((json_int_t)first->step) : json_null(), "results", report);
+                        report = NULL;
+                        nsbox_cli_print_json(stdout, o);
+                        json_decref(o);
+                } else if (first) {
+                        printf("replay: %zu steps, %zu matched, %zu diverged; first divergent step: %" PRIu64 " (%s)\n", t.n_steps, matched,
+                               mismatched, first->step, !strcmp(first->op, "call") ? first->tool : first->op);
+                } else {
+                        printf("replay: %zu steps, all matched: no divergence\n", t.n_steps);
+                }
+                status = first ? EXIT_REFUSED : 0;
+        }
+        json_decref(report);
+        json_decref(rp.names);
+        nsbox_traj_release(&t);
+        return status;
+}
