@@ -2,6 +2,7 @@
 #include "error.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +24,14 @@ static void one_line(char *s)
                         *s = '?';
 }
 
-int nsbox_err(nsbox_error *err, int errnum, const char *fmt, ...)
+/* Set err from fmt, with the errno text appended when with_errno; returns -errnum (-EINVAL for 0). */
+static int set_error(nsbox_error *err, int errnum, bool with_errno, const char *fmt, va_list ap)
 {
         if (errnum < 0)
                 errnum = -errnum;
         if (err && !err->msg) {
-                va_list ap;
-                va_start(ap, fmt);
                 char *base = vformat(fmt, ap);
-                va_end(ap);
-                if (base && errnum > 0) {
+                if (base && with_errno && errnum > 0) {
                         char *full = NULL;
                         if (asprintf(&full, "%s: %s", base, strerror(errnum)) >= 0) {
                                 free(base);
@@ -48,22 +47,22 @@ int nsbox_err(nsbox_error *err, int errnum, const char *fmt, ...)
         return errnum > 0 ? -errnum : -EINVAL;
 }
 
+int nsbox_err(nsbox_error *err, int errnum, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int r = set_error(err, errnum, true, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
 int nsbox_err_as(nsbox_error *err, int errnum, const char *fmt, ...)
 {
-        if (errnum < 0)
-                errnum = -errnum;
-        if (err && !err->msg) {
-                va_list ap;
-                va_start(ap, fmt);
-                char *base = vformat(fmt, ap);
-                va_end(ap);
-                one_line(base);
-                err->msg = base ? base : strdup("out of memory while reporting an error");
-                err->errnum = errnum;
-                if (!err->exit_status)
-                        err->exit_status = 125;
-        }
-        return errnum > 0 ? -errnum : -EINVAL;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = set_error(err, errnum, false, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 int nsbox_err_wrap(nsbox_error *err, int ret, const char *fmt, ...)
