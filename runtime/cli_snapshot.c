@@ -95,10 +95,22 @@ static int snapshot_rm(int argc, char **argv)
         if (argc < 3)
                 return nsbox_cli_usage_error("snapshot", "rm: expected at least one snapshot NAME");
         nsbox_error err = { 0 };
+        for (int i = 2; i < argc; i++) /* every name checked before anything is removed */
+                if (nsbox_snapshot_name_check(argv[i], &err) < 0) {
+                        int st = nsbox_cli_usage_error("snapshot", "rm: %s", err.msg);
+                        nsbox_error_clear(&err);
+                        return st;
+                }
         nsbox_store st = NSBOX_STORE_INIT;
         int r = nsbox_store_open(true, &st, &err);
         if (r < 0)
                 return store_failed("snapshot", r, &err);
+        for (int i = 2; i < argc; i++) /* an unknown name removes nothing */
+                if (!nsbox_store_has_snapshot(&st, argv[i])) {
+                        nsbox_store_close(&st);
+                        fprintf(stderr, "nsbox: snapshot: no snapshot '%s' (see nsbox snapshot ls)\n", argv[i]);
+                        return EXIT_REFUSED;
+                }
         int status = 0;
         for (int i = 2; i < argc; i++)
                 if ((r = nsbox_store_delete_snapshot(&st, argv[i], &err)) < 0)

@@ -746,7 +746,7 @@ static int job_spawn(daemon_state *d, sandbox *s, int kind, client *c, json_t *r
 
 static void create_failed(daemon_state *d, sandbox *s, const char *code, const char *msg)
 {
-        reply_error(client_by_serial(d, s->create_client), s->create_rpc_id, RPC_SERVER_ERROR, code, "create: %s", msg);
+        reply_error(client_by_serial(d, s->create_client), s->create_rpc_id, RPC_SERVER_ERROR, code, "%s", msg);
         json_decref(s->create_rpc_id);
         s->create_rpc_id = NULL;
         sandbox_remove(d, s, code, "failed to start");
@@ -992,8 +992,11 @@ static void method_snapshot(daemon_state *d, client *c, json_t *id, json_t *para
                 r = nsbox_err_as(&err, EEXIST, "snapshot '%s' exists (nsbox snapshot rm %s first)", name, name);
         nsbox_store_close(&st);
         s->job_thaw = !s->paused;
-        if (r == 0 && s->job_thaw)
-                r = nsbox_sandbox_freeze(&s->sb, true, PAUSE_TIMEOUT_MS, &err);
+        if (r == 0 && s->job_thaw && (r = nsbox_sandbox_freeze(&s->sb, true, PAUSE_TIMEOUT_MS, &err)) < 0) {
+                nsbox_error e2 = { 0 }; /* never leave it half frozen */
+                nsbox_sandbox_freeze(&s->sb, false, PAUSE_TIMEOUT_MS, &e2);
+                nsbox_error_clear(&e2);
+        }
         snprintf(s->job_name, sizeof(s->job_name), "%s", name);
         if (r == 0 && (r = job_spawn(d, s, JOB_SNAPSHOT, c, id ? id : json_null(), &err)) < 0 && s->job_thaw) {
                 nsbox_error e2 = { 0 };

@@ -546,6 +546,19 @@ static char proc_state(pid_t pid)
         return rp && rp[1] == ' ' ? rp[2] : '?';
 }
 
+static bool has_stopped_child(pid_t pid)
+{
+        pidset c = { 0 };
+        bool stopped = false;
+        if (add_children(&c, pid) > 0)
+                for (size_t i = 0; !stopped && i < c.n; i++) {
+                        char st = proc_state(c.v[i]);
+                        stopped = st == 'T' || st == 't';
+                }
+        free(c.v);
+        return stopped;
+}
+
 static int signal_freeze(nsbox_sandbox *sb, bool freeze, int timeout_ms, nsbox_error *err)
 {
         pidset s = { 0 };
@@ -570,7 +583,9 @@ static int signal_freeze(nsbox_sandbox *sb, bool freeze, int timeout_ms, nsbox_e
                 bool settled = added == 0;
                 for (size_t i = 0; settled && freeze && i < s.n; i++) {
                         char st = proc_state(s.v[i]);
-                        settled = st == 'T' || st == 't' || st == 'Z' || st == 'X' || st == '?';
+                        /* a vfork parent waits in the kernel (D) for its stopped child: it cannot
+                         * run before the child is continued */
+                        settled = st == 'T' || st == 't' || st == 'Z' || st == 'X' || st == '?' || (st == 'D' && has_stopped_child(s.v[i]));
                 }
                 if (settled)
                         break;
@@ -581,6 +596,9 @@ static int signal_freeze(nsbox_sandbox *sb, bool freeze, int timeout_ms, nsbox_e
                 usleep(wait_us);
                 wait_us = wait_us < 2000 ? wait_us * 2 : 2000;
         }
+        /* a freeze that did not complete must not leave the sandbox half stopped */
+        for (size_t i = 0; r < 0 && freeze && i < s.n; i++)
+                kill(s.v[i], SIGCONT);
         free(s.v);
         if (r < 0)
                 return nsbox_err(err, -r, "%s the sandbox's processes", freeze ? "stop" : "continue");

@@ -731,6 +731,23 @@ int nsbox_store_gc(nsbox_store *s, nsbox_gc_stats *ret, nsbox_error *err)
                         closedir(d);
                 }
         }
+        /* records a writer was killed while writing (they are written under the lock we hold) */
+        static const char *const recdirs[] = { "snapshots", "repos" };
+        for (size_t k = 0; r == 0 && k < ARRAY_SIZE(recdirs); k++) {
+                _cleanup_close_ int dfd = sub_fd(s, recdirs[k], err);
+                int lfd = dfd >= 0 ? fcntl(dfd, F_DUPFD_CLOEXEC, 3) : -1;
+                DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+                if (!d) {
+                        if (lfd >= 0)
+                                close(lfd);
+                        continue;
+                }
+                struct dirent *de;
+                while ((de = readdir(d)))
+                        if (!strncmp(de->d_name, ".new-", 5) && unlinkat(dfd, de->d_name, 0) == 0)
+                                g.st.tmp_removed++;
+                closedir(d);
+        }
         static const char *const dirs[] = { "layers", "tmp" };
         for (size_t k = 0; r == 0 && k < ARRAY_SIZE(dirs); k++) {
                 _cleanup_close_ int dfd = sub_fd(s, dirs[k], err);
