@@ -48,6 +48,22 @@ host_leftovers() {
         echo "procs=$(pgrep -u "$(id -u)" -x nsbox | grep -vc "^$$\$")"
         echo "mounts=$(grep -c . /proc/self/mountinfo)"
 }
+# A process that ended is gone, even as a zombie its reaper has not collected yet.
+pid_alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+
+# Wait until the processes are gone; echo those left after the given seconds.
+wait_pids_gone() { # seconds pid...
+        local secs=$1 i p left; shift
+        for i in $(seq $((secs * 10))); do
+                left=""
+                for p in "$@"; do pid_alive "$p" && left="$left $p"; done
+                [ -z "$left" ] && return 0
+                sleep 0.1
+        done
+        echo "$left"
+        return 1
+}
+
 # Wait (up to 5 s) until no process matching pattern remains; echo what remains.
 wait_gone() { # pgrep -f pattern
         local i

@@ -79,21 +79,6 @@ print(v if isinstance(v, str) else json.dumps(v))' "$1"
 
 daemon_pid() { rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' 2>/dev/null | jget 'd["result"]["pid"]' 2>/dev/null; }
 
-# A process that ended is gone, even as a zombie its reaper has not collected yet.
-pid_alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
-
-wait_pids_gone() { # seconds pid...
-        local secs=$1 i p left; shift
-        for i in $(seq $((secs * 10))); do
-                left=""
-                for p in "$@"; do pid_alive "$p" && left="$left $p"; done
-                [ -z "$left" ] && return 0
-                sleep 0.1
-        done
-        echo "$left"
-        return 1
-}
-
 # Create a sandbox into variable VAR; it is removed when the test ends, whatever happens.
 MY_SANDBOXES=""
 new_sandbox() { # VAR [nsbox create options]

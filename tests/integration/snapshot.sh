@@ -51,21 +51,6 @@ while True:
 PY
 }
 
-# A process that ended is gone, even as a zombie its reaper has not collected yet.
-pid_alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
-
-wait_pids_gone() { # seconds pid...
-        local secs=$1 i p left; shift
-        for i in $(seq $((secs * 10))); do
-                left=""
-                for p in "$@"; do pid_alive "$p" && left="$left $p"; done
-                [ -z "$left" ] && return 0
-                sleep 0.1
-        done
-        echo "$left"
-        return 1
-}
-
 # What a test made goes when it ends, whatever happens: its sandboxes, then its snapshots (and
 # with them the layers only they used).
 MY_SANDBOXES=""
