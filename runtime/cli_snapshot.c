@@ -122,6 +122,36 @@ static int snapshot_rm(int argc, char **argv)
         return status;
 }
 
+/* "ID [NAME] [--json]" of snapshot and reset: -1 to go on with pos and *json set, else the exit
+ * status (after the help, or a usage error; NAME is checked here). */
+static int id_and_name(const char *cmd, const char *help, int argc, char **argv, const char *pos[2], bool *json)
+{
+        int n = 0;
+        for (int i = 1; i < argc; i++) {
+                if (is_help(argv[i])) {
+                        fputs(help, stdout);
+                        return 0;
+                }
+                if (!strcmp(argv[i], "--json"))
+                        *json = true;
+                else if (argv[i][0] == '-')
+                        return nsbox_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+                else if (n < 2)
+                        pos[n++] = argv[i];
+                else
+                        return nsbox_cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+        }
+        if (n < 1)
+                return nsbox_cli_usage_error(cmd, "expected a sandbox ID%s", strcmp(cmd, "snapshot") ? "" : " and a snapshot NAME");
+        nsbox_error err = { 0 };
+        if (pos[1] && nsbox_snapshot_name_check(pos[1], &err) < 0) {
+                int st = nsbox_cli_usage_error(cmd, "%s", err.msg);
+                nsbox_error_clear(&err);
+                return st;
+        }
+        return -1;
+}
+
 int nsbox_cmd_snapshot(int argc, char **argv)
 {
         if (argc >= 2 && is_help(argv[1])) {
@@ -134,25 +164,11 @@ int nsbox_cmd_snapshot(int argc, char **argv)
                 return snapshot_rm(argc, argv);
         bool json = false;
         const char *pos[2] = { NULL, NULL };
-        int n = 0;
-        for (int i = 1; i < argc; i++) {
-                if (!strcmp(argv[i], "--json"))
-                        json = true;
-                else if (argv[i][0] == '-')
-                        return nsbox_cli_usage_error("snapshot", "unknown option '%s'", argv[i]);
-                else if (n < 2)
-                        pos[n++] = argv[i];
-                else
-                        return nsbox_cli_usage_error("snapshot", "unexpected argument '%s'", argv[i]);
-        }
-        if (n != 2)
-                return nsbox_cli_usage_error("snapshot", "expected a sandbox ID and a snapshot NAME");
-        nsbox_error err = { 0 };
-        if (nsbox_snapshot_name_check(pos[1], &err) < 0) {
-                int st = nsbox_cli_usage_error("snapshot", "%s", err.msg);
-                nsbox_error_clear(&err);
+        int st = id_and_name("snapshot", usage_snapshot, argc, argv, pos, &json);
+        if (st >= 0)
                 return st;
-        }
+        if (!pos[1])
+                return nsbox_cli_usage_error("snapshot", "expected a sandbox ID and a snapshot NAME");
         nsbox_client cl = { .fd = -1 };
         json_t *res = NULL;
         int status = nsbox_cli_call("snapshot", &cl, "snapshot", json_pack("{ss ss}", "sandbox", pos[0], "name", pos[1]), NULL, NULL, &res,
@@ -168,36 +184,17 @@ int nsbox_cmd_snapshot(int argc, char **argv)
         return status;
 }
 
+static const char usage_reset[] =
+        "usage: nsbox reset ID [NAME] [--json]\n\nKill every process of sandbox ID, discard its writable layer and start it again,\n"
+        "keeping its id: on snapshot NAME, or as it was created (its --from snapshot,\nits --repo at its commit).\n";
+
 int nsbox_cmd_reset(int argc, char **argv)
 {
         bool json = false;
         const char *pos[2] = { NULL, NULL };
-        int n = 0;
-        for (int i = 1; i < argc; i++) {
-                if (is_help(argv[i])) {
-                        fputs("usage: nsbox reset ID [NAME] [--json]\n\nKill every process of sandbox ID, discard its writable layer and start "
-                              "it again,\nkeeping its id: on snapshot NAME, or as it was created (its --from snapshot,\nits --repo at its "
-                              "commit).\n",
-                              stdout);
-                        return 0;
-                }
-                if (!strcmp(argv[i], "--json"))
-                        json = true;
-                else if (argv[i][0] == '-')
-                        return nsbox_cli_usage_error("reset", "unknown option '%s'", argv[i]);
-                else if (n < 2)
-                        pos[n++] = argv[i];
-                else
-                        return nsbox_cli_usage_error("reset", "unexpected argument '%s'", argv[i]);
-        }
-        if (n < 1)
-                return nsbox_cli_usage_error("reset", "expected a sandbox ID");
-        nsbox_error err = { 0 };
-        if (pos[1] && nsbox_snapshot_name_check(pos[1], &err) < 0) {
-                int st = nsbox_cli_usage_error("reset", "%s", err.msg);
-                nsbox_error_clear(&err);
+        int st = id_and_name("reset", usage_reset, argc, argv, pos, &json);
+        if (st >= 0)
                 return st;
-        }
         nsbox_client cl = { .fd = -1 };
         json_t *res = NULL;
         json_t *params = json_pack("{ss}", "sandbox", pos[0]);

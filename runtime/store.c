@@ -628,7 +628,7 @@ int nsbox_store_list(nsbox_store *s, json_t **ret, nsbox_error *err)
 }
 
 typedef struct gc_state {
-        json_t *referenced; /* layer id -> true */
+        json_t *referenced; /* layer id -> true: a snapshot lists it, or a repository record kept names it */
         nsbox_gc_stats st;
 } gc_state;
 
@@ -685,22 +685,25 @@ static int collect(nsbox_store *s, int parent, const char *name, uint64_t *freed
         return r < 0 ? r : 1;
 }
 
+/* A repository record goes when its layer is free (no snapshot is made of it, no sandbox holds
+ * it); the layer, then named by nothing, goes with the others.  A kept one keeps its layer. */
 static int collect_repo(nsbox_store *s, const char *file, int fd, json_t *meta, void *ud)
 {
+        (void)fd;
         gc_state *g = ud;
         const char *id = json_string_value(json_object_get(meta, "layer"));
         if (id && json_object_get(g->referenced, id))
-                return 0; /* a snapshot is made of it */
+                return 0;
         _cleanup_close_ int layers_fd = openat(s->dirfd, "layers", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_close_ int lfd = id && layer_id_ok(id) && layers_fd >= 0 ? openat(layers_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-        if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0)
-                return 0; /* a sandbox works on it */
-        (void)fd;
         _cleanup_close_ int repos = openat(s->dirfd, "repos", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (repos < 0 || unlinkat(repos, file, 0) < 0)
+        if ((lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0) || repos < 0 || unlinkat(repos, file, 0) < 0) {
+                if (id)
+                        json_object_set_new(g->referenced, id, json_true());
                 return 0;
+        }
         g->st.repos_removed++;
-        return 0; /* the layer, now named by nothing, goes with the others */
+        return 0;
 }
 
 int nsbox_store_gc(nsbox_store *s, nsbox_gc_stats *ret, nsbox_error *err)
@@ -712,25 +715,6 @@ int nsbox_store_gc(nsbox_store *s, nsbox_gc_stats *ret, nsbox_error *err)
         int r = g.referenced ? each_record(s, "snapshots", mark_snapshot, &g, err) : -ENOMEM;
         if (r == 0)
                 r = each_record(s, "repos", collect_repo, &g, err);
-        /* repository layers still named stay: a cache entry whose layer a sandbox holds */
-        json_t *repo_layers = json_object();
-        if (r == 0) {
-                _cleanup_close_ int repos = sub_fd(s, "repos", err);
-                DIR *d = repos >= 0 ? fdopendir(repos) : NULL;
-                if (d) {
-                        repos = -1;
-                        struct dirent *de;
-                        while ((de = readdir(d))) {
-                                _cleanup_close_ int fd = de->d_name[0] != '.' ? openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
-                                json_t *m = fd >= 0 ? read_meta(fd, de->d_name, NULL) : NULL;
-                                const char *id = json_string_value(json_object_get(m, "layer"));
-                                if (id)
-                                        json_object_set_new(repo_layers, id, json_true());
-                                json_decref(m);
-                        }
-                        closedir(d);
-                }
-        }
         /* records a writer was killed while writing (they are written under the lock we hold) */
         static const char *const recdirs[] = { "snapshots", "repos" };
         for (size_t k = 0; r == 0 && k < ARRAY_SIZE(recdirs); k++) {
@@ -770,7 +754,7 @@ int nsbox_store_gc(nsbox_store *s, nsbox_gc_stats *ret, nsbox_error *err)
                                 break;
                 closedir(d);
                 for (char **n = names; r == 0 && n && *n; n++) {
-                        if (k == 0 && (json_object_get(g.referenced, *n) || json_object_get(repo_layers, *n))) {
+                        if (k == 0 && json_object_get(g.referenced, *n)) {
                                 g.st.layers_kept++;
                                 continue;
                         }
@@ -784,7 +768,6 @@ int nsbox_store_gc(nsbox_store *s, nsbox_gc_stats *ret, nsbox_error *err)
                 }
                 strv_free(names);
         }
-        json_decref(repo_layers);
         json_decref(g.referenced);
         if (r < 0)
                 return r;
