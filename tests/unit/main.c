@@ -23,6 +23,7 @@ Suite *trajectory_suite(void);
 Suite *treecopy_suite(void);
 Suite *repo_suite(void);
 Suite *store_suite(void);
+Suite *nft_suite(void);
 
 /* Check reports a result's test case, file and line but not its test function: remember which
  * test functions each test case has, and name a result by the last test that starts, in the
@@ -119,6 +120,7 @@ int main(void)
         srunner_add_suite(sr, treecopy_suite());
         srunner_add_suite(sr, repo_suite());
         srunner_add_suite(sr, store_suite());
+        srunner_add_suite(sr, nft_suite());
         /* Forked by default, so a crash is one failed test; CK_FORK=no runs in-process (valgrind). */
         if (!getenv("CK_FORK"))
                 srunner_set_fork_status(sr, CK_FORK);
