@@ -570,14 +570,9 @@ static int start_command(agent *a, const request *rq, exec_params *x, proc **ret
         bool want_stdin = x->stdin_data || x->background;
         if ((want_stdin && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                 int saved = errno;
-                for (int i = 0; i < 2; i++) {
-                        if (in[i] >= 0)
-                                close(in[i]);
-                        if (out[i] >= 0)
-                                close(out[i]);
-                        if (err[i] >= 0)
-                                close(err[i]);
-                }
+                nsbox_close_pair(in);
+                nsbox_close_pair(out);
+                nsbox_close_pair(err);
                 return tool_fail_errno(e, saved, "exec: pipe");
         }
         posix_spawn_file_actions_t fa;

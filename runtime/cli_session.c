@@ -184,10 +184,14 @@ static int create_params(const nsbox_run_options *o, json_t **ret)
                 json_array_append_new(binds, json_sprintf("%s%s", real, colon ? colon : ""));
         }
         json_object_set_new(p, "bind", binds);
-        json_t *tmpfs = json_array();
-        for (char **t = o->tmpfs; t && *t; t++)
-                json_array_append_new(tmpfs, json_string(*t));
-        json_object_set_new(p, "tmpfs", tmpfs);
+        static const char *const lists[] = { "tmpfs", "allow", "publish" };
+        char **const vals2[] = { o->tmpfs, o->allow, o->publish };
+        for (size_t i = 0; i < ARRAY_SIZE(lists); i++) {
+                json_t *a = json_array();
+                for (char **t = vals2[i]; t && *t; t++)
+                        json_array_append_new(a, json_string(*t));
+                json_object_set_new(p, lists[i], a);
+        }
         json_t *env = json_array();
         for (char **e = o->env; e && *e; e++) {
                 if (strchr(*e, '=')) {

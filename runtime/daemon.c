@@ -457,7 +457,8 @@ static int create_argv(json_t *params, strbuf *why, char ***ret)
                 PUSH("--timeout");
                 PUSH(num);
         }
-        static const char *const lists[][2] = { { "bind", "--bind" }, { "tmpfs", "--tmpfs" }, { "env", "-e" } };
+        static const char *const lists[][2] = { { "bind", "--bind" }, { "tmpfs", "--tmpfs" }, { "env", "-e" },
+                                                 { "allow", "--allow" }, { "publish", "--publish" } };
         for (size_t i = 0; i < ARRAY_SIZE(lists); i++) {
                 json_t *x = json_object_get(params, lists[i][0]);
                 if (!x || json_is_null(x))

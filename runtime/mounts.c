@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../rootfs/hostview.h"
+#include "net.h"
 #include "util.h"
 
 #define STAGE "/tmp"
@@ -249,6 +250,10 @@ static int write_identity(int etcfd, int rootfs_fd, const nsbox_policy *p, nsbox
                 return r;
         if (p->net == NET_NONE)
                 r = replace_file(etcfd, "resolv.conf", "# nsbox: network mode none, no name server\n", err);
+        else if (p->dns)
+                r = replace_file(etcfd, "resolv.conf", "# nsbox: network mode nat, slirp4netns forwards to the host's resolver\nnameserver " NSBOX_NAT_DNS "\n", err);
+        else
+                r = replace_file(etcfd, "resolv.conf", "# nsbox: network.dns is false, no name server\n", err);
         return r;
 }
 

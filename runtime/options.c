@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net.h"
 #include "store.h"
 #include "util.h"
 
 enum {
         OPT_POLICY = 0x100, OPT_ROOTFS, OPT_WORKDIR, OPT_BIND, OPT_TMPFS, OPT_HOSTNAME, OPT_TIMEOUT,
         OPT_JSON, OPT_DISK, OPT_NET, OPT_LABEL, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_FROM, OPT_REPO, OPT_COMMIT,
-        OPT_RECORD, OPT_COUNT,
+        OPT_RECORD, OPT_COUNT, OPT_ALLOW, OPT_PUBLISH,
 };
 
 static const struct option run_options[] = {
@@ -30,6 +31,8 @@ static const struct option run_options[] = {
         { "pids", required_argument, NULL, OPT_PIDS },
         { "cpus", required_argument, NULL, OPT_CPUS },
         { "net", required_argument, NULL, OPT_NET },
+        { "allow", required_argument, NULL, OPT_ALLOW },
+        { "publish", required_argument, NULL, OPT_PUBLISH },
         { "json", no_argument, NULL, OPT_JSON },
         { "label", required_argument, NULL, OPT_LABEL },
         { "from", required_argument, NULL, OPT_FROM },
@@ -61,6 +64,18 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
                 case OPT_BIND: r = strv_push(&o->binds, strdup(optarg)); break;
                 case OPT_TMPFS: r = strv_push(&o->tmpfs, strdup(optarg)); break;
                 case 'e': r = strv_push(&o->env, strdup(optarg)); break;
+                case OPT_ALLOW:
+                        if ((r = nsbox_egress_check(optarg, err)) < 0)
+                                return nsbox_err_wrap(err, r, "%s: --allow", cmd);
+                        r = strv_push(&o->allow, strdup(optarg));
+                        break;
+                case OPT_PUBLISH: {
+                        nsbox_publish pub;
+                        if ((r = nsbox_publish_parse(optarg, &pub, err)) < 0)
+                                return nsbox_err_wrap(err, r, "%s: --publish", cmd);
+                        r = strv_push(&o->publish, strdup(optarg));
+                        break;
+                }
                 case OPT_JSON: o->json = true; break;
                 case OPT_LABEL:
                         if (!create)
@@ -201,6 +216,14 @@ static int apply(const nsbox_run_options *o, nsbox_policy *p, nsbox_error *err)
                 else
                         return nsbox_err(err, 0, "--net '%s': expected 'none' or 'nat'", o->net);
         }
+        for (char **a = o->allow; a && *a; a++)
+                if ((r = nsbox_policy_add_egress(p, *a, err)) < 0)
+                        return nsbox_err_wrap(err, r, "--allow");
+        for (char **a = o->publish; a && *a; a++) {
+                nsbox_publish pub;
+                if ((r = nsbox_publish_parse(*a, &pub, err)) < 0 || (r = nsbox_policy_add_publish(p, &pub, err)) < 0)
+                        return nsbox_err_wrap(err, r, "--publish");
+        }
         if (o->has_timeout)
                 p->limits.timeout_ms = o->timeout_ms;
         if (o->has_disk)
@@ -273,5 +296,7 @@ void nsbox_run_options_release(nsbox_run_options *o)
         strv_free(o->tmpfs);
         strv_free(o->env);
         strv_free(o->labels);
-        o->binds = o->tmpfs = o->env = o->labels = NULL;
+        strv_free(o->allow);
+        strv_free(o->publish);
+        o->binds = o->tmpfs = o->env = o->labels = o->allow = o->publish = NULL;
 }

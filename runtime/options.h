@@ -19,6 +19,8 @@ typedef struct nsbox_run_options {
         char **tmpfs;  /* DST[:SIZE] as given */
         char **env;    /* K=V or K */
         char **labels; /* create: K=V */
+        char **allow;  /* egress entries, as given */
+        char **publish; /* [127.0.0.1:]HOSTPORT[:PORT], as given */
         const char *from;   /* a snapshot to start from */
         const char *repo;   /* create: a repository for the workdir, and its commit */
         const char *commit;

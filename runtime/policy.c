@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "consts.h"
+#include "net.h"
 #include "util.h"
 
 #ifndef NSBOX_POLICYDIR
@@ -548,7 +549,7 @@ static int parse_limits(pctx *c, json_t *o, nsbox_policy *p)
 
 static int parse_network(pctx *c, json_t *o, nsbox_policy *p)
 {
-        static const char *const keys[] = { "mode", NULL };
+        static const char *const keys[] = { "mode", "egress", "dns", "host_loopback", "publish", NULL };
         if (!json_is_object(o))
                 return bad(c, "network", "expected an object");
         int r = check_keys(c, o, "network", keys);
@@ -565,6 +566,79 @@ static int parse_network(pctx *c, json_t *o, nsbox_policy *p)
                 else
                         return bad(c, "network.mode", "'%s' is not 'none' or 'nat'", s);
         }
+        static const char *const flags[] = { "dns", "host_loopback" };
+        bool *dst[] = { &p->dns, &p->host_loopback };
+        for (size_t i = 0; i < ARRAY_SIZE(flags); i++) {
+                json_t *v = json_object_get(o, flags[i]);
+                if (!v)
+                        continue;
+                if (!json_is_boolean(v))
+                        return bad(c, flags[i][0] == 'd' ? "network.dns" : "network.host_loopback", "expected true or false");
+                *dst[i] = json_is_true(v);
+        }
+        static const char *const lists[] = { "egress", "publish" };
+        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+                json_t *a = json_object_get(o, lists[l]);
+                if (!a)
+                        continue;
+                char key[64];
+                snprintf(key, sizeof(key), "network.%s", lists[l]);
+                if (!json_is_array(a))
+                        return bad(c, key, l == 0 ? "expected an array such as [\"10.0.0.0/8\", \"192.0.2.1:443\"]"
+                                                  : "expected an array such as [\"8080:80\"]");
+                if (l == 0)
+                        p->egress_set = true;
+                size_t i;
+                json_t *v;
+                json_array_foreach(a, i, v) {
+                        snprintf(key, sizeof(key), "network.%s[%zu]", lists[l], i);
+                        if (!json_is_string(v))
+                                return bad(c, key, "expected a string");
+                        nsbox_error e = { 0 };
+                        nsbox_publish pub;
+                        if (l == 0)
+                                r = nsbox_policy_add_egress(p, json_string_value(v), &e);
+                        else if ((r = nsbox_publish_parse(json_string_value(v), &pub, &e)) == 0)
+                                r = nsbox_policy_add_publish(p, &pub, &e);
+                        if (r < 0) {
+                                r = bad(c, key, "%s", e.msg ? e.msg : "invalid");
+                                nsbox_error_clear(&e);
+                                return r;
+                        }
+                }
+        }
+        return 0;
+}
+
+int nsbox_policy_add_egress(nsbox_policy *p, const char *spec, nsbox_error *err)
+{
+        int r = nsbox_egress_check(spec, err);
+        if (r < 0)
+                return r;
+        size_t n = 0;
+        while (p->egress && p->egress[n])
+                n++;
+        if (n >= NSBOX_MAX_EGRESS)
+                return nsbox_err(err, 0, "more than %d egress entries", NSBOX_MAX_EGRESS);
+        char *d = strdup(spec);
+        if (!d || strv_push(&p->egress, d) < 0)
+                return nsbox_err(err, ENOMEM, "egress");
+        p->egress_set = true;
+        return 0;
+}
+
+int nsbox_policy_add_publish(nsbox_policy *p, const nsbox_publish *pub, nsbox_error *err)
+{
+        for (size_t i = 0; i < p->n_publish; i++)
+                if (p->publish[i].host_port == pub->host_port)
+                        return nsbox_err(err, 0, "host port %u is published twice", pub->host_port);
+        if (p->n_publish >= NSBOX_MAX_PUBLISH)
+                return nsbox_err(err, 0, "more than %d published ports", NSBOX_MAX_PUBLISH);
+        nsbox_publish *v = realloc(p->publish, (p->n_publish + 1) * sizeof(*v));
+        if (!v)
+                return nsbox_err(err, ENOMEM, "publish");
+        p->publish = v;
+        p->publish[p->n_publish++] = *pub;
         return 0;
 }
 
@@ -820,6 +894,7 @@ static nsbox_policy *policy_new_defaults(const char *source)
         p->workdir = strdup("/workspace");
         p->hostname = strdup("nsbox");
         p->net = NET_NONE;
+        p->dns = true;
         p->sc_default = SC_ALLOW;
         p->sc_default_errno = EPERM;
         p->sc_socket_families = ~0ull;
@@ -993,6 +1068,8 @@ void nsbox_policy_free(nsbox_policy *p)
                 nsbox_mount_release(&p->mounts[i]);
         free(p->mounts);
         strv_free(p->env);
+        strv_free(p->egress);
+        free(p->publish);
         for (size_t i = 0; i < p->n_sc_rules; i++)
                 sc_rule_release(&p->sc_rules[i]);
         free(p->sc_rules);

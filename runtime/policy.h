@@ -47,6 +47,13 @@ typedef struct nsbox_sc_rule {
         unsigned n_args;
 } nsbox_sc_rule;
 
+/* A host loopback port published to a port inside the sandbox (network.publish, --publish). */
+typedef struct nsbox_publish {
+        uint16_t host_port, port;
+} nsbox_publish;
+#define NSBOX_MAX_PUBLISH 64
+#define NSBOX_MAX_EGRESS 64
+
 typedef struct nsbox_limits {
         uint64_t memory, swap, pids, disk, output, nofile, fsize; /* 0 = not set */
         bool swap_set;
@@ -76,6 +83,12 @@ typedef struct nsbox_policy {
          * topmost first, host paths; NULL for none. */
         char *const *layers;
         nsbox_net_mode net;
+        char **egress;        /* network.egress, then --allow: entries checked by net.h; NULL = none */
+        bool egress_set;      /* a list was given, even an empty one: everything not on it is refused */
+        bool dns;             /* nat: a resolver in the sandbox (default true) */
+        bool host_loopback;   /* nat: the gateway address reaches the host's 127.0.0.1 (default false) */
+        nsbox_publish *publish;
+        size_t n_publish;
         uint64_t caps; /* bit mask of capabilities kept, default 0 */
 
         nsbox_sc_action sc_default;
@@ -108,4 +121,7 @@ int nsbox_check_writable_dir(const char *path, char **ret);
 /* Normalize an absolute sandbox path: collapse '//' and '/./', refuse '..' and relative paths. */
 int nsbox_normalize_sandbox_path(const char *in, char **ret);
 void nsbox_mount_release(nsbox_mount *m);
+/* Append a checked egress entry (--allow) or a published port; both set what they imply. */
+int nsbox_policy_add_egress(nsbox_policy *p, const char *spec, nsbox_error *err);
+int nsbox_policy_add_publish(nsbox_policy *p, const nsbox_publish *pub, nsbox_error *err);
 const char *nsbox_policy_dir_default(void);

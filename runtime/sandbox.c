@@ -47,14 +47,12 @@ int nsbox_policy_check_host(nsbox_policy *p, nsbox_error *err)
                 if (!S_ISDIR(st.st_mode))
                         return nsbox_err(err, ENOTDIR, "rootfs '%s'", p->root_path);
         }
-        if (p->net != NET_NONE)
-                return nsbox_err(err, 0, "network mode 'nat' is not available in this version of nsbox (only 'none')");
-        const char *name = p->source ? p->source : "default";
-        const char *slash = strrchr(name, '/');
-        int r = nsbox_cgroup_check(&p->limits, slash ? slash + 1 : name, err);
+        int r = nsbox_net_check_host(p, err);
         if (r < 0)
                 return r;
-        return 0;
+        const char *name = p->source ? p->source : "default";
+        const char *slash = strrchr(name, '/');
+        return nsbox_cgroup_check(&p->limits, slash ? slash + 1 : name, err);
 }
 
 /* ---- inside the sandbox ------------------------------------------------------------------ */
@@ -83,7 +81,16 @@ static void forwarded_set(sigset_t *set)
 
 /* No fd of the caller's may reach the sandbox (runc CVE-2024-21626): close every fd from 3 up
  * but the ones in keep (ascending). */
-static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, int syncfd, int agentfd, nsbox_error *err)
+/* Resolved by the launcher before the clone: host names in the egress list are looked up with
+ * the host's resolver. */
+typedef struct egress_rules {
+        nsbox_egress_rule *v;
+        size_t n;
+        bool restricted;
+} egress_rules;
+
+static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const egress_rules *eg, int syncfd, int agentfd,
+                               nsbox_error *err)
 {
         static nsbox_sync_msg m; /* 32 KiB: not on the stack */
         int r;
@@ -112,11 +119,12 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, in
                 return nsbox_err_wrap(err, r, "set up the sandbox root");
         if (stage_fd >= 0 && (r = nsbox_sync_send_fd(syncfd, SYNC_STAGE, stage_fd)) < 0)
                 return nsbox_err(err, -r, "pass the writable layer to the supervisor");
-        /* 6. Host name, loopback, rlimits. */
+        /* 6. Host name, loopback and the egress rules (while we hold CAP_NET_ADMIN over our
+         * network namespace, which the sandbox never has), rlimits. */
         if (sethostname(p->hostname, strlen(p->hostname)) < 0)
                 return nsbox_err(err, errno, "set host name");
-        if ((r = nsbox_net_loopback_up(err)) < 0)
-                return r;
+        if ((r = nsbox_net_setup_inside(eg->v, eg->n, eg->restricted, err)) < 0)
+                return nsbox_err_wrap(err, r, "set up the network");
         set_rlimit(RLIMIT_CORE, 0);
         set_rlimit(RLIMIT_NOFILE, p->limits.nofile ? p->limits.nofile : 1024);
         if (p->limits.fsize)
@@ -318,8 +326,32 @@ void nsbox_sandbox_destroy(nsbox_sandbox *sb)
                 close(sb->agentfd);
         if (sb->stagefd >= 0)
                 close(sb->stagefd);
+        nsbox_net_stop(&sb->net);
         nsbox_cgroup_destroy(&sb->cg, 2000);
         *sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
+}
+
+/* A start that failed after the child began its setup: when the child failed first (its
+ * error is on the channel, and our own failure, a broken pipe or slirp4netns losing its
+ * namespaces, only follows from it), report the child's. */
+static int start_failed(nsbox_sandbox *sb, int r, nsbox_error *err)
+{
+        static nsbox_sync_msg m;
+        struct pollfd pfd = { .fd = sb->syncfd, .events = POLLIN };
+        while (sb->syncfd >= 0 && poll(&pfd, 1, 0) == 1) {
+                int fd = -1;
+                if (nsbox_sync_recv_fd(sb->syncfd, &m, &fd) != 1)
+                        break;
+                if (fd >= 0)
+                        close(fd);
+                if (m.type == SYNC_ERROR) {
+                        nsbox_error_clear(err);
+                        nsbox_err(err, 0, "%.1000s", (const char *)m.payload);
+                        break;
+                }
+        }
+        nsbox_sandbox_destroy(sb);
+        return r;
 }
 
 int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_tool_entry *tools, const int stdio[3],
@@ -330,6 +362,11 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
         /* 1. The policy and options were validated whole by the caller, before this point. */
         nsbox_idmap map;
         nsbox_idmap_for_caller(p->uid, p->gid, &map);
+        _cleanup_free_ nsbox_egress_rule *rules = NULL;
+        egress_rules eg = { .restricted = p->net == NET_NAT && p->egress_set };
+        if (eg.restricted && (r = nsbox_egress_resolve(p, &rules, &eg.n, err)) < 0)
+                return r;
+        eg.v = rules;
         int sv[2] = { -1, -1 }, av[2] = { -1, -1 };
         if ((r = socketpair_above_stdio(SOCK_SEQPACKET, sv)) < 0)
                 return nsbox_err(err, -r, "create the sandbox's control channel");
@@ -387,7 +424,7 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
                                         _exit(125);
                 }
                 nsbox_error cerr = { 0 };
-                if (sandbox_child_setup(p, &map, sv[1], av[1], &cerr) < 0) {
+                if (sandbox_child_setup(p, &map, &eg, sv[1], av[1], &cerr) < 0) {
                         nsbox_sync_send_error(sv[1], &cerr, "sandbox setup failed");
                         _exit(125);
                 }
@@ -397,6 +434,21 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
         close(sv[1]);
         if (av[1] >= 0)
                 close(av[1]);
+        /* mode nat: the namespaces slirp4netns joins, opened while the child waits (it turns
+         * non-dumpable during its setup, which closes its /proc/PID/ns to us) */
+        _cleanup_close_ int userns_fd = -1, netns_fd = -1;
+        if (p->net == NET_NAT) {
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb.pid);
+                userns_fd = open(path, O_RDONLY | O_CLOEXEC);
+                snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)sb.pid);
+                netns_fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (userns_fd < 0 || netns_fd < 0) {
+                        r = nsbox_err(err, errno, "open the sandbox's namespaces for its network");
+                        nsbox_sandbox_destroy(&sb);
+                        return r;
+                }
+        }
         if ((r = nsbox_write_idmap(sb.pid, &map, err)) < 0 || (r = nsbox_sync_send(sb.syncfd, SYNC_GO, 0, NULL, 0)) < 0) {
                 nsbox_err(err, -r, "start the sandbox");
                 nsbox_sandbox_destroy(&sb);
@@ -404,11 +456,16 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
         }
         /* 9, prepared here: the filter compiles while the child builds its root (the rules were
          * resolved and checked when the policy was parsed, so this fails only on exhaustion). */
-        if ((r = nsbox_seccomp_compile(p, &bpf, err)) < 0 ||
-            (r = nsbox_sync_send(sb.syncfd, SYNC_SECCOMP, 0, bpf.insns, bpf.len * sizeof(struct sock_filter))) < 0) {
+        if ((r = nsbox_seccomp_compile(p, &bpf, err)) < 0)
+                return start_failed(&sb, r, err);
+        /* Mode nat: slirp4netns joins the child's namespaces and configures its tap device while
+         * the child builds its root; the child runs nothing of the sandbox's before it has the
+         * filter, so nothing runs before the network is up. */
+        if ((r = nsbox_net_start(p, userns_fd, netns_fd, &sb.net, err)) < 0)
+                return start_failed(&sb, r, err);
+        if ((r = nsbox_sync_send(sb.syncfd, SYNC_SECCOMP, 0, bpf.insns, bpf.len * sizeof(struct sock_filter))) < 0) {
                 nsbox_err(err, -r, "send the seccomp filter");
-                nsbox_sandbox_destroy(&sb);
-                return r;
+                return start_failed(&sb, r, err);
         }
         *ret = sb;
         return 0;

@@ -8,6 +8,7 @@
 #include "agent.h"
 #include "cgroup.h"
 #include "error.h"
+#include "net.h"
 #include "policy.h"
 
 /* What a one-shot sandbox run ended with, as `nsbox run --json` reports it. */
@@ -51,8 +52,11 @@ typedef struct nsbox_sandbox {
         int stagefd;      /* serve mode, once ready: O_PATH of the staging tmpfs (upper/ = the writable layer) */
         uint64_t start_ns;
         nsbox_cgroup cg;  /* cg.dirfd -1 when the host offers no cgroup (cgroup.h) */
+        nsbox_net net;    /* mode nat: its slirp4netns (net.h) */
 } nsbox_sandbox;
-#define NSBOX_SANDBOX_INIT { .pid = 0, .pidfd = -1, .syncfd = -1, .agentfd = -1, .stagefd = -1, .start_ns = 0, .cg = NSBOX_CGROUP_INIT }
+#define NSBOX_SANDBOX_INIT                                                                                  \
+        { .pid = 0, .pidfd = -1, .syncfd = -1, .agentfd = -1, .stagefd = -1, .start_ns = 0, .cg = NSBOX_CGROUP_INIT, \
+          .net = NSBOX_NET_INIT }
 
 /* Build a sandbox from p, in a cgroup of its own named after tag (cgroup.h) when the host has
  * one to give, with p's limits written before its first instruction.  Run mode (argv set): the agent runs argv with stdio[i] (or the

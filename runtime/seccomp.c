@@ -81,6 +81,17 @@ static int add_socket_rules(scmp_filter_ctx ctx, const nsbox_policy *p, uint32_t
 {
         uint32_t deny = SCMP_ACT_ERRNO(EAFNOSUPPORT);
         int r = add_not_in_set(ctx, deny, def, SCMP_SYS(socket), 0, p->sc_socket_families, NSBOX_AF_MAX, NULL, 0, err);
+        /* No raw IP sockets, whatever capabilities the policy keeps: a raw socket writes packets
+         * that no connection tracking saw (SOCK_PACKET is the old AF_INET spelling of a packet
+         * socket; AF_PACKET is refused by family).  Netlink sockets are SOCK_RAW too, so the
+         * family is part of the rule.  The type is the low bits; the rest are flags. */
+        static const int families[] = { AF_INET, AF_INET6 }, raw_types[] = { SOCK_RAW, SOCK_PACKET };
+        for (size_t f = 0; f < ARRAY_SIZE(families) && r == 0; f++)
+                for (size_t i = 0; i < ARRAY_SIZE(raw_types) && r == 0; i++) {
+                        struct scmp_arg_cmp c[2] = { SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[f]),
+                                                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, (scmp_datum_t)raw_types[i]) };
+                        r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), def, SCMP_SYS(socket), 2, c, err);
+                }
         if (r < 0 || !(p->sc_socket_families & (1ull << AF_NETLINK)))
                 return r;
         struct scmp_arg_cmp netlink = SCMP_A0(SCMP_CMP_EQ, AF_NETLINK);

@@ -282,3 +282,12 @@ void nsbox_close_all_but(const int *keep, size_t n)
         }
         syscall(SYS_close_range, from, ~0u, 0);
 }
+
+void nsbox_close_pair(int fds[2])
+{
+        for (int i = 0; i < 2; i++)
+                if (fds[i] >= 0) {
+                        close(fds[i]);
+                        fds[i] = -1;
+                }
+}

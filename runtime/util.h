@@ -60,4 +60,6 @@ size_t strv_length(char *const *v);
 int strv_push(char ***v, char *s); /* takes ownership of s */
 uint64_t now_ns(void);
 /* Close every fd from 3 up except those of keep (ascending; -1 entries ignored), after fork. */
-void nsbox_close_all_but(const int *keep, size_t n);             /* CLOCK_MONOTONIC */
+void nsbox_close_all_but(const int *keep, size_t n);
+/* Close both ends of a pipe or socketpair that are open (>= 0) and mark them -1. */
+void nsbox_close_pair(int fds[2]);             /* CLOCK_MONOTONIC */

@@ -239,6 +239,54 @@ START_TEST(test_bad_network_mode_is_refused)
 }
 END_TEST
 
+START_TEST(test_bad_network_entries_are_refused)
+{
+        ASSERT_REFUSED("{\"network\": {\"mode\": \"nat\", \"egress\": [\"10.0.0.0/8\", \"10.0.0.0/33\"]}}",
+                       "network.egress[1]", "10.0.0.0/33", "prefix /33 is out of range");
+        ASSERT_REFUSED("{\"network\": {\"egress\": [\"300.1.2.3:80\"]}}", "network.egress[0]", "not an IPv4 or IPv6 address");
+        ASSERT_REFUSED("{\"network\": {\"egress\": [\"10.0.0.1:65536\"]}}", "port 65536 is out of range");
+        ASSERT_REFUSED("{\"network\": {\"egress\": [\"10.0.0.1:90-80\"]}}", "range 90-80 is empty");
+        ASSERT_REFUSED("{\"network\": {\"egress\": [\"[fd00::1]80\"]}}", "expected [IPV6ADDRESS]:PORT");
+        ASSERT_REFUSED("{\"network\": {\"egress\": [\"fd00::/129\"]}}", "prefix /129 is out of range for IPv6");
+        ASSERT_REFUSED("{\"network\": {\"egress\": [\"bad_name.example\"]}}", "not an IPv4 or IPv6 address or a host name");
+        ASSERT_REFUSED("{\"network\": {\"egress\": \"10.0.0.0/8\"}}", "network.egress", "expected an array");
+        ASSERT_REFUSED("{\"network\": {\"egress\": [8]}}", "network.egress[0]", "expected a string");
+        ASSERT_REFUSED("{\"network\": {\"publish\": [\"8080:0\"]}}", "network.publish[0]", "port 0 is out of range");
+        ASSERT_REFUSED("{\"network\": {\"publish\": [\"8080:80\", \"8080:81\"]}}", "network.publish[1]", "published twice");
+        ASSERT_REFUSED("{\"network\": {\"publish\": [\"0.0.0.0:8080:80\"]}}", "only host loopback ports");
+        ASSERT_REFUSED("{\"network\": {\"dns\": \"yes\"}}", "network.dns", "true or false");
+        ASSERT_REFUSED("{\"network\": {\"host_loopback\": 1}}", "network.host_loopback", "true or false");
+}
+END_TEST
+
+START_TEST(test_network_entries_are_kept)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"network\": {\"mode\": \"nat\", \"egress\": [\"10.1.2.3/8:443\", \"tcp:[2001:db8::1]:22-23\", "
+                      "\"udp:pypi.org:53\"], \"dns\": false, \"host_loopback\": true, \"publish\": [\"127.0.0.1:8080:80\", \"9000\"]}}",
+                      &p);
+        ck_assert_int_eq(p->net, NET_NAT);
+        ck_assert(p->egress_set);
+        ck_assert_str_eq(p->egress[0], "10.1.2.3/8:443");
+        ck_assert_str_eq(p->egress[2], "udp:pypi.org:53");
+        ck_assert_ptr_null(p->egress[3]);
+        ck_assert(!p->dns);
+        ck_assert(p->host_loopback);
+        ck_assert_uint_eq(p->n_publish, 2);
+        ck_assert_uint_eq(p->publish[0].host_port, 8080);
+        ck_assert_uint_eq(p->publish[0].port, 80);
+        ck_assert_uint_eq(p->publish[1].host_port, 9000);
+        ck_assert_uint_eq(p->publish[1].port, 9000);
+        nsbox_policy_free(p);
+        /* an empty list is a list: default deny */
+        ASSERT_PARSES("{\"network\": {\"mode\": \"nat\", \"egress\": []}}", &p);
+        ck_assert(p->egress_set);
+        ck_assert(p->dns);
+        ck_assert(!p->host_loopback);
+        nsbox_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_bad_capability_name_is_refused)
 {
         ASSERT_REFUSED("{\"capabilities\": [\"CAP_NOPE\"]}", "capabilities[0]");
@@ -575,6 +623,8 @@ Suite *policy_suite(void)
         unit_add(tc, test_workdir_with_dotdot_is_refused);
         unit_add(tc, test_dir_root_without_path_is_refused);
         unit_add(tc, test_bad_network_mode_is_refused);
+        unit_add(tc, test_bad_network_entries_are_refused);
+        unit_add(tc, test_network_entries_are_kept);
         unit_add(tc, test_bad_capability_name_is_refused);
         unit_add(tc, test_unknown_syscall_is_refused);
         unit_add(tc, test_bad_errno_name_is_refused);
