@@ -276,8 +276,47 @@ static void job_stop(daemon_state *d, sandbox *s, const char *why)
         s->job = JOB_NONE;
 }
 
+/* slirp4netns processes told to exit, reaped as they finish: their exit takes the kernel some
+ * 20 ms (the tap device goes with the sandbox's network namespace), too long to wait for in the
+ * event loop. */
+static pid_t *exiting;
+static size_t n_exiting;
+
+static void reap_later(pid_t pid)
+{
+        if (pid <= 0)
+                return;
+        pid_t *v = realloc(exiting, (n_exiting + 1) * sizeof(*v));
+        if (!v) { /* no memory to remember it: wait for it now */
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                return;
+        }
+        exiting = v;
+        exiting[n_exiting++] = pid;
+}
+
+static void reap_exited(bool block)
+{
+        for (size_t i = 0; i < n_exiting;) {
+                pid_t r;
+                while ((r = waitpid(exiting[i], NULL, block ? 0 : WNOHANG)) < 0 && errno == EINTR)
+                        ;
+                if (r == 0) {
+                        i++;
+                        continue;
+                }
+                exiting[i] = exiting[--n_exiting];
+        }
+        if (n_exiting == 0) {
+                free(exiting);
+                exiting = NULL;
+        }
+}
+
 static void sandbox_free(sandbox *s)
 {
+        reap_later(nsbox_net_detach(&s->sb.net));
         nsbox_sandbox_destroy(&s->sb);
         nsbox_frame_reader_release(&s->rd);
         nsbox_queue_release(&s->out);
@@ -1051,6 +1090,7 @@ static void method_reset(daemon_state *d, client *c, json_t *id, json_t *params)
         }
         fail_calls(d, s, "conflict", "was reset");
         unwatch_sandbox(d, s);
+        reap_later(nsbox_net_detach(&s->sb.net));
         nsbox_sandbox_destroy(&s->sb);
         nsbox_frame_reader_release(&s->rd);
         nsbox_queue_release(&s->out);
@@ -1690,6 +1730,9 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 logf_("sandboxes get no cgroup (no limits, no pause): %s", cg_why);
         while (!d.stop) {
                 int timeout = deadlines(&d);
+                reap_exited(false);
+                if (n_exiting && (timeout < 0 || timeout > 20))
+                        timeout = 20;
                 update_interest(&d);
                 struct epoll_event ev[64];
                 int n = epoll_wait(d.epfd, ev, 64, timeout);
@@ -1765,6 +1808,7 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
         logf_("stopping: destroying %u sandboxes", d.n_sandboxes);
         while (d.sandboxes)
                 sandbox_remove(&d, d.sandboxes, "internal", "was stopped with nsboxd");
+        reap_exited(true);
         while (d.clients)
                 client_remove(&d, d.clients);
         close(d.listen_fd);

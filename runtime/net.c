@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -325,7 +326,9 @@ int nsbox_net_check_host(const nsbox_policy *p, nsbox_error *err)
 static void last_line(int fd, char *buf, size_t size)
 {
         char tmp[4096];
-        ssize_t n = read(fd, tmp, sizeof(tmp) - 1);
+        off_t end = lseek(fd, 0, SEEK_END);
+        off_t from = end > (off_t)sizeof(tmp) - 1 ? end - (off_t)sizeof(tmp) + 1 : 0;
+        ssize_t n = pread(fd, tmp, sizeof(tmp) - 1, from);
         buf[0] = '\0';
         if (n <= 0)
                 return;
@@ -450,10 +453,13 @@ int nsbox_net_start(const nsbox_policy *p, int userns_fd, int netns_fd, nsbox_ne
         const char *bin = slirp_path();
         if (!bin)
                 return nsbox_err(err, ENOENT, "network mode 'nat': slirp4netns");
-        int readyp[2] = { -1, -1 }, exitp[2] = { -1, -1 }, errp[2] = { -1, -1 };
+        int readyp[2] = { -1, -1 }, exitp[2] = { -1, -1 };
+        /* its stderr: a file, not a pipe, so that what it says later neither blocks it nor
+         * kills it with SIGPIPE; read back when it fails to start */
+        _cleanup_close_ int errfd = memfd_create("nsbox-slirp4netns-stderr", MFD_CLOEXEC);
         char dir[] = "/tmp/nsbox-net-XXXXXX", api[sizeof(dir) + 16] = "";
         int r = 0;
-        if (pipe2(readyp, O_CLOEXEC) < 0 || pipe2(exitp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        if (errfd < 0 || pipe2(readyp, O_CLOEXEC) < 0 || pipe2(exitp, O_CLOEXEC) < 0) {
                 r = nsbox_err(err, errno, "network: pipe");
                 goto out;
         }
@@ -476,8 +482,11 @@ int nsbox_net_start(const nsbox_policy *p, int userns_fd, int netns_fd, nsbox_ne
                 prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
                 if (getppid() != parent)
                         _exit(127);
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL); /* the supervisor's blocked signals are its own */
                 int fds[4] = { readyp[1], exitp[0], userns_fd, netns_fd };
-                slirp_exec(bin, p, fds, api[0] ? api : NULL, errp[1]);
+                slirp_exec(bin, p, fds, api[0] ? api : NULL, errfd);
         }
         ret->pid = pid;
         ret->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -485,11 +494,9 @@ int nsbox_net_start(const nsbox_policy *p, int userns_fd, int netns_fd, nsbox_ne
         exitp[1] = -1;
         close(readyp[1]);
         readyp[1] = -1;
-        close(errp[1]);
-        errp[1] = -1;
         char c = 0, msg[300];
         if ((r = wait_readable(readyp[0], SLIRP_READY_MS)) < 0 || read(readyp[0], &c, 1) != 1 || c != '1') {
-                last_line(errp[0], msg, sizeof(msg));
+                last_line(errfd, msg, sizeof(msg));
                 r = nsbox_err(err, r == -ETIMEDOUT ? ETIMEDOUT : 0, "network mode 'nat': slirp4netns %s%s%s",
                               r == -ETIMEDOUT ? "did not configure the sandbox's network in time" : "failed",
                               msg[0] ? ": " : "", msg);
@@ -504,10 +511,20 @@ out:
                 rmdir(dir);
         nsbox_close_pair(readyp);
         nsbox_close_pair(exitp);
-        nsbox_close_pair(errp);
         if (r < 0)
                 nsbox_net_stop(ret);
         return r;
+}
+
+pid_t nsbox_net_detach(nsbox_net *n)
+{
+        pid_t pid = n->pid;
+        if (n->exitfd >= 0)
+                close(n->exitfd); /* slirp4netns exits on EOF */
+        if (n->pidfd >= 0)
+                close(n->pidfd);
+        *n = (nsbox_net)NSBOX_NET_INIT;
+        return pid;
 }
 
 void nsbox_net_stop(nsbox_net *n)

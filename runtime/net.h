@@ -48,4 +48,9 @@ int nsbox_net_check_host(const nsbox_policy *p, nsbox_error *err);
 /* Attach slirp4netns to the sandbox's user and network namespaces (open fds, id maps written),
  * wait until the tap device is configured, publish p's ports. */
 int nsbox_net_start(const nsbox_policy *p, int userns_fd, int netns_fd, nsbox_net *ret, nsbox_error *err);
+/* Close the exit fd and wait until slirp4netns is gone (its published ports with it). */
 void nsbox_net_stop(nsbox_net *n);
+/* Close the exit fd and forget the process: it exits on its own, which takes the kernel some
+ * 20 ms (its tap device goes with the sandbox's network namespace).  Returns its pid, for a
+ * caller that reaps it later, or 0. */
+pid_t nsbox_net_detach(nsbox_net *n);

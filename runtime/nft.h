@@ -33,8 +33,8 @@ typedef struct nsbox_egress_rule {
  *   reject with icmpx admin-prohibited
  * so that a connection to anything not listed fails at once (ECONNREFUSED for TCP) instead of
  * hanging.  n == 0 means: deny everything but loopback and established.  Atomic (one batch):
- * an existing `table inet nsbox` is replaced in the same transaction, and on failure the
- * namespace keeps whatever it had before.  Needs CAP_NET_ADMIN over the netns (nsbox calls it
+ * on failure the namespace keeps whatever it had before.  Once per namespace: when `table inet
+ * nsbox` exists already, -EEXIST and nothing changes.  Needs CAP_NET_ADMIN over the netns (nsbox calls it
  * inside the sandbox's fresh user+net namespace before dropping capabilities).
  * Returns 0 or -errno with err set (one line, no trailing newline): -EINVAL for an invalid rule
  * (nothing sent), -EPERM without CAP_NET_ADMIN, else the kernel's error for the first message

@@ -776,6 +776,16 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
                 if (pfd[0].revents & POLLIN)
                         break;
         }
+        /* slirp4netns: told to exit now.  Its exit takes the kernel some 20 ms; with published
+         * ports (or for a caller that stays, which must not collect zombies), destroy waits for
+         * it, so that the ports are free when we return; else it finishes on its own and the
+         * orphan is reaped by whoever adopts it. */
+        if (sb.net.pid > 0 && p->n_publish == 0 && (flags & NSBOX_RUN_RETURN_AT_EXIT))
+                nsbox_net_detach(&sb.net);
+        else if (sb.net.exitfd >= 0) {
+                close(sb.net.exitfd);
+                sb.net.exitfd = -1;
+        }
         bool reaped = false;
         int wstatus = 0;
         struct rusage init_ru = { 0 };

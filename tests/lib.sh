@@ -72,6 +72,23 @@ wait_gone() { # pgrep -f pattern
         return 1
 }
 
+# The pid of the nsboxd answering on $NSBOX_SOCKET (empty, status 1, when none answers).
+daemon_pid() {
+        python3 - "$NSBOX_SOCKET" <<'PY' 2>/dev/null
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+f = s.makefile("rb")
+while True:
+    d = json.loads(f.readline())
+    if d.get("id") == 1:
+        print(d["result"]["pid"])
+        break
+PY
+}
+
 run_tests() {
         local t status pass=0 failn=0 skipn=0
         TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/nsbox-test.XXXXXX")

@@ -236,13 +236,6 @@ test_ls_json_shows_limits_and_usage() {
         assert_status 0 "$NSBOX" rm "$id"
 }
 
-daemon_pid() {
-        python3 -c 'import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
-print(json.loads(s.makefile().readline())["result"]["pid"])' "$NSBOX_SOCKET"
-}
-
 test_zz_daemon_stops_with_nothing_left() {
         assert_status 0 "$NSBOX" ls --json
         assert_eq "[]" "$OUT" "sandboxes left"

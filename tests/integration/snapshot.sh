@@ -28,29 +28,6 @@ v = eval(sys.argv[1])
 print(v if isinstance(v, str) else json.dumps(v))' "$1"
 }
 
-# The pid nsboxd reports on our socket (empty when none answers).
-daemon_pid() {
-        python3 - "$NSBOX_SOCKET" <<'PY' 2>/dev/null
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
-buf = b""
-while True:
-    while b"\n" not in buf:
-        chunk = s.recv(65536)
-        if not chunk:
-            sys.exit(1)
-        buf += chunk
-    line, buf = buf.split(b"\n", 1)
-    d = json.loads(line)
-    if d.get("id") == 1:
-        print(d["result"]["pid"])
-        break
-PY
-}
-
 # What a test made goes when it ends, whatever happens: its sandboxes, then its snapshots (and
 # with them the layers only they used).
 MY_SANDBOXES=""

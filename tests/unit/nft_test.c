@@ -306,14 +306,21 @@ NETNS_TEST(test_egress_empty_list_refuses_everything_but_loopback)
                expect_loopback_open(msg, size);
 }
 
-NETNS_TEST(test_egress_second_call_replaces_the_first_list)
+/* Installed once per namespace: a second list is refused, and the first stays as it was. */
+NETNS_TEST(test_egress_second_call_is_refused_and_changes_nothing)
 {
         const nsbox_egress_rule first[] = { allow("10.77.0.5", 32, IPPROTO_TCP, 80, 80) };
         const nsbox_egress_rule second[] = { allow("10.77.0.6", 32, IPPROTO_TCP, 80, 80) };
-        return install(msg, size, first, ARRAY_SIZE(first)) &&
-               install(msg, size, second, ARRAY_SIZE(second)) &&
-               expect_tcp(msg, size, "10.77.0.6", 80, EINPROGRESS) &&
-               expect_tcp(msg, size, "10.77.0.5", 80, ECONNREFUSED);
+        if (!install(msg, size, first, ARRAY_SIZE(first)))
+                return false;
+        nsbox_error err = { 0 };
+        char why[512];
+        int r = nsbox_nft_egress(second, ARRAY_SIZE(second), &err);
+        unit_take_error(&err, why, sizeof(why));
+        EXPECT(r == -EEXIST, "a second call returned %d, expected -EEXIST: %s", r, why);
+        EXPECT(strstr(why, "already there") && !strchr(why, '\n'), "message: '%s'", why);
+        return expect_tcp(msg, size, "10.77.0.5", 80, EINPROGRESS) &&
+               expect_tcp(msg, size, "10.77.0.6", 80, ECONNREFUSED);
 }
 
 NETNS_TEST(test_egress_without_cap_net_admin_fails_with_eperm_and_changes_nothing)
@@ -372,7 +379,7 @@ Suite *nft_suite(void)
         unit_add(tc, test_egress_port_range_allows_ports_inside_and_refuses_those_just_outside);
         unit_add(tc, test_egress_ipv6_allows_the_listed_address_and_refuses_its_neighbour);
         unit_add(tc, test_egress_empty_list_refuses_everything_but_loopback);
-        unit_add(tc, test_egress_second_call_replaces_the_first_list);
+        unit_add(tc, test_egress_second_call_is_refused_and_changes_nothing);
         unit_add(tc, test_egress_without_cap_net_admin_fails_with_eperm_and_changes_nothing);
         unit_add(tc, test_egress_invalid_entries_are_refused_before_the_kernel_sees_them);
         return s;
