@@ -19,7 +19,7 @@ PKG_CONFIG ?= pkg-config
 # Every dependency comes through pkg-config; the nsbox binary links only what it uses, so a cold
 # start does not pay for libgit2's relocations.
 ALL_PKGS := libseccomp libcap libnl-3.0 libnl-route-3.0 jansson libgit2
-RUN_PKGS := libseccomp libcap jansson
+RUN_PKGS := libseccomp libcap jansson libnl-route-3.0 libnl-3.0
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
 MISSING := $(shell for p in $(ALL_PKGS) check; do $(PKG_CONFIG) --exists $$p || echo $$p; done)
 ifneq ($(strip $(MISSING)),)

@@ -250,7 +250,17 @@ static int write_identity(int etcfd, int rootfs_fd, const nsbox_policy *p, nsbox
                 return r;
         if (p->net == NET_NONE)
                 r = replace_file(etcfd, "resolv.conf", "# nsbox: network mode none, no name server\n", err);
-        else if (p->dns)
+        else if (p->dns && p->net_backend == NET_BACKEND_VETH) {
+                uint8_t ns[8][4];
+                size_t n = nsbox_host_nameservers(ns, ARRAY_SIZE(ns));
+                char conf[512];
+                int len = snprintf(conf, sizeof(conf), "# nsbox: network mode nat (veth), the host's name servers%s\n",
+                                   n ? "" : ": none that a sandbox can reach (they are on the host's loopback)");
+                for (size_t i = 0; i < n; i++)
+                        len += snprintf(conf + len, sizeof(conf) - (size_t)len, "nameserver %u.%u.%u.%u\n", ns[i][0], ns[i][1], ns[i][2],
+                                        ns[i][3]);
+                r = replace_file(etcfd, "resolv.conf", conf, err);
+        } else if (p->dns)
                 r = replace_file(etcfd, "resolv.conf", "# nsbox: network mode nat, slirp4netns forwards to the host's resolver\nnameserver " NSBOX_NAT_DNS "\n", err);
         else
                 r = replace_file(etcfd, "resolv.conf", "# nsbox: network.dns is false, no name server\n", err);

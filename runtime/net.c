@@ -206,9 +206,17 @@ int nsbox_egress_resolve(const nsbox_policy *p, nsbox_egress_rule **ret, size_t 
                         r = resolve_one(&e, &v, &count, err);
         }
         if (r == 0 && p->net == NET_NAT && p->dns) {
-                nsbox_egress_rule dns = { .family = AF_INET, .prefix = 32, .port_lo = 53, .port_hi = 53 };
-                inet_pton(AF_INET, NSBOX_NAT_DNS, dns.addr);
-                r = push_rule(&v, &count, &dns, err);
+                /* the sandbox's name servers: slirp4netns's, or the host's */
+                uint8_t servers[8][4];
+                size_t ns = 1;
+                inet_pton(AF_INET, NSBOX_NAT_DNS, servers[0]);
+                if (p->net_backend == NET_BACKEND_VETH)
+                        ns = nsbox_host_nameservers(servers, ARRAY_SIZE(servers));
+                for (size_t i = 0; i < ns && r == 0; i++) {
+                        nsbox_egress_rule dns = { .family = AF_INET, .prefix = 32, .port_lo = 53, .port_hi = 53 };
+                        memcpy(dns.addr, servers[i], 4);
+                        r = push_rule(&v, &count, &dns, err);
+                }
         }
         if (r < 0) {
                 free(v);
@@ -262,9 +270,28 @@ int nsbox_net_loopback_up(nsbox_error *err)
         return 0;
 }
 
-int nsbox_net_setup_inside(const nsbox_egress_rule *rules, size_t n, bool restricted, nsbox_error *err)
+size_t nsbox_host_nameservers(uint8_t out[][4], size_t max)
+{
+        FILE *f = fopen("/etc/resolv.conf", "re");
+        size_t n = 0;
+        char line[256];
+        while (f && n < max && fgets(line, sizeof(line), f)) {
+                char addr[64];
+                if (sscanf(line, " nameserver %63s", addr) != 1 || inet_pton(AF_INET, addr, out[n]) != 1)
+                        continue;
+                if (out[n][0] != 127) /* the host's own loopback is not the sandbox's */
+                        n++;
+        }
+        if (f)
+                fclose(f);
+        return n;
+}
+
+int nsbox_net_setup_inside(const nsbox_veth *veth, const nsbox_egress_rule *rules, size_t n, bool restricted, nsbox_error *err)
 {
         int r = nsbox_net_loopback_up(err);
+        if (r == 0 && veth)
+                r = nsbox_veth_setup_inside(veth, err);
         if (r == 0 && restricted)
                 r = nsbox_nft_egress(rules, n, err);
         return r;
@@ -310,6 +337,15 @@ int nsbox_net_check_host(const nsbox_policy *p, nsbox_error *err)
                         return nsbox_err(err, 0, "publishing a port needs network mode 'nat' (--net nat): mode 'none' has only loopback");
                 if (p->egress && p->egress[0])
                         return nsbox_err(err, 0, "an egress allow-list needs network mode 'nat' (--net nat): mode 'none' lets nothing out");
+                return 0;
+        }
+        if (p->net_backend == NET_BACKEND_VETH) {
+                if (geteuid() != 0)
+                        return nsbox_err(err, 0, "network.backend 'veth' needs nsbox or nsboxd started as root (unprivileged: 'slirp4netns')");
+                if (p->n_publish)
+                        return nsbox_err(err, 0, "publishing a port needs network.backend 'slirp4netns' in this version ('veth' has no publish yet)");
+                if (p->host_loopback)
+                        return nsbox_err(err, 0, "network.host_loopback is for network.backend 'slirp4netns' (with 'veth', the host is the sandbox's gateway)");
                 return 0;
         }
         if (!slirp_path())
@@ -447,9 +483,10 @@ static void slirp_exec(const char *bin, const nsbox_policy *p, const int fds[4],
 
 int nsbox_net_start(const nsbox_policy *p, int userns_fd, int netns_fd, nsbox_net *ret, nsbox_error *err)
 {
-        *ret = (nsbox_net)NSBOX_NET_INIT;
-        if (p->net != NET_NAT)
+        if (p->net != NET_NAT || p->net_backend != NET_BACKEND_SLIRP4NETNS)
                 return 0;
+        ret->pid = 0;
+        ret->pidfd = ret->exitfd = -1;
         const char *bin = slirp_path();
         if (!bin)
                 return nsbox_err(err, ENOENT, "network mode 'nat': slirp4netns");
@@ -518,6 +555,7 @@ out:
 
 pid_t nsbox_net_detach(nsbox_net *n)
 {
+        nsbox_veth_release(&n->veth);
         pid_t pid = n->pid;
         if (n->exitfd >= 0)
                 close(n->exitfd); /* slirp4netns exits on EOF */
@@ -529,6 +567,7 @@ pid_t nsbox_net_detach(nsbox_net *n)
 
 void nsbox_net_stop(nsbox_net *n)
 {
+        nsbox_veth_release(&n->veth);
         if (n->exitfd >= 0)
                 close(n->exitfd); /* slirp4netns exits on EOF */
         if (n->pid > 0) {

@@ -12,6 +12,7 @@
 #include "error.h"
 #include "nft.h"
 #include "policy.h"
+#include "veth.h"
 
 /* What the sandbox sees in mode nat (slirp4netns's fixed layout on 10.0.2.0/24). */
 #define NSBOX_NAT_ADDR "10.0.2.100"
@@ -28,25 +29,32 @@ int nsbox_egress_resolve(const nsbox_policy *p, nsbox_egress_rule **ret, size_t 
 /* [127.0.0.1:]HOSTPORT[:PORT] */
 int nsbox_publish_parse(const char *spec, nsbox_publish *ret, nsbox_error *err);
 
-/* Step 6 inside the sandbox: loopback up; with an egress list (restricted), its rules. */
-int nsbox_net_setup_inside(const nsbox_egress_rule *rules, size_t n, bool restricted, nsbox_error *err);
+/* Step 6 inside the sandbox: loopback up; backend veth: eth0 (veth, or NULL); with an egress
+ * list (restricted), its rules. */
+int nsbox_net_setup_inside(const nsbox_veth *veth, const nsbox_egress_rule *rules, size_t n, bool restricted, nsbox_error *err);
+/* The host's IPv4 name servers that a sandbox behind the veth backend can reach (not on the
+ * host's loopback), from /etc/resolv.conf; at most max. */
+size_t nsbox_host_nameservers(uint8_t out[][4], size_t max);
 /* Kept for callers that want loopback alone. */
 int nsbox_net_loopback_up(nsbox_error *err);
 
 /* Mode nat: the slirp4netns process serving one sandbox.  It exits when exitfd closes: when
  * nsbox_net_stop closes it, or when the supervisor dies, however it dies. */
 typedef struct nsbox_net {
-        pid_t pid;
+        pid_t pid; /* slirp4netns */
         int pidfd;
         int exitfd;
+        nsbox_veth veth; /* backend veth */
 } nsbox_net;
-#define NSBOX_NET_INIT { .pid = 0, .pidfd = -1, .exitfd = -1 }
+#define NSBOX_NET_INIT { .pid = 0, .pidfd = -1, .exitfd = -1, .veth = NSBOX_VETH_INIT }
 
 /* Before any namespace exists: mode nat has slirp4netns, a published host port is free, and
  * egress and publish are not asked of mode none. */
 int nsbox_net_check_host(const nsbox_policy *p, nsbox_error *err);
-/* Attach slirp4netns to the sandbox's user and network namespaces (open fds, id maps written),
- * wait until the tap device is configured, publish p's ports. */
+/* Backend slirp4netns: attach it to the sandbox's user and network namespaces (open fds, id
+ * maps written), wait until the tap device is configured, publish p's ports.  Backend veth:
+ * nothing (nsbox_veth_reserve before the clone and nsbox_veth_create before the child goes on
+ * did the work). */
 int nsbox_net_start(const nsbox_policy *p, int userns_fd, int netns_fd, nsbox_net *ret, nsbox_error *err);
 /* Close the exit fd and wait until slirp4netns is gone (its published ports with it). */
 void nsbox_net_stop(nsbox_net *n);

@@ -23,6 +23,7 @@
 
 #define TABLE "nsbox"
 #define CHAIN "egress"
+#define HOST_TABLE "nsbox-host" /* the host's, for the veth backend */
 #define BATCH_MAX (200 * 1024) /* below the default netlink send buffer (sk_sndbuf - 32) */
 #define ICMPV6_ND_FIRST 133    /* router solicitation */
 #define ICMPV6_ND_LAST 136     /* neighbour advertisement */
@@ -42,7 +43,9 @@ enum {
 typedef struct batch {
         strbuf sb;
         int failed;
-        uint32_t seq; /* of the last message started */
+        uint32_t seq;      /* of the last message started */
+        const char *table; /* what put_table, put_chain and rule_start name */
+        const char *chain;
 } batch;
 
 static void batch_release(batch *b)
@@ -133,21 +136,23 @@ static void put_batch_marker(batch *b, uint16_t type)
 static void put_table(batch *b, uint16_t cmd, uint16_t flags)
 {
         size_t m = nft_msg_start(b, cmd, flags);
-        attr_str(b, NFTA_TABLE_NAME, TABLE);
+        attr_str(b, NFTA_TABLE_NAME, b->table);
         msg_end(b, m);
 }
 
-static void put_chain(batch *b)
+/* A base chain; it becomes the one rule_start() appends to. */
+static void put_chain(batch *b, const char *name, uint32_t hooknum, int32_t priority, const char *type)
 {
+        b->chain = name;
         size_t m = nft_msg_start(b, NFT_MSG_NEWCHAIN, NLM_F_CREATE);
-        attr_str(b, NFTA_CHAIN_TABLE, TABLE);
-        attr_str(b, NFTA_CHAIN_NAME, CHAIN);
+        attr_str(b, NFTA_CHAIN_TABLE, b->table);
+        attr_str(b, NFTA_CHAIN_NAME, name);
         size_t hook = nest_start(b, NFTA_CHAIN_HOOK);
-        attr_be32(b, NFTA_HOOK_HOOKNUM, NF_INET_LOCAL_OUT);
-        attr_be32(b, NFTA_HOOK_PRIORITY, 0);
+        attr_be32(b, NFTA_HOOK_HOOKNUM, hooknum);
+        attr_be32(b, NFTA_HOOK_PRIORITY, (uint32_t)priority);
         nest_end(b, hook);
         attr_be32(b, NFTA_CHAIN_POLICY, NF_ACCEPT);
-        attr_str(b, NFTA_CHAIN_TYPE, "filter");
+        attr_str(b, NFTA_CHAIN_TYPE, type);
         msg_end(b, m);
 }
 
@@ -232,16 +237,21 @@ static void put_match_meta(batch *b, uint32_t key, const void *value, uint32_t l
         put_expr_cmp(b, NFT_CMP_EQ, value, len);
 }
 
-static void put_verdict_accept(batch *b)
+static void put_verdict(batch *b, uint32_t verdict)
 {
         expr e = expr_start(b, "immediate");
         attr_be32(b, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
         size_t data = nest_start(b, NFTA_IMMEDIATE_DATA);
-        size_t verdict = nest_start(b, NFTA_DATA_VERDICT);
-        attr_be32(b, NFTA_VERDICT_CODE, NF_ACCEPT);
-        nest_end(b, verdict);
+        size_t v = nest_start(b, NFTA_DATA_VERDICT);
+        attr_be32(b, NFTA_VERDICT_CODE, verdict);
+        nest_end(b, v);
         nest_end(b, data);
         expr_end(b, e);
+}
+
+static void put_verdict_accept(batch *b)
+{
+        put_verdict(b, NF_ACCEPT);
 }
 
 static void put_expr_reject(batch *b, uint32_t type, const uint8_t *icmp_code)
@@ -261,8 +271,8 @@ typedef struct rule {
 static rule rule_start(batch *b, uint16_t flags)
 {
         rule r = { .msg = nft_msg_start(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND | flags) };
-        attr_str(b, NFTA_RULE_TABLE, TABLE);
-        attr_str(b, NFTA_RULE_CHAIN, CHAIN);
+        attr_str(b, NFTA_RULE_TABLE, b->table);
+        attr_str(b, NFTA_RULE_CHAIN, b->chain);
         r.exprs = nest_start(b, NFTA_RULE_EXPRESSIONS);
         return r;
 }
@@ -379,7 +389,7 @@ static uint32_t build_batch(batch *b, const nsbox_egress_rule *rules, size_t n)
          * transaction would make closing the socket wait for an RCU grace period, some 13 ms of
          * every sandbox start.  Within the transaction no packet sees the chain half built. */
         put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_EXCL);
-        put_chain(b);
+        put_chain(b, CHAIN, NF_INET_LOCAL_OUT, 0, "filter");
         put_head_rules(b);
         for (size_t i = 0; i < n; i++)
                 put_allow_rules(b, &rules[i]);
@@ -480,6 +490,23 @@ static int report_refusal(int r, uint32_t seq, const nsbox_egress_rule *rules, s
         return nsbox_err(err, r, "egress rules: cannot add rule %zu", k + 1);
 }
 
+/* Send a complete batch on a new NETLINK_NETFILTER socket; as exchange(). */
+static int send_batch(const batch *b, uint32_t last_seq, uint32_t *ret_seq)
+{
+        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+        if (fd < 0)
+                return -errno;
+        /* Answers without a copy of each refused message; an old kernel without it sends more. */
+        int one = 1;
+        (void)setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+        /* The answers are queued before sendto() returns; the timeout only guards a kernel that
+         * drops a malformed batch without a word. */
+        struct timeval timeout = { .tv_sec = 5 };
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0)
+                return -errno;
+        return exchange(fd, b, last_seq, ret_seq);
+}
+
 int nsbox_nft_egress(const nsbox_egress_rule *rules, size_t n, nsbox_error *err)
 {
         /* Validate everything before talking to the kernel. */
@@ -493,29 +520,83 @@ int nsbox_nft_egress(const nsbox_egress_rule *rules, size_t n, nsbox_error *err)
                         return r;
         }
 
-        _cleanup_(batch_release) batch b = { .seq = 0 };
+        _cleanup_(batch_release) batch b = { .seq = 0, .table = TABLE };
         sb_init(&b.sb, BATCH_MAX);
         uint32_t last_seq = build_batch(&b, rules, n);
         if (b.failed)
                 return nsbox_err(err, b.failed, "egress rules: build the nf_tables batch");
-
-        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-        if (fd < 0)
-                return nsbox_err(err, errno, "egress rules: netlink socket");
-        /* Answers without a copy of each refused message; an old kernel without it sends more. */
-        int one = 1;
-        (void)setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
-        /* The answers are queued before sendto() returns; the timeout only guards a kernel that
-         * drops a malformed batch without a word. */
-        struct timeval timeout = { .tv_sec = 5 };
-        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0)
-                return nsbox_err(err, errno, "egress rules: set netlink receive timeout");
-
         uint32_t seq = 0;
-        int r = exchange(fd, &b, last_seq, &seq);
+        int r = send_batch(&b, last_seq, &seq);
         if (r < 0 && seq == 0)
                 return nsbox_err(err, r, "egress rules: netlink exchange with nf_tables");
         if (r < 0)
                 return report_refusal(r, seq, rules, n, err);
+        return 0;
+}
+
+/* ---- the host's side of the veth backend ---- */
+
+/* ipv4, and (offset: 12 saddr, 16 daddr) & mask op net */
+static void put_match_ip4(batch *b, uint32_t offset, const uint8_t net[4], const uint8_t mask[4], uint32_t op)
+{
+        put_expr_payload(b, NFT_PAYLOAD_NETWORK_HEADER, offset, 4);
+        put_expr_bitwise(b, mask, 4);
+        put_expr_cmp(b, op, net, 4);
+}
+
+/* 1 when table NAME (family inet) exists, 0 when not, or -errno: a read, no transaction. */
+static int table_exists(const char *name)
+{
+        _cleanup_(batch_release) batch b = { .seq = 0, .table = name };
+        sb_init(&b.sb, 4096);
+        size_t m = nft_msg_start(&b, NFT_MSG_GETTABLE, NLM_F_ACK);
+        attr_str(&b, NFTA_TABLE_NAME, name);
+        msg_end(&b, m);
+        if (b.failed)
+                return b.failed;
+        uint32_t seq = 0;
+        int r = send_batch(&b, b.seq, &seq);
+        return r == 0 ? 1 : r == -ENOENT ? 0 : r;
+}
+
+int nsbox_nft_host_nat(const uint8_t pool[4], unsigned prefix, nsbox_error *err)
+{
+        /* there already (the usual case): an aborted transaction would cost an RCU wait */
+        if (table_exists(HOST_TABLE) == 1)
+                return 0;
+        const uint8_t ipv4 = NFPROTO_IPV4;
+        uint8_t mask[4];
+        prefix_mask(mask, 4, prefix);
+        _cleanup_(batch_release) batch b = { .seq = 0, .table = HOST_TABLE };
+        sb_init(&b.sb, BATCH_MAX);
+        put_batch_marker(&b, NFNL_MSG_BATCH_BEGIN);
+        put_table(&b, NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_EXCL);
+        /* out of the pool to anywhere else: the host's address */
+        put_chain(&b, "postrouting", NF_INET_POST_ROUTING, 100, "nat");
+        rule r = rule_start(&b, 0);
+        put_match_meta(&b, NFT_META_NFPROTO, &ipv4, 1);
+        put_match_ip4(&b, 12, pool, mask, NFT_CMP_EQ);
+        put_match_ip4(&b, 16, pool, mask, NFT_CMP_NEQ);
+        expr e = expr_start(&b, "masq");
+        expr_end(&b, e);
+        rule_end(&b, r);
+        /* from one sandbox to another: never */
+        put_chain(&b, "forward", NF_INET_FORWARD, 0, "filter");
+        r = rule_start(&b, NLM_F_ACK);
+        put_match_meta(&b, NFT_META_NFPROTO, &ipv4, 1);
+        put_match_ip4(&b, 12, pool, mask, NFT_CMP_EQ);
+        put_match_ip4(&b, 16, pool, mask, NFT_CMP_EQ);
+        put_verdict(&b, NF_DROP);
+        rule_end(&b, r);
+        uint32_t last = b.seq;
+        put_batch_marker(&b, NFNL_MSG_BATCH_END);
+        if (b.failed)
+                return nsbox_err(err, b.failed, "host NAT rules: build the nf_tables batch");
+        uint32_t seq = 0;
+        int rr = send_batch(&b, last, &seq);
+        if (rr == -EEXIST && seq == SEQ_TABLE)
+                return 0; /* made by an earlier sandbox (or nsboxd): there to stay */
+        if (rr < 0)
+                return nsbox_err(err, rr, "host NAT rules: table 'inet " HOST_TABLE "'%s", seq ? " refused by nf_tables" : "");
         return 0;
 }

@@ -41,3 +41,8 @@ typedef struct nsbox_egress_rule {
  * it refused ("egress rules: cannot add rule 4 (entry 0): Operation not supported"); entry i
  * is rules[i]. */
 int nsbox_nft_egress(const nsbox_egress_rule *rules, size_t n, nsbox_error *err);
+
+/* The veth backend, in the host's network namespace: `table inet nsbox-host` masquerading IPv4
+ * from POOL/PREFIX to anywhere outside it, and dropping what one address of the pool forwards to
+ * another.  Made once and left for later sandboxes: 0 when it is there already. */
+int nsbox_nft_host_nat(const uint8_t pool[4], unsigned prefix, nsbox_error *err);

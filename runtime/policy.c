@@ -549,7 +549,7 @@ static int parse_limits(pctx *c, json_t *o, nsbox_policy *p)
 
 static int parse_network(pctx *c, json_t *o, nsbox_policy *p)
 {
-        static const char *const keys[] = { "mode", "egress", "dns", "host_loopback", "publish", NULL };
+        static const char *const keys[] = { "mode", "backend", "egress", "dns", "host_loopback", "publish", NULL };
         if (!json_is_object(o))
                 return bad(c, "network", "expected an object");
         int r = check_keys(c, o, "network", keys);
@@ -565,6 +565,16 @@ static int parse_network(pctx *c, json_t *o, nsbox_policy *p)
                         p->net = NET_NAT;
                 else
                         return bad(c, "network.mode", "'%s' is not 'none' or 'nat'", s);
+        }
+        if ((r = get_string(c, o, "backend", "network.backend", &s)) < 0)
+                return r;
+        if (r) {
+                if (!strcmp(s, "slirp4netns"))
+                        p->net_backend = NET_BACKEND_SLIRP4NETNS;
+                else if (!strcmp(s, "veth"))
+                        p->net_backend = NET_BACKEND_VETH;
+                else
+                        return bad(c, "network.backend", "'%s' is not 'slirp4netns' or 'veth'", s);
         }
         static const char *const flags[] = { "dns", "host_loopback" };
         bool *dst[] = { &p->dns, &p->host_loopback };

@@ -19,6 +19,7 @@
 typedef enum { ROOT_HOST, ROOT_DIR, _ROOT_MAX } nsbox_root_type;
 typedef enum { MOUNT_BIND, MOUNT_TMPFS, _MOUNT_MAX } nsbox_mount_type;
 typedef enum { NET_NONE, NET_NAT, _NET_MAX } nsbox_net_mode;
+typedef enum { NET_BACKEND_SLIRP4NETNS, NET_BACKEND_VETH, _NET_BACKEND_MAX } nsbox_net_backend;
 typedef enum { ENFORCE_BEST_EFFORT, ENFORCE_REQUIRED, _ENFORCE_MAX } nsbox_enforce;
 typedef enum { SC_ALLOW, SC_ERRNO, SC_KILL, SC_TRAP, SC_LOG, _SC_ACTION_MAX } nsbox_sc_action;
 typedef enum { SC_OP_EQ, SC_OP_NE, SC_OP_LT, SC_OP_LE, SC_OP_GT, SC_OP_GE, SC_OP_MASKED_EQ, _SC_OP_MAX } nsbox_sc_op;
@@ -83,6 +84,7 @@ typedef struct nsbox_policy {
          * topmost first, host paths; NULL for none. */
         char *const *layers;
         nsbox_net_mode net;
+        nsbox_net_backend net_backend; /* mode nat: slirp4netns (default) or veth (root) */
         char **egress;        /* network.egress, then --allow: entries checked by net.h; NULL = none */
         bool egress_set;      /* a list was given, even an empty one: everything not on it is refused */
         bool dns;             /* nat: a resolver in the sandbox (default true) */

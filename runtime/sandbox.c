@@ -87,6 +87,7 @@ typedef struct egress_rules {
         nsbox_egress_rule *v;
         size_t n;
         bool restricted;
+        const nsbox_veth *veth; /* backend veth: the addresses reserved for the sandbox */
 } egress_rules;
 
 static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const egress_rules *eg, int syncfd, int agentfd,
@@ -123,7 +124,7 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, co
          * network namespace, which the sandbox never has), rlimits. */
         if (sethostname(p->hostname, strlen(p->hostname)) < 0)
                 return nsbox_err(err, errno, "set host name");
-        if ((r = nsbox_net_setup_inside(eg->v, eg->n, eg->restricted, err)) < 0)
+        if ((r = nsbox_net_setup_inside(eg->veth, eg->v, eg->n, eg->restricted, err)) < 0)
                 return nsbox_err_wrap(err, r, "set up the network");
         set_rlimit(RLIMIT_CORE, 0);
         set_rlimit(RLIMIT_NOFILE, p->limits.nofile ? p->limits.nofile : 1024);
@@ -379,6 +380,17 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
         sb.syncfd = sv[0];
         sb.agentfd = av[0];
         sb.start_ns = now_ns();
+        /* backend veth: the sandbox's addresses, before the clone, so that its init knows them */
+        if (p->net == NET_NAT && p->net_backend == NET_BACKEND_VETH) {
+                if ((r = nsbox_veth_reserve(&sb.net.veth, err)) < 0) {
+                        close(sv[1]);
+                        if (av[1] >= 0)
+                                close(av[1]);
+                        nsbox_sandbox_destroy(&sb);
+                        return r;
+                }
+                eg.veth = &sb.net.veth;
+        }
         /* 2. The cgroup and its limits, then new namespaces in it; the child waits for its id maps. */
         char tagbuf[32];
         static unsigned serial;
@@ -448,6 +460,11 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
                         nsbox_sandbox_destroy(&sb);
                         return r;
                 }
+        }
+        /* backend veth: the pair exists before the child configures its end at step 6 */
+        if (eg.veth && (r = nsbox_veth_create(&sb.net.veth, netns_fd, err)) < 0) {
+                nsbox_sandbox_destroy(&sb);
+                return r;
         }
         if ((r = nsbox_write_idmap(sb.pid, &map, err)) < 0 || (r = nsbox_sync_send(sb.syncfd, SYNC_GO, 0, NULL, 0)) < 0) {
                 nsbox_err(err, -r, "start the sandbox");

@@ -25,6 +25,8 @@ PY
 
 # A TCP server on the host's 127.0.0.1: prints its port, appends what each connection sent (one
 # line per connection) to FILE, answers "pong".  Killed when the test ends.
+# What a test started goes when it ends: each test runs in a subshell of its own, which does not
+# run its parent's EXIT trap, so the trap is set in the test's subshell, by what starts things.
 MY_PIDS=""
 MY_SANDBOXES=""
 cleanup_test() {
@@ -33,8 +35,8 @@ cleanup_test() {
         # shellcheck disable=SC2086
         [ -z "$MY_PIDS" ] || kill $MY_PIDS 2> /dev/null
 }
-trap cleanup_test EXIT
 start_server() { # VAR FILE
+        trap cleanup_test EXIT
         local _port
         python3 -u - "$2" > "$2.port" 2>/dev/null <<'PY' &
 import socket, sys
@@ -226,6 +228,7 @@ test_publish_serves_http_and_frees_the_port() {
         hp=$(free_port)
         sid=$("$NSBOX" create --net nat --publish "$hp:8000" 2>&1) || fail "nsbox create --net nat --publish $hp:8000: $sid"
         MY_SANDBOXES="$MY_SANDBOXES $sid"
+        trap cleanup_test EXIT
         assert_status 0 "$NSBOX" exec "$sid" -- sh -c 'echo served-from-inside > hello.txt; (python3 -m http.server 8000 --bind 0.0.0.0 > /dev/null 2>&1 &)'
         assert_eq "served-from-inside" "$(http_get "$hp")" "GET through the published port"
         port_is_free "$hp" && fail "host port $hp is not bound while the sandbox runs"
@@ -243,6 +246,7 @@ test_publish_serves_http_and_frees_the_port() {
         "$NSBOX" run --net nat --publish "127.0.0.1:$hp:8001" -- sh -c 'echo run-mode > hello.txt; timeout 20 python3 -m http.server 8001 > /dev/null 2>&1' &
         local runpid=$!
         MY_PIDS="$MY_PIDS $runpid"
+        trap cleanup_test EXIT
         assert_eq "run-mode" "$(http_get "$hp")" "GET through the port nsbox run published"
         kill -TERM "$runpid"
         wait "$runpid"
@@ -258,6 +262,7 @@ test_kill9_of_supervisor_leaves_nothing() {
         "$NSBOX" run --net nat --publish "$(free_port):80" -- sleep 60 &
         local runpid=$! slirp="" i
         MY_PIDS="$MY_PIDS $runpid"
+        trap cleanup_test EXIT
         for i in $(seq 100); do
                 slirp=$(pgrep -P "$runpid" -x slirp4netns)
                 [ -n "$slirp" ] && break
@@ -315,6 +320,90 @@ test_bad_network_input_is_one_clear_line() {
         assert_eq "$before" "$(my_slirps)" "slirp4netns processes after refused starts"
         assert_status 0 "$NSBOX" ls --json
         assert_eq "[]" "$OUT" "sandboxes after refused creates"
+}
+
+# ---- backend veth (root) ----------------------------------------------------------------------
+
+# The veth backend changes the network namespace nsbox runs in (a veth per sandbox, a masquerade
+# table, IPv4 forwarding), so the test runs nsbox in one of its own: "host", linked by a veth of
+# the test's to "outside", where the test server runs at 192.168.77.2.
+VETH_WORLD='set -u
+nsbox=$1 policy=$2 port=$3 outside=$4
+ip link set lo up
+ip link add up0 type veth peer name down0 netns "$outside"
+ip addr add 192.168.77.1/24 dev up0
+ip link set up0 up
+nsenter -t "$outside" -n sh -c "ip link set lo up; ip addr add 192.168.77.2/24 dev down0; ip link set down0 up"
+echo "sandbox: $("$nsbox" run --policy "$policy" -- sh -c "ip -4 -br addr show eth0; ip route | head -n 1" | tr -s "\n " "  ")"
+echo "connect: $("$nsbox" run --policy "$policy" -- python3 -c "$CONNECT" 192.168.77.2 "$port" through-veth)"
+echo "allowed: $("$nsbox" run --policy "$policy" --allow "192.168.77.2:$port" -- python3 -c "$CONNECT" 192.168.77.2 "$port" allowed)"
+echo "refused: $("$nsbox" run --policy "$policy" --allow "192.168.77.9:$port" -- python3 -c "$CONNECT" 192.168.77.2 "$port" refused)"
+for i in $(seq 50); do ip -o link show | grep -q nsbv || break; sleep 0.1; done
+echo "links after: $(ip -o link show | grep -c nsbv)"
+echo "nat table: $(nft list table inet nsbox-host > /dev/null 2>&1 && echo yes || echo no)"
+"$nsbox" run --policy "$policy" -- sleep 60 &
+runpid=$!
+for i in $(seq 50); do ip -o link show | grep -q nsbv && break; sleep 0.1; done
+echo "link while running: $(ip -o link show | grep -c nsbv)"
+kill -KILL "$runpid"
+wait "$runpid" 2> /dev/null
+for i in $(seq 50); do ip -o link show | grep -q nsbv || break; sleep 0.1; done
+echo "links after kill -9: $(ip -o link show | grep -c nsbv)"
+echo "again: $("$nsbox" run --policy "$policy" -- python3 -c "$CONNECT" 192.168.77.2 "$port" again)"'
+
+test_veth_backend_routes_masquerades_and_leaves_nothing() {
+        netpolicy "$TEST_TMP/veth.json" '{"mode": "nat", "backend": "veth"}'
+        if [ "$TEST_AS" != root ]; then
+                # a user cannot make veths in the host's namespace: a clear refusal
+                assert_status 125 "$NSBOX" run --policy "$TEST_TMP/veth.json" -- true
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "network.backend 'veth' needs nsbox or nsboxd started as root"
+                return
+        fi
+        unshare -n sleep 120 &
+        local outside=$! port
+        MY_PIDS="$MY_PIDS $outside"
+        trap cleanup_test EXIT
+        sleep 0.2
+        # the server in "outside"; it prints where each connection came from
+        nsenter -t "$outside" -n python3 -u -c 'import socket, sys
+s = socket.socket(); s.bind(("0.0.0.0", 0)); s.listen(8); print(s.getsockname()[1], flush=True)
+while True:
+    c, a = s.accept()
+    with open(sys.argv[1], "a") as f:
+        f.write("%s %s\n" % (a[0], c.recv(64).decode().strip()))
+    c.sendall(b"pong\n"); c.close()' "$TEST_TMP/veth-seen" > "$TEST_TMP/veth-port" &
+        MY_PIDS="$MY_PIDS $!"
+        for _ in $(seq 50); do [ -s "$TEST_TMP/veth-port" ] && break; sleep 0.1; done
+        port=$(cat "$TEST_TMP/veth-port")
+        [ -n "$port" ] || fail "the server in the outside namespace did not start"
+        local out
+        out=$(CONNECT="$CONNECT" unshare -n bash -c "$VETH_WORLD" world "$NSBOX" "$TEST_TMP/veth.json" "$port" "$outside" 2>&1)
+        printf '%s\n' "$out" | grep -q '^sandbox: eth0[^ ]* UP 10\.213\.[0-9]*\.[0-9]*/30 default via 10\.213\.[0-9]*\.[0-9]* dev eth0' ||
+                fail "the sandbox's eth0 and route: $out"
+        assert_contains "$out" "connect: ok pong" "a connection out through the veth"
+        assert_contains "$out" "allowed: ok pong" "with the server on the allow-list"
+        assert_contains "$out" "refused: error ECONNREFUSED" "with another address on the allow-list"
+        assert_contains "$out" "links after: 0" "veths 5 s after the runs (they go with the sandboxes' namespaces)"
+        assert_contains "$out" "nat table: yes" "the masquerade table"
+        assert_contains "$out" "link while running: 1" "the veth of a running sandbox"
+        assert_contains "$out" "links after kill -9: 0" "veths 5 s after kill -9 of nsbox run"
+        assert_contains "$out" "again: ok pong" "a sandbox after the kill"
+        # the server saw the test's "host" address (masqueraded), never the pool's
+        assert_eq "192.168.77.1 through-veth|192.168.77.1 allowed|192.168.77.1 again" "$(tr '\n' '|' < "$TEST_TMP/veth-seen" | sed 's/|$//')" \
+                "what the outside server saw"
+}
+
+# Last: what the tests above started is gone: their servers, slirp4netns, its socket directories,
+# and the daemon has no sandbox left.
+test_zz_nothing_left() {
+        local left
+        left=$(pgrep -u "$(id -u)" -f "python3 -u - $TEST_TMP/" | tr '\n' ' ')
+        assert_eq "" "$left" "test servers left running"
+        assert_no_slirps "slirp4netns processes left by the tests"
+        assert_eq "" "$(find /tmp -maxdepth 1 -name 'nsbox-net-*' -user "$(id -u)" 2>/dev/null)" "slirp4netns socket directories left"
+        assert_status 0 "$NSBOX" ls --json
+        assert_eq "[]" "$OUT" "sandboxes left"
 }
 
 run_tests

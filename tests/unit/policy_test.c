@@ -256,6 +256,7 @@ START_TEST(test_bad_network_entries_are_refused)
         ASSERT_REFUSED("{\"network\": {\"publish\": [\"0.0.0.0:8080:80\"]}}", "only host loopback ports");
         ASSERT_REFUSED("{\"network\": {\"dns\": \"yes\"}}", "network.dns", "true or false");
         ASSERT_REFUSED("{\"network\": {\"host_loopback\": 1}}", "network.host_loopback", "true or false");
+        ASSERT_REFUSED("{\"network\": {\"backend\": \"pasta\"}}", "network.backend", "'pasta' is not 'slirp4netns' or 'veth'");
 }
 END_TEST
 
@@ -266,6 +267,7 @@ START_TEST(test_network_entries_are_kept)
                       "\"udp:pypi.org:53\"], \"dns\": false, \"host_loopback\": true, \"publish\": [\"127.0.0.1:8080:80\", \"9000\"]}}",
                       &p);
         ck_assert_int_eq(p->net, NET_NAT);
+        ck_assert_int_eq(p->net_backend, NET_BACKEND_SLIRP4NETNS);
         ck_assert(p->egress_set);
         ck_assert_str_eq(p->egress[0], "10.1.2.3/8:443");
         ck_assert_str_eq(p->egress[2], "udp:pypi.org:53");
@@ -279,7 +281,8 @@ START_TEST(test_network_entries_are_kept)
         ck_assert_uint_eq(p->publish[1].port, 9000);
         nsbox_policy_free(p);
         /* an empty list is a list: default deny */
-        ASSERT_PARSES("{\"network\": {\"mode\": \"nat\", \"egress\": []}}", &p);
+        ASSERT_PARSES("{\"network\": {\"mode\": \"nat\", \"backend\": \"veth\", \"egress\": []}}", &p);
+        ck_assert_int_eq(p->net_backend, NET_BACKEND_VETH);
         ck_assert(p->egress_set);
         ck_assert(p->dns);
         ck_assert(!p->host_loopback);
