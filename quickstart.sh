@@ -5,11 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # build: compiler and libraries; test: Check, busybox for a rootfs and the VM tier's initramfs,
-# keyutils/python3/git/iproute2 used by the tests, qemu and Debian's kernel for the VM tier
-# (cgroup v2 limits); slirp4netns for --net nat; peers for `make bench`.
+# keyutils/python3/git/iproute2/nftables used by the tests, qemu and Debian's kernel for the VM
+# tier (cgroup v2 limits); slirp4netns for --net nat; peers for `make bench`.
 PACKAGES="build-essential pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
 libjansson-dev libgit2-dev check python3 git busybox-static keyutils util-linux bubblewrap
-cpio qemu-system-x86 linux-image-amd64 slirp4netns iproute2"
+cpio qemu-system-x86 linux-image-amd64 slirp4netns iproute2 nftables"
 
 missing=$(for p in $PACKAGES; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"; done)
 if [ -n "$missing" ]; then
