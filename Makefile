@@ -11,6 +11,9 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
+# systemd units (lib/systemd under the prefix; Debian's own packages use /usr/lib/systemd)
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 POLICYDIR ?= $(DATADIR)/nsbox/policy
 B := build
 
@@ -129,10 +132,18 @@ install: $(B)/nsbox $(B)/nsboxd
 	install -d $(DESTDIR)$(DATADIR)/nsbox/apparmor
 	sed 's|@BINDIR@|$(BINDIR)|g' contrib/apparmor/nsbox.in > $(DESTDIR)$(DATADIR)/nsbox/apparmor/nsbox
 	chmod 0644 $(DESTDIR)$(DATADIR)/nsbox/apparmor/nsbox
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/nsboxd.service.in > $(DESTDIR)$(UNITDIR)/nsboxd.service
+	install -m 0644 contrib/systemd/nsboxd.socket $(DESTDIR)$(UNITDIR)/nsboxd.socket
+	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/user/nsboxd.service.in > $(DESTDIR)$(USERUNITDIR)/nsboxd.service
+	install -m 0644 contrib/systemd/user/nsboxd.socket $(DESTDIR)$(USERUNITDIR)/nsboxd.socket
+	chmod 0644 $(DESTDIR)$(UNITDIR)/nsboxd.service $(DESTDIR)$(USERUNITDIR)/nsboxd.service
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/nsbox $(DESTDIR)$(BINDIR)/nsboxd $(DESTDIR)$(MANDIR)/man1/nsbox.1 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5 \
-		$(DESTDIR)$(MANDIR)/man7/nsbox-protocol.7 $(DESTDIR)$(MANDIR)/man8/nsboxd.8
+		$(DESTDIR)$(MANDIR)/man7/nsbox-protocol.7 $(DESTDIR)$(MANDIR)/man8/nsboxd.8 \
+		$(DESTDIR)$(UNITDIR)/nsboxd.service $(DESTDIR)$(UNITDIR)/nsboxd.socket \
+		$(DESTDIR)$(USERUNITDIR)/nsboxd.service $(DESTDIR)$(USERUNITDIR)/nsboxd.socket
 	rm -rf $(DESTDIR)$(DATADIR)/nsbox
 
 clean:

@@ -33,6 +33,7 @@
 #include "sandbox.h"
 #include "sha256.h"
 #include "store.h"
+#include "systemd.h"
 #include "trajectory.h"
 #include "treecopy.h"
 #include "userns.h"
@@ -1675,10 +1676,21 @@ static int listen_on(const char *path, nsbox_error *err)
 int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
 {
         nsbox_paths paths = { 0 };
-        int r = nsbox_paths_get(true, &paths, err);
+        /* socket activation: systemd made and bound the socket; its path is the one we serve */
+        int activated_fd = -1;
+        struct sockaddr_un activated = { 0 };
+        int r = nsbox_sd_listen_fd(&activated_fd, err);
         if (r < 0)
                 return r;
-        const char *sock = cfg->socket_path ? cfg->socket_path : paths.socket;
+        if (activated_fd >= 0) {
+                socklen_t len = sizeof(activated);
+                if (getsockname(activated_fd, (struct sockaddr *)&activated, &len) < 0 || activated.sun_path[0] != '/')
+                        return nsbox_err(err, errno ? errno : EINVAL, "socket activation: the socket is not bound to a path");
+        }
+        r = nsbox_paths_get(true, &paths, err);
+        if (r < 0)
+                return r;
+        const char *sock = activated_fd >= 0 ? activated.sun_path : cfg->socket_path ? cfg->socket_path : paths.socket;
         _cleanup_free_ char *lock = NULL;
         if (asprintf(&lock, "%s.lock", sock) < 0) {
                 nsbox_paths_release(&paths);
@@ -1696,7 +1708,7 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 return r == -EINVAL ? -EADDRINUSE : r;
         }
         static daemon_state d;
-        d.listen_fd = listen_on(sock, err);
+        d.listen_fd = activated_fd >= 0 ? activated_fd : listen_on(sock, err);
         if (d.listen_fd < 0) {
                 nsbox_paths_release(&paths);
                 return d.listen_fd;
@@ -1720,7 +1732,12 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 (void)!write(cfg->ready_fd, "1", 1);
                 close(cfg->ready_fd);
         }
-        logf_("listening on %s", sock);
+        logf_("listening on %s%s", sock, activated_fd >= 0 ? " (socket activation)" : "");
+        {
+                char state[600];
+                snprintf(state, sizeof(state), "READY=1\nSTATUS=listening on %s\nMAINPID=%d", sock, (int)getpid());
+                nsbox_sd_notify(state);
+        }
         /* where sandbox cgroups go, found now: alone in a delegated cgroup, nsboxd moves itself
          * into its leaf before any sandbox exists */
         const char *cg_why = NULL, *cg_parent = nsbox_cgroup_parent(&cg_why);
@@ -1806,13 +1823,15 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 }
         }
         logf_("stopping: destroying %u sandboxes", d.n_sandboxes);
+        nsbox_sd_notify("STOPPING=1\nSTATUS=stopping: destroying its sandboxes");
         while (d.sandboxes)
                 sandbox_remove(&d, d.sandboxes, "internal", "was stopped with nsboxd");
         reap_exited(true);
         while (d.clients)
                 client_remove(&d, d.clients);
         close(d.listen_fd);
-        unlink(sock);
+        if (activated_fd < 0) /* systemd's socket stays, for the next activation */
+                unlink(sock);
         nsbox_paths_release(&paths);
         return r < 0 ? r : 0;
 }

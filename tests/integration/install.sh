@@ -8,9 +8,22 @@ test_installed_nsbox_runs_with_its_own_policy_and_man_pages() {
         local f
         for f in bin/nsbox bin/nsboxd share/nsbox/policy/default.json share/man/man1/nsbox.1 share/man/man5/nsbox-policy.5 \
                 share/man/man7/nsbox-protocol.7 share/man/man8/nsboxd.8 \
-                share/nsbox/rootfs/mkrootfs-debootstrap share/nsbox/apparmor/nsbox; do
+                share/nsbox/rootfs/mkrootfs-debootstrap share/nsbox/apparmor/nsbox \
+                lib/systemd/system/nsboxd.service lib/systemd/system/nsboxd.socket \
+                lib/systemd/user/nsboxd.service lib/systemd/user/nsboxd.socket; do
                 [ -f "$prefix/$f" ] || fail "make install did not install $f"
         done
+        # the units name the installed nsboxd, and systemd reads them without a word
+        assert_contains "$(cat "$prefix/lib/systemd/system/nsboxd.service")" "ExecStart=$prefix/bin/nsboxd" "nsboxd.service"
+        assert_contains "$(cat "$prefix/lib/systemd/user/nsboxd.service")" "ExecStart=$prefix/bin/nsboxd" "user nsboxd.service"
+        command -v systemd-analyze > /dev/null || fail "systemd-analyze is missing (package systemd)"
+        OUT=$(cd "$TEST_TMP" && systemd-analyze verify --man=no "$prefix/lib/systemd/system/nsboxd.service" \
+                "$prefix/lib/systemd/system/nsboxd.socket" 2>&1)
+        assert_eq "0 " "$? $OUT" "systemd-analyze verify of the system units"
+        mkdir -p -m 0700 "$TEST_TMP/xdg"
+        OUT=$(cd "$TEST_TMP" && XDG_RUNTIME_DIR="$TEST_TMP/xdg" systemd-analyze verify --user --man=no \
+                "$prefix/lib/systemd/user/nsboxd.service" "$prefix/lib/systemd/user/nsboxd.socket" 2>&1)
+        assert_eq "0 " "$? $OUT" "systemd-analyze verify of the user units"
         # the installed binary finds the installed policy by itself (no source tree next to it)
         OUT=$(cd / && env -u NSBOX_POLICY_PATH "$prefix/bin/nsbox" run -- id -un 2>&1)
         assert_eq user "$OUT" "installed nsbox run"
