@@ -82,6 +82,10 @@ static int start_daemon(const nsbox_paths *paths, nsbox_error *err)
                 sigset_t none;
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
+                /* a client run by systemd: its service manager's sockets are not the daemon's */
+                static const char *const sd_vars[] = { "NOTIFY_SOCKET", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES" };
+                for (size_t i = 0; i < sizeof(sd_vars) / sizeof(sd_vars[0]); i++)
+                        unsetenv(sd_vars[i]);
                 execlp(exe, "nsboxd", fdarg, (char *)NULL);
                 dprintf(2, "nsbox: cannot execute '%s': %s\n", exe, strerror(errno));
                 _exit(127);

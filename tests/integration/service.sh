@@ -162,6 +162,29 @@ test_bad_socket_activation_is_one_clear_line() {
         assert_eq "$p" "$got" "the nsboxd answering on its own socket with LISTEN_PID of another process"
 }
 
+# A client that systemd runs (NOTIFY_SOCKET in its environment) starts nsboxd for itself: the
+# daemon must not talk to the client's service manager.
+test_daemon_started_by_a_client_keeps_off_the_clients_notify_socket() {
+        OUT=$(python3 - "$TEST_TMP/client-notify" "$NSBOX" "$TEST_TMP/auto.sock" <<'PY' 2>&1
+import os, socket, subprocess, sys
+n = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+n.bind(sys.argv[1])
+n.settimeout(1.0)
+r = subprocess.run([sys.argv[2], "ls", "--json"], env=dict(os.environ, NOTIFY_SOCKET=sys.argv[1], NSBOX_SOCKET=sys.argv[3]),
+                   capture_output=True, text=True)
+print("ls:", r.returncode, r.stdout.strip())
+try:
+    print("got:", n.recv(4096).decode().replace("\n", " "))
+except socket.timeout:
+    print("got nothing")
+PY
+)
+        local dpid
+        dpid=$(NSBOX_SOCKET="$TEST_TMP/auto.sock" daemon_pid) && kill "$dpid"
+        assert_contains "$OUT" "ls: 0 []" "nsbox ls starting its own nsboxd"
+        assert_contains "$OUT" "got nothing" "what reached the client's NOTIFY_SOCKET"
+}
+
 run_tests
 st=$?
 rm -rf "$SESSION_DIR"
