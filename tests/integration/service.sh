@@ -36,7 +36,8 @@ mode, where, cmd = sys.argv[1], sys.argv[2], sys.argv[4:]
 if mode == "notify":
     n = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     n.bind("\0" + where[1:] if where.startswith("@") else where)
-    p = subprocess.Popen(cmd, env=dict(os.environ, NOTIFY_SOCKET=where))
+    # the log of the daemon goes elsewhere: in one pipe with ours, its lines could land inside ours
+    p = subprocess.Popen(cmd, env=dict(os.environ, NOTIFY_SOCKET=where), stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 20
     ready = stopping = False
     while time.monotonic() < deadline and not stopping:
@@ -74,7 +75,8 @@ else:
         os.set_inheritable(3, True) # dup2 onto itself keeps close-on-exec
         os.environ["LISTEN_FDS"] = os.environ.get("TEST_LISTEN_FDS", "1")
         os.environ["LISTEN_PID"] = str(os.getpid())
-    p = subprocess.Popen(cmd, preexec_fn=child, close_fds=False)
+    quiet = os.environ.get("TEST_LISTEN_FDS", "1") == "1" # else its one-line error is what we test
+    p = subprocess.Popen(cmd, preexec_fn=child, close_fds=False, stderr=subprocess.DEVNULL if quiet else None)
     l.close()
     if os.environ.get("TEST_LISTEN_FDS", "1") == "1":
         print("ping:", ping(where), "daemon", p.pid, flush=True)
