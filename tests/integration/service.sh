@@ -129,14 +129,26 @@ p = subprocess.Popen([sys.argv[2]], preexec_fn=child, close_fds=False)
 print(p.pid, flush=True)
 p.wait()
 PY
-        local hpid=$!
-        local id dpid
-        id=$(NSBOX_SOCKET="$TEST_TMP/act.sock" "$NSBOX" create 2>&1) || { kill "$hpid"; fail "nsbox create through the activated socket: $id"; }
-        OUT=$(NSBOX_SOCKET="$TEST_TMP/act.sock" "$NSBOX" exec "$id" -- echo activated 2>&1)
-        dpid=$(head -n 1 "$TEST_TMP/act.pid")
-        NSBOX_SOCKET="$TEST_TMP/act.sock" "$NSBOX" rm "$id" > /dev/null 2>&1
-        kill -TERM "$dpid"
+        local hpid=$! id dpid="" answering i
+        # the client only once the activated daemon runs: else it would start a daemon of its own
+        for i in $(seq 100); do
+                dpid=$(head -n 1 "$TEST_TMP/act.pid" 2> /dev/null)
+                [ -n "$dpid" ] && break
+                sleep 0.05
+        done
+        export NSBOX_SOCKET="$TEST_TMP/act.sock"
+        answering=$(daemon_pid)
+        id=$("$NSBOX" create 2>&1)
+        local st=$?
+        OUT=$("$NSBOX" exec "$id" -- echo activated 2>&1)
+        "$NSBOX" rm "$id" > /dev/null 2>&1
+        # whoever serves the socket goes: the activated daemon, or one a client started by mistake
+        [ -n "$dpid" ] && kill -TERM "$dpid"
+        i=$(daemon_pid) && [ "$i" != "$dpid" ] && kill -TERM "$i"
         wait "$hpid"
+        [ -n "$dpid" ] || fail "the harness did not start nsboxd: $(cat "$TEST_TMP/act.pid")"
+        assert_eq "$dpid" "$answering" "the nsboxd answering on the activated socket"
+        assert_eq 0 "$st" "nsbox create through the activated daemon: $id"
         assert_eq activated "$OUT" "nsbox exec through the activated daemon"
 }
 
@@ -185,6 +197,16 @@ PY
         dpid=$(NSBOX_SOCKET="$TEST_TMP/auto.sock" daemon_pid) && kill "$dpid"
         assert_contains "$OUT" "ls: 0 []" "nsbox ls starting its own nsboxd"
         assert_contains "$OUT" "got nothing" "what reached the client's NOTIFY_SOCKET"
+}
+
+# Last: no nsboxd of this file's is left (every one has this file's NSBOX_STORE in its environment).
+test_zz_no_daemon_left() {
+        local p left=""
+        for p in $(pgrep -u "$(id -u)" -x nsboxd); do
+                grep -q "$SESSION_DIR" "/proc/$p/environ" 2> /dev/null && ! grep -q '^State:.*Z' "/proc/$p/status" &&
+                        left="$left $p"
+        done
+        assert_eq "" "$left" "nsboxd processes the tests left running"
 }
 
 run_tests
