@@ -89,6 +89,19 @@ while True:
 PY
 }
 
+# The last test of a file that shares one nsboxd: every test removed what it made.  nsboxd lists
+# no sandbox and runs no process, and the host has as many mounts as before the file.
+assert_daemon_holds_nothing() { # mount-count-before
+        local dpid
+        assert_status 0 "$NSBOX" ls --json
+        assert_eq "[]" "$(printf '%s' "$OUT" | python3 -c 'import json, sys; print(json.dumps([s["id"] for s in json.load(sys.stdin)]))')" \
+                "sandboxes left by the tests"
+        dpid=$(daemon_pid)
+        [ -n "$dpid" ] || fail "no nsboxd"
+        assert_eq "" "$(ps --ppid "$dpid" -o pid=,args=)" "processes under nsboxd"
+        assert_eq "$1" "$(grep -c . /proc/self/mountinfo)" "host mount count"
+}
+
 run_tests() {
         local t status pass=0 failn=0 skipn=0
         TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/nsbox-test.XXXXXX")

@@ -827,13 +827,7 @@ test_kill_9_of_nsboxd_during_snapshot_leaves_the_store_consistent() {
 
 # Last (tests run in name order): every test removed what it made.
 test_with_every_sandbox_removed_nothing_is_left_and_gc_keeps_only_named_layers() {
-        local dpid
-        assert_status 0 "$NSBOX" ls --json
-        assert_eq "[]" "$(printf '%s' "$OUT" | jget '[s["id"] for s in d]')" "sandboxes left by the tests"
-        dpid=$(daemon_pid)
-        [ -n "$dpid" ] || fail "no nsboxd"
-        assert_eq "" "$(ps --ppid "$dpid" -o pid=,args=)" "processes under nsboxd"
-        assert_eq "$(cat "$SESSION_DIR/mounts-before")" "$(grep -c . /proc/self/mountinfo)" "host mount count"
+        assert_daemon_holds_nothing "$(cat "$SESSION_DIR/mounts-before")"
         assert_status 0 "$NSBOX" snapshot ls --json
         assert_eq "[]" "$(printf '%s' "$OUT" | jget '[s["name"] for s in d]')" "snapshots left by the tests"
         check_snapshot_records
