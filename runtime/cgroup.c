@@ -87,7 +87,7 @@ static bool has_word(const char *list, const char *word)
         return false;
 }
 
-static unsigned long long start_time_of(pid_t pid)
+unsigned long long nsbox_pid_start_time(pid_t pid)
 {
         char path[64], buf[1024];
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -343,7 +343,7 @@ static void resolve(void)
                 G.parent = NULL;
                 return;
         }
-        G.start = start_time_of(getpid()); /* names our sandboxes' cgroups */
+        G.start = nsbox_pid_start_time(getpid()); /* names our sandboxes' cgroups */
         G.memory = has_word(on, "memory");
         G.pids = has_word(on, "pids");
         G.cpu = has_word(on, "cpu");
@@ -456,6 +456,8 @@ static int remove_dir(int parent_fd, const char *name, int dirfd, int timeout_ms
 }
 
 /* Cgroups whose supervisor is gone (killed with SIGKILL: nobody removed them). */
+static bool orphans_collected;
+
 static void collect_orphans(void)
 {
         int fd = dup(G.parent_fd);
@@ -478,7 +480,7 @@ static void collect_orphans(void)
                 if (pid != last_pid || start != last_start) {
                         last_pid = pid;
                         last_start = start;
-                        last_alive = pid == getpid() || start_time_of(pid) == start;
+                        last_alive = pid == getpid() || nsbox_pid_start_time(pid) == start;
                 }
                 if (last_alive)
                         continue; /* a live supervisor's */
@@ -501,17 +503,25 @@ static int write_limit(nsbox_cgroup *cg, const char *file, const char *value, bo
         return 0;
 }
 
+void nsbox_cgroup_collect_orphans(void)
+{
+        resolve();
+        if (G.parent) {
+                collect_orphans();
+                orphans_collected = true;
+        }
+}
+
 int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg, nsbox_error *err)
 {
-        static bool collected;
+        bool collected = orphans_collected;
         *cg = (nsbox_cgroup)NSBOX_CGROUP_INIT;
         resolve();
         if (!G.parent)
                 return 0;
-        if (!collected) {
-                collected = true;
+        if (!collected)
                 collect_orphans();
-        }
+        orphans_collected = true;
         char name[128];
         snprintf(name, sizeof(name), "sb-%d-%llu-%.64s", (int)getpid(), G.start, tag);
         for (char *c = name; *c; c++)

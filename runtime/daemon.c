@@ -12,7 +12,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
+#include <limits.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -26,6 +30,8 @@
 
 #include "../tools/registry.h"
 #include "base64.h"
+#include "cgroup.h"
+#include "dconfig.h"
 #include "options.h"
 #include "paths.h"
 #include "proto.h"
@@ -43,12 +49,18 @@
 #define CLIENT_HIGH (16u << 20)  /* streams to the client are paused in their agents above this */
 #define CLIENT_HARD (64u << 20)  /* a client this far behind on its replies is disconnected */
 #define MAX_CLIENTS 1024
+#define NGROUPS_MAX_PEER 1024 /* a client's groups looked at (SO_PEERGROUPS) */
 #define MAX_SANDBOXES 1024
 #define MAX_CALLS_PER_SANDBOX 1024
 #define READY_TIMEOUT_NS (30ull * 1000000000)
 #define PAUSE_TIMEOUT_MS 5000
 #define REPO_TIMEOUT_NS (600ull * 1000000000) /* a clone, before the sandbox starts */
 #define JOB_OUT_MAX 65536
+#define MAX_WAIT_S 600                      /* create's wait for capacity */
+#define LAT_RING 4096                       /* acquire latencies kept for stats */
+#define POOL_STARTING_MAX 4                 /* pooled sandboxes of a template starting at once */
+#define POOL_RETRY_MAX_NS (60ull * 1000000000) /* a template that fails to start is retried at most this late */
+#define NO_OWNER ((uid_t)-1)                /* a pooled sandbox, not handed out yet */
 
 /* JSON-RPC error codes; the stable nsbox code is in error.data.code */
 #define RPC_PARSE_ERROR -32700
@@ -58,6 +70,7 @@
 #define RPC_SERVER_ERROR -32000
 
 enum { K_LISTEN, K_SIGNAL, K_CLIENT, K_SYNC, K_AGENT, K_PIDFD, K_JOB };
+#define RPC_CAPACITY "capacity"
 
 /* Work that would stall the loop runs in a forked worker, which reports one JSON line on a pipe. */
 enum { JOB_NONE, JOB_SNAPSHOT, JOB_REPO };
@@ -69,6 +82,7 @@ typedef struct client {
         int fd;
         uid_t uid;
         strbuf in;
+        gid_t gid;
         bool discarding; /* the rest of an oversized line */
         nsbox_queue out;
         bool eof;
@@ -130,7 +144,32 @@ typedef struct sandbox {
         int record_fd;
         char *record_path;
         uint64_t record_steps;
+        /* service: templates, pools, lifetimes, capacity */
+        int tpl;                 /* index of its template in the configuration, or -1 */
+        bool pooled;             /* started for its template's pool, not handed out yet (owner NO_OWNER) */
+        uint64_t idle_ms, last_active_ns;
+        bool expiry_pause;
+        uint64_t mem_commit;     /* its memory limit, counted against memory_budget */
+        uint64_t req_start_ns;   /* when the create waiting for it came, for the acquire latency */
+        bool goc;                /* that create was get_or_create: its result says "created" */
+        json_t *waiters;         /* get_or_create calls waiting for it: [[client serial, id, start ns]...] */
+        unsigned id_slot;        /* root: its own host id range (userns.h); 0: the shared one */
+        int id_lock_fd;
 } sandbox;
+
+/* A create waiting for capacity (its 'wait'). */
+typedef struct waiting {
+        struct waiting *next;
+        uint64_t client, deadline_ns, start_ns;
+        json_t *rpc_id, *params;
+        bool goc;
+} waiting;
+
+typedef struct tpl_state {
+        uint64_t hits, misses;
+        unsigned fails;     /* pooled starts failed in a row */
+        uint64_t retry_ns;  /* no pooled start before this */
+} tpl_state;
 
 typedef struct daemon_state {
         int epfd, listen_fd, sig_fd;
@@ -140,9 +179,21 @@ typedef struct daemon_state {
         sandbox *sandboxes;
         unsigned n_sandboxes;
         bool stop;
+        const nsbox_dconfig *conf;
+        tpl_state *tpl;
+        waiting *waitq;
+        bool capacity_freed;     /* since the wait queue was last looked at */
+        uint32_t lat_us[LAT_RING];
+        unsigned lat_n;
+        uint64_t lat_total;
+        bool stopping, activated;
+        uint64_t drain_deadline_ns, start_ns;
+        int state_dirfd;         /* <socket>.state: one file per live sandbox */
 } daemon_state;
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void state_write(daemon_state *d, const sandbox *s);
+static void state_remove(daemon_state *d, const sandbox *s);
 static void logf_(const char *fmt, ...)
 {
         char ts[32];
@@ -322,6 +373,7 @@ static void sandbox_free(sandbox *s)
         nsbox_frame_reader_release(&s->rd);
         nsbox_queue_release(&s->out);
         json_decref(s->labels);
+        json_decref(s->waiters);
         json_decref(s->create_rpc_id);
         json_decref(s->create_params);
         free(s->policy_name);
@@ -333,6 +385,8 @@ static void sandbox_free(sandbox *s)
         if (s->record_fd >= 0)
                 close(s->record_fd);
         free(s->record_path);
+        if (s->id_lock_fd >= 0)
+                close(s->id_lock_fd); /* its id range is free again */
         free(s);
 }
 
@@ -352,17 +406,32 @@ static void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const 
                         break;
                 }
         d->n_sandboxes--;
+        d->capacity_freed = true;
         job_stop(d, s, why);
         fail_calls(d, s, code, why);
         if (s->create_rpc_id)
                 reply_error(client_by_serial(d, s->create_client), s->create_rpc_id, RPC_SERVER_ERROR, "internal",
                             "sandbox %s %s before it was ready", s->id, why);
+        size_t i;
+        json_t *w;
+        json_array_foreach(s->waiters, i, w)
+                reply_error(client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))), json_array_get(w, 1), RPC_SERVER_ERROR,
+                            "internal", "sandbox %s %s before it was ready", s->id, why);
+        if (s->pooled && !s->ready && s->tpl >= 0 && !d->stop) { /* a template that does not start: try again later */
+                tpl_state *t = &d->tpl[s->tpl];
+                t->fails++;
+                t->retry_ns = now_ns() + (t->fails >= 10 ? POOL_RETRY_MAX_NS : (100000000ull << t->fails));
+        }
         unwatch_sandbox(d, s);
-        logf_("sandbox %s removed: %s", s->id, why);
+        state_remove(d, s);
+        if (s->pooled)
+                logf_("pooled sandbox %s of template '%s' removed: %s", s->id, d->conf->templates[s->tpl].name, why);
+        else
+                logf_("sandbox %s removed: %s", s->id, why);
         sandbox_free(s);
 }
 
-static bool visible(const client *c, const sandbox *s) { return c->uid == 0 || c->uid == s->owner; }
+static bool visible(const client *c, const sandbox *s) { return !s->pooled && (c->uid == 0 || c->uid == s->owner); }
 
 /* By full id or a unique prefix of at least 4 characters, among what the client may see. */
 static sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *params)
@@ -392,7 +461,7 @@ static sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *par
         return found;
 }
 
-static json_t *sandbox_json(const sandbox *s)
+static json_t *sandbox_json(const daemon_state *d, const sandbox *s)
 {
         json_t *o = json_pack("{ss ss sI si ss sO sI sI}", "id", s->id,
                               "state", !s->ready ? "starting" : s->job == JOB_SNAPSHOT ? "snapshotting" : s->paused ? "paused" : "running",
@@ -401,10 +470,17 @@ static json_t *sandbox_json(const sandbox *s)
                               (json_int_t)s->n_calls);
         if (!o)
                 return NULL;
-        if (s->expires_ns) {
-                uint64_t now = now_ns();
+        uint64_t now = now_ns();
+        if (s->expires_ns)
                 json_object_set_new(o, "expires_in", json_real(s->expires_ns > now ? (double)(s->expires_ns - now) / 1e9 : 0));
+        json_object_set_new(o, "template", s->tpl >= 0 ? json_string(d->conf->templates[s->tpl].name) : json_null());
+        if (s->idle_ms) {
+                uint64_t at = s->last_active_ns + s->idle_ms * 1000000;
+                json_object_set_new(o, "idle_timeout", json_real((double)s->idle_ms / 1000.0));
+                if (!s->paused && s->n_calls == 0)
+                        json_object_set_new(o, "idle_expires_in", json_real(at > now ? (double)(at - now) / 1e9 : 0));
         }
+        json_object_set_new(o, "on_expiry", json_string(s->expiry_pause ? "pause" : "destroy"));
         const nsbox_limits *l = &s->limits;
         json_t *lim = json_object();
         if (l->memory)
@@ -618,6 +694,7 @@ static int sandbox_launch(daemon_state *d, sandbox *s, nsbox_error *err)
             nsbox_epoll_add(d->epfd, s->sb.pidfd, KEY(s->serial, K_PIDFD), &s->pid_events, EPOLLIN) < 0 ||
             nsbox_epoll_add(d->epfd, s->sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events, 0) < 0)
                 return nsbox_err(err, errno, "watch the sandbox");
+        state_write(d, s);
         return 0;
 }
 
@@ -794,7 +871,7 @@ static void create_failed(daemon_state *d, sandbox *s, const char *code, const c
 }
 
 /* The repository layer exists now (or did already): hold it and start. */
-static void repo_ready(daemon_state *d, sandbox *s, const char *key)
+static int repo_ready(daemon_state *d, sandbox *s, const char *key)
 {
         nsbox_error err = { 0 };
         nsbox_store st = NSBOX_STORE_INIT;
@@ -809,7 +886,9 @@ static void repo_ready(daemon_state *d, sandbox *s, const char *key)
         if (r < 0) {
                 create_failed(d, s, code_for(r), err.msg ? err.msg : "cannot start the sandbox");
                 nsbox_error_clear(&err);
+                return -1;
         }
+        return 0;
 }
 
 static void job_done(daemon_state *d, sandbox *s)
@@ -902,80 +981,16 @@ static int open_recording(sandbox *s, const char *path, nsbox_error *err)
         return 0;
 }
 
-static void method_create(daemon_state *d, client *c, json_t *id, json_t *params)
+/* Link s and start it: at once, or after its repository layer is built.  The client c (NULL for a
+ * pool) is answered when it is ready; on failure it is answered and s is gone (-1). */
+static int sandbox_start(daemon_state *d, sandbox *s, client *c, json_t *id)
 {
-        if (d->n_sandboxes >= MAX_SANDBOXES) {
-                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "this nsboxd already holds %d sandboxes", MAX_SANDBOXES);
-                return;
-        }
-        strbuf why;
-        sb_init(&why, 1024);
-        _cleanup_strv_ char **argv = NULL;
-        json_t *labels = json_object_get(params, "labels");
-        if (check_labels(labels, &why) < 0 || create_argv(params, &why, &argv) < 0) {
-                reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "create: %s", why.buf ? why.buf : "out of memory");
-                sb_release(&why);
-                return;
-        }
-        sb_release(&why);
-        sandbox *s = calloc(1, sizeof(*s));
-        unsigned char rnd[16];
-        if (!s || getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-                free(s);
-                reply_error(c, id, RPC_SERVER_ERROR, "internal", "create: out of memory or randomness");
-                return;
-        }
-        for (size_t i = 0; i < sizeof(rnd); i++)
-                snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
-        s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
-        s->layers = (nsbox_layers)NSBOX_LAYERS_INIT;
-        s->base_layers = (nsbox_layers)NSBOX_LAYERS_INIT;
-        s->record_fd = s->job_fd = -1;
-        s->create_params = json_deep_copy(params);
-        nsbox_run_options o;
         nsbox_error err = { 0 };
-        int r = nsbox_run_options_parse((int)strv_length(argv), argv, &o, &err);
-        if (r == 0)
-                r = nsbox_run_options_policy(&o, &s->policy, &err);
-        if (r == 0 && o.from)
-                r = create_from(s, o.from, o.rootfs != NULL, s->policy, &err);
-        if (r == 0)
-                r = nsbox_policy_check_host(s->policy, &err);
-        if (r == 0 && o.repo) {
-                nsbox_repo_kind kind;
-                r = nsbox_repo_classify(o.repo, &kind, &s->repo_url, &err);
-                if (r == 0 && kind == NSBOX_REPO_NETWORK)
-                        r = nsbox_err_as(&err, EPERM, "repository '%s' needs network access; the sandbox's network is 'none'", o.repo);
-                if (r == 0 && o.commit && !(s->repo_commit = strdup(o.commit)))
-                        r = -ENOMEM;
-                nsbox_idmap map;
-                nsbox_idmap_for_caller(s->policy->uid, s->policy->gid, &map);
-                s->host_uid = map.host_uid + (s->policy->uid - map.inside_uid);
-                s->host_gid = map.host_gid + (s->policy->gid - map.inside_gid);
-        }
-        if (r == 0 && o.record)
-                r = open_recording(s, o.record, &err);
-        nsbox_run_options_release(&o);
-        if (r < 0) {
-                reply_error(c, id, r == -ENOENT ? RPC_SERVER_ERROR : RPC_INVALID_PARAMS, r == -ENOENT ? "not_found" : "invalid_argument", "%s",
-                            err.msg ? err.msg : "invalid options");
-                nsbox_error_clear(&err);
-                if (s->record_path)
-                        unlink(s->record_path);
-                sandbox_free(s);
-                return;
-        }
-        s->limits = s->policy->limits;
-        s->policy_name = strdup(s->policy->source ? s->policy->source : "");
         s->serial = ++d->next_serial;
-        s->owner = c->uid;
-        s->labels = json_is_object(labels) ? json_deep_copy(labels) : json_object();
         s->created = time(NULL);
-        uint64_t now = now_ns();
-        s->expires_ns = s->limits.timeout_ms ? now + s->limits.timeout_ms * 1000000 : 0;
-        s->ready_deadline_ns = now + (s->repo_url ? REPO_TIMEOUT_NS : READY_TIMEOUT_NS);
-        s->create_client = c->serial;
-        s->create_rpc_id = json_incref(id ? id : json_null());
+        s->ready_deadline_ns = now_ns() + (s->repo_url ? REPO_TIMEOUT_NS : READY_TIMEOUT_NS);
+        s->create_client = c ? c->serial : 0;
+        s->create_rpc_id = c ? json_incref(id ? id : json_null()) : NULL;
         s->next = d->sandboxes;
         d->sandboxes = s;
         d->n_sandboxes++;
@@ -993,22 +1008,591 @@ static void method_create(daemon_state *d, client *c, json_t *id, json_t *params
                 }
                 if (hit > 0) {
                         nsbox_layers_release(&s->base_layers);
-                        repo_ready(d, s, key);
-                } else if ((r = job_spawn(d, s, JOB_REPO, NULL, NULL, &err)) < 0) {
+                        return repo_ready(d, s, key);
+                }
+                if (job_spawn(d, s, JOB_REPO, NULL, NULL, &err) < 0) {
                         create_failed(d, s, "internal", err.msg ? err.msg : "cannot start a worker");
                         nsbox_error_clear(&err);
+                        return -1;
                 }
-                return;
+                return 0;
         }
-        if ((r = sandbox_launch(d, s, &err)) < 0) {
+        if (sandbox_launch(d, s, &err) < 0) {
                 create_failed(d, s, "internal", err.msg ? err.msg : "cannot start the sandbox");
                 nsbox_error_clear(&err);
+                return -1;
+        }
+        return 0;
+}
+
+/* ---- create: templates, pools, capacity, lifetimes -------------------------------------------- */
+
+/* create's params that shape no sandbox: they go with a template too */
+static const char *const lifecycle_keys[] = { "labels", "timeout", "idle_timeout", "on_expiry", "wait", "template", NULL };
+
+static bool is_lifecycle(const char *k)
+{
+        for (const char *const *l = lifecycle_keys; *l; l++)
+                if (!strcmp(*l, k))
+                        return true;
+        return false;
+}
+
+typedef struct create_req {
+        json_t *labels; /* owned */
+        int tpl;        /* index in conf->templates, or -1 */
+        bool has_timeout, has_idle;
+        uint64_t timeout_ms, idle_ms;
+        int expiry; /* -1: the configuration's; 0 destroy; 1 pause */
+        double wait_s;
+} create_req;
+
+static int seconds_param(json_t *params, const char *key, double max, bool *has, uint64_t *ret_ms, strbuf *why)
+{
+        json_t *v = json_object_get(params, key);
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > max) {
+                sb_appendf(why, "'%s' must be a number of seconds from 0 to %.0f", key, max);
+                return -EINVAL;
+        }
+        if (has)
+                *has = true;
+        if (ret_ms)
+                *ret_ms = (uint64_t)(json_number_value(v) * 1000.0 + 0.5);
+        return 0;
+}
+
+/* labels, timeout, idle_timeout, on_expiry of params over what rq holds (a template's) */
+static int lifecycle_params(json_t *params, create_req *rq, strbuf *why)
+{
+        json_t *labels = json_object_get(params, "labels");
+        if (check_labels(labels, why) < 0)
+                return -EINVAL;
+        if (json_is_object(labels)) {
+                if (!rq->labels && !(rq->labels = json_object()))
+                        return -ENOMEM;
+                json_object_update(rq->labels, labels);
+                if (json_object_size(rq->labels) > 64) {
+                        sb_appendf(why, "'labels': at most 64, the template's included");
+                        return -EINVAL;
+                }
+        }
+        if (seconds_param(params, "timeout", 1e8, &rq->has_timeout, &rq->timeout_ms, why) < 0 ||
+            seconds_param(params, "idle_timeout", 1e8, &rq->has_idle, &rq->idle_ms, why) < 0)
+                return -EINVAL;
+        json_t *e = json_object_get(params, "on_expiry");
+        if (e && !json_is_null(e)) {
+                const char *v = json_string_value(e);
+                if (!v || (strcmp(v, "destroy") && strcmp(v, "pause"))) {
+                        sb_appendf(why, "'on_expiry' must be \"destroy\" or \"pause\"");
+                        return -EINVAL;
+                }
+                rq->expiry = !strcmp(v, "pause");
+        }
+        return 0;
+}
+
+static void create_req_release(create_req *rq)
+{
+        json_decref(rq->labels);
+        rq->labels = NULL;
+}
+
+/* Which template, and the lifecycle params; -EINVAL or -ENOENT (no such template) with why. */
+static int parse_req(daemon_state *d, json_t *params, create_req *rq, strbuf *why)
+{
+        *rq = (create_req){ .tpl = -1, .expiry = -1 };
+        json_t *t = json_object_get(params, "template");
+        bool shaped = false;
+        const char *k;
+        json_t *v;
+        json_object_foreach(params, k, v)
+                if (!is_lifecycle(k) && !json_is_null(v))
+                        shaped = true;
+        if (t && !json_is_null(t)) {
+                if (!json_is_string(t)) {
+                        sb_appendf(why, "'template' must be a string");
+                        return -EINVAL;
+                }
+                const nsbox_template *tp = nsbox_dconfig_template(d->conf, json_string_value(t));
+                if (!tp) {
+                        sb_appendf(why, "no template '%.64s' in nsboxd's configuration%s%s", json_string_value(t),
+                                   d->conf->source ? " " : "", d->conf->source ? d->conf->source : "");
+                        return -ENOENT;
+                }
+                json_object_foreach(params, k, v)
+                        if (!is_lifecycle(k) && !json_is_null(v)) {
+                                sb_appendf(why, "'%.64s' cannot be given with a template (only labels, timeout, idle_timeout, on_expiry, wait)", k);
+                                return -EINVAL;
+                        }
+                rq->tpl = (int)(tp - d->conf->templates);
+        } else if (!shaped && nsbox_dconfig_template(d->conf, "default")) {
+                rq->tpl = (int)(nsbox_dconfig_template(d->conf, "default") - d->conf->templates);
+        }
+        if (rq->tpl >= 0 && lifecycle_params(d->conf->templates[rq->tpl].create, rq, why) < 0)
+                return -EINVAL;
+        if (lifecycle_params(params, rq, why) < 0)
+                return -EINVAL;
+        uint64_t wait_ms = 0;
+        if (seconds_param(params, "wait", MAX_WAIT_S, NULL, &wait_ms, why) < 0)
+                return -EINVAL;
+        rq->wait_s = (double)wait_ms / 1000.0;
+        return 0;
+}
+
+/* A root nsboxd opens what a create names as root: a client of another uid names no host path. */
+static int check_client_paths(const client *c, json_t *shape, strbuf *why)
+{
+        if (!c || c->uid == 0 || geteuid() != 0)
+                return 0;
+        static const char *const keys[] = { "bind", "record", "repo", "publish", "from", "rootfs", "policy" };
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+                json_t *v = json_object_get(shape, keys[i]);
+                if (!v || json_is_null(v) || (json_is_array(v) && json_array_size(v) == 0))
+                        continue;
+                const char *s = json_string_value(v);
+                if (i == 5 && s && !strcmp(s, "host"))
+                        continue;
+                if (i == 6 && s && !strchr(s, '/'))
+                        continue; /* a named policy, from the policy directories */
+                sb_appendf(why, "'%s' names host paths or state of root, which a client of uid %u may not ask of a root nsboxd (use a template, or a per-user nsboxd)",
+                           keys[i], (unsigned)c->uid);
+                return -EPERM;
+        }
+        return 0;
+}
+
+/* A sandbox from create's shaping params (or a template's), not linked nor started. */
+static int sandbox_prepare(daemon_state *d, const client *c, json_t *params, sandbox **ret, nsbox_error *err)
+{
+        strbuf why;
+        sb_init(&why, 1024);
+        _cleanup_strv_ char **argv = NULL;
+        json_t *shape = json_deep_copy(params);
+        for (const char *const *l = lifecycle_keys; shape && *l; l++)
+                json_object_del(shape, *l);
+        int r = !shape ? -ENOMEM : check_client_paths(c, shape, &why);
+        if (r == 0)
+                r = create_argv(shape, &why, &argv);
+        if (r < 0) {
+                r = nsbox_err_as(err, r == -ENOMEM ? ENOMEM : EINVAL, "create: %s", why.buf ? why.buf : "out of memory");
+                sb_release(&why);
+                json_decref(shape);
+                return r;
+        }
+        sb_release(&why);
+        sandbox *s = calloc(1, sizeof(*s));
+        unsigned char rnd[16];
+        if (!s || getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+                free(s);
+                json_decref(shape);
+                return nsbox_err(err, ENOMEM, "create: out of memory or randomness");
+        }
+        for (size_t i = 0; i < sizeof(rnd); i++)
+                snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
+        s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
+        s->layers = (nsbox_layers)NSBOX_LAYERS_INIT;
+        s->base_layers = (nsbox_layers)NSBOX_LAYERS_INIT;
+        s->record_fd = s->job_fd = s->id_lock_fd = -1;
+        s->tpl = -1;
+        s->create_params = shape;
+        nsbox_run_options o;
+        r = nsbox_run_options_parse((int)strv_length(argv), argv, &o, err);
+        if (r == 0)
+                r = nsbox_run_options_policy(&o, &s->policy, err);
+        if (r == 0 && o.from)
+                r = create_from(s, o.from, o.rootfs != NULL, s->policy, err);
+        if (r == 0 && d->conf->memory_budget && !s->policy->limits.memory)
+                s->policy->limits.memory = d->conf->default_memory; /* a budget counts every sandbox */
+        if (r == 0)
+                r = nsbox_policy_check_host(s->policy, err);
+        if (r == 0 && o.repo) {
+                nsbox_repo_kind kind;
+                r = nsbox_repo_classify(o.repo, &kind, &s->repo_url, err);
+                if (r == 0 && kind == NSBOX_REPO_NETWORK)
+                        r = nsbox_err_as(err, EPERM, "repository '%s' needs network access; the sandbox's network is 'none'", o.repo);
+                if (r == 0 && o.commit && !(s->repo_commit = strdup(o.commit)))
+                        r = -ENOMEM;
+                nsbox_idmap map;
+                nsbox_idmap_for_caller(s->policy->uid, s->policy->gid, &map);
+                s->host_uid = map.host_uid + (s->policy->uid - map.inside_uid);
+                s->host_gid = map.host_gid + (s->policy->gid - map.inside_gid);
+        }
+        if (r == 0 && o.record)
+                r = open_recording(s, o.record, err);
+        nsbox_run_options_release(&o);
+        if (r < 0) {
+                if (s->record_path)
+                        unlink(s->record_path);
+                sandbox_free(s);
+                return r;
+        }
+        s->limits = s->policy->limits;
+        s->mem_commit = d->conf->memory_budget ? s->limits.memory : 0;
+        s->policy_name = strdup(s->policy->source ? s->policy->source : "");
+        s->labels = json_object();
+        *ret = s;
+        return 0;
+}
+
+static unsigned owned_by(const daemon_state *d, uid_t uid)
+{
+        unsigned n = 0;
+        for (const sandbox *s = d->sandboxes; s; s = s->next)
+                n += !s->pooled && s->owner == uid;
+        return n;
+}
+
+static unsigned of_template(const daemon_state *d, int tpl, unsigned *pooled, unsigned *ready, unsigned *starting)
+{
+        unsigned n = 0, p = 0, r = 0, st = 0;
+        for (const sandbox *s = d->sandboxes; s; s = s->next)
+                if (s->tpl == tpl && tpl >= 0) {
+                        n++;
+                        if (s->pooled) {
+                                p++;
+                                r += s->ready;
+                                st += !s->ready;
+                        }
+                }
+        if (pooled)
+                *pooled = p;
+        if (ready)
+                *ready = r;
+        if (starting)
+                *starting = st;
+        return n;
+}
+
+static uint64_t committed(const daemon_state *d)
+{
+        uint64_t m = 0;
+        for (const sandbox *s = d->sandboxes; s; s = s->next)
+                m += s->mem_commit;
+        return m;
+}
+
+/* A pooled sandbox another request may have the room of: one of another template. */
+static sandbox *evictable(daemon_state *d, int tpl)
+{
+        for (sandbox *s = d->sandboxes; s; s = s->next)
+                if (s->pooled && s->tpl != tpl)
+                        return s;
+        return NULL;
+}
+
+/* Room for one more sandbox of template tpl holding mem for uid (NO_OWNER: for a pool, which
+ * takes no room from others)?  0, or -EAGAIN with why. */
+static int capacity_check(daemon_state *d, uid_t uid, int tpl, uint64_t mem, strbuf *why)
+{
+        const nsbox_dconfig *cf = d->conf;
+        if (uid != NO_OWNER && owned_by(d, uid) >= cf->max_per_uid) {
+                sb_appendf(why, "capacity: uid %u holds %u sandboxes, max_per_uid is %u", (unsigned)uid, owned_by(d, uid), cf->max_per_uid);
+                return -EAGAIN;
+        }
+        if (tpl >= 0 && of_template(d, tpl, NULL, NULL, NULL) >= cf->templates[tpl].max) {
+                sb_appendf(why, "capacity: template '%s' has %u sandboxes, its max is %u", cf->templates[tpl].name,
+                           of_template(d, tpl, NULL, NULL, NULL), cf->templates[tpl].max);
+                return -EAGAIN;
+        }
+        for (;;) {
+                bool full = d->n_sandboxes >= cf->max_sandboxes || MAX_SANDBOXES <= d->n_sandboxes;
+                bool over = cf->memory_budget && committed(d) + mem > cf->memory_budget;
+                if (!full && !over)
+                        return 0;
+                sandbox *victim = uid != NO_OWNER ? evictable(d, tpl) : NULL;
+                if (!victim) {
+                        if (full)
+                                sb_appendf(why, "capacity: %u sandboxes, max_sandboxes is %u", d->n_sandboxes, cf->max_sandboxes);
+                        else
+                                sb_appendf(why, "capacity: %" PRIu64 " bytes of memory limits committed, %" PRIu64 " more would pass memory_budget %" PRIu64,
+                                           committed(d), mem, cf->memory_budget);
+                        return -EAGAIN;
+                }
+                sandbox_remove(d, victim, "capacity", "was taken out of its pool to make room");
+        }
+}
+
+static void record_latency(daemon_state *d, uint64_t start_ns)
+{
+        uint64_t us = (now_ns() - start_ns) / 1000;
+        d->lat_us[d->lat_total++ % LAT_RING] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+        if (d->lat_n < LAT_RING)
+                d->lat_n++;
+}
+
+/* The state file of a live sandbox (restart safety: what a next nsboxd must clean up). */
+static void state_write(daemon_state *d, const sandbox *s)
+{
+        if (d->state_dirfd < 0 || s->sb.pid <= 0)
+                return;
+        json_t *o = json_pack("{ss si sI si si ss sb}", "id", s->id, "pid", (int)s->sb.pid, "start",
+                              (json_int_t)nsbox_pid_start_time(s->sb.pid), "nsboxd", (int)getpid(), "owner",
+                              s->owner == NO_OWNER ? -1 : (int)s->owner, "cgroup", s->sb.cg.dirfd >= 0 ? s->sb.cg.path : "", "pooled", s->pooled);
+        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        char tmp[64], name[48];
+        snprintf(tmp, sizeof(tmp), ".%s.tmp", s->id);
+        snprintf(name, sizeof(name), "%s.json", s->id);
+        if (!text || write_file_at(d->state_dirfd, tmp, text, 0600) < 0 || renameat(d->state_dirfd, tmp, d->state_dirfd, name) < 0) {
+                logf_("sandbox %s: cannot write its state file: %s", s->id, strerror(errno ? errno : ENOMEM));
+                unlinkat(d->state_dirfd, tmp, 0);
+        }
+        free(text);
+}
+
+static void state_remove(daemon_state *d, const sandbox *s)
+{
+        char name[48];
+        snprintf(name, sizeof(name), "%s.json", s->id);
+        if (d->state_dirfd >= 0)
+                unlinkat(d->state_dirfd, name, 0);
+}
+
+static void set_lifetimes(daemon_state *d, sandbox *s, const create_req *rq)
+{
+        uint64_t now = now_ns();
+        uint64_t t = rq->has_timeout ? rq->timeout_ms : s->limits.timeout_ms ? s->limits.timeout_ms : d->conf->timeout_ms;
+        s->expires_ns = t ? now + t * 1000000 : 0;
+        s->idle_ms = rq->has_idle ? rq->idle_ms : d->conf->idle_timeout_ms;
+        s->expiry_pause = rq->expiry < 0 ? d->conf->expiry_pause : rq->expiry == 1;
+        s->last_active_ns = now;
+        json_decref(s->labels);
+        s->labels = rq->labels ? json_deep_copy(rq->labels) : json_object();
+}
+
+static void reply_sandbox(daemon_state *d, client *c, json_t *id, sandbox *s, bool pooled, int created, uint64_t start_ns)
+{
+        json_t *o = sandbox_json(d, s);
+        json_object_set_new(o, "pooled", json_boolean(pooled));
+        if (created >= 0)
+                json_object_set_new(o, "created", json_boolean(created));
+        if (start_ns)
+                record_latency(d, start_ns);
+        reply_result(c, id, o);
+}
+
+/* A sandbox of the client's with every label of want, the oldest; starting ones included. */
+static sandbox *find_labelled(daemon_state *d, uid_t uid, json_t *want)
+{
+        sandbox *found = NULL;
+        for (sandbox *s = d->sandboxes; s; s = s->next) {
+                if (s->pooled || s->owner != uid)
+                        continue;
+                bool all = true;
+                const char *k;
+                json_t *v;
+                json_object_foreach(want, k, v) {
+                        json_t *have = json_object_get(s->labels, k);
+                        if (!have || !json_equal(have, v))
+                                all = false;
+                }
+                if (all && (!found || s->serial < found->serial))
+                        found = s;
+        }
+        return found;
+}
+
+static void pool_fill(daemon_state *d);
+
+/* create and get_or_create.  Returns 1 when it must wait for capacity (nothing was replied; the
+ * caller queues it until deadline_ns), else 0 (replied). */
+static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool goc, uint64_t start_ns, uint64_t deadline_ns)
+{
+        if (d->stopping) {
+                reply_error(c, id, RPC_SERVER_ERROR, "unavailable", "nsboxd is stopping");
+                return 0;
+        }
+        strbuf why;
+        sb_init(&why, 1024);
+        create_req rq;
+        int r = parse_req(d, params, &rq, &why);
+        if (r == 0 && goc && (!rq.labels || json_object_size(json_object_get(params, "labels")) == 0)) {
+                sb_appendf(&why, "'labels' must name the sandbox to get or create (e.g. {\"thread_id\": \"...\"})");
+                r = -EINVAL;
+        }
+        if (r < 0) {
+                reply_error(c, id, r == -ENOENT ? RPC_SERVER_ERROR : RPC_INVALID_PARAMS, r == -ENOENT ? "not_found" : "invalid_argument",
+                            "%s: %s", goc ? "get_or_create" : "create", why.buf ? why.buf : "out of memory");
+                goto out;
+        }
+        if (goc) {
+                sandbox *s = find_labelled(d, c->uid, json_object_get(params, "labels"));
+                if (s && s->ready) {
+                        s->last_active_ns = now_ns();
+                        reply_sandbox(d, c, id, s, false, 0, start_ns);
+                        goto out;
+                }
+                if (s) { /* starting: answered with it when it is ready */
+                        json_t *w = json_pack("[IOI]", (json_int_t)c->serial, id ? id : json_null(), (json_int_t)start_ns);
+                        if (!s->waiters)
+                                s->waiters = json_array();
+                        json_array_append_new(s->waiters, w);
+                        goto out;
+                }
+        }
+        /* a pooled one, at once */
+        if (rq.tpl >= 0) {
+                sandbox *p = NULL;
+                for (sandbox *s = d->sandboxes; s; s = s->next)
+                        if (s->pooled && s->tpl == rq.tpl && s->ready && (!p || s->serial < p->serial))
+                                p = s;
+                if (p) {
+                        if (owned_by(d, c->uid) >= d->conf->max_per_uid) {
+                                capacity_check(d, c->uid, rq.tpl, 0, &why);
+                        } else {
+                                p->pooled = false;
+                                p->owner = c->uid;
+                                p->created = time(NULL);
+                                set_lifetimes(d, p, &rq);
+                                d->tpl[rq.tpl].hits++;
+                                state_write(d, p);
+                                logf_("sandbox %s handed over from the pool of template '%s' to uid %u", p->id, d->conf->templates[rq.tpl].name,
+                                      (unsigned)c->uid);
+                                reply_sandbox(d, c, id, p, true, goc ? 1 : -1, start_ns);
+                                pool_fill(d);
+                                goto out;
+                        }
+                }
+        }
+        sandbox *s = NULL;
+        nsbox_error err = { 0 };
+        if (why.len == 0) {
+                r = sandbox_prepare(d, c, rq.tpl >= 0 ? d->conf->templates[rq.tpl].create : params, &s, &err);
+                if (r < 0) {
+                        reply_error(c, id, r == -ENOENT ? RPC_SERVER_ERROR : RPC_INVALID_PARAMS, r == -ENOENT ? "not_found" : "invalid_argument", "%s",
+                                    err.msg ? err.msg : "invalid options");
+                        nsbox_error_clear(&err);
+                        goto out;
+                }
+                s->tpl = rq.tpl;
+                capacity_check(d, c->uid, rq.tpl, s->mem_commit, &why);
+        }
+        if (why.len) {
+                if (s)
+                        sandbox_free(s);
+                if (deadline_ns && now_ns() < deadline_ns) {
+                        sb_release(&why);
+                        create_req_release(&rq);
+                        return 1;
+                }
+                reply_error(c, id, RPC_SERVER_ERROR, RPC_CAPACITY, "%s", why.buf);
+                goto out;
+        }
+        if (rq.tpl >= 0)
+                d->tpl[rq.tpl].misses++;
+        s->owner = c->uid;
+        s->goc = goc;
+        s->req_start_ns = start_ns;
+        set_lifetimes(d, s, &rq);
+        sandbox_start(d, s, c, id);
+out:
+        sb_release(&why);
+        create_req_release(&rq);
+        return 0;
+}
+
+static void method_create(daemon_state *d, client *c, json_t *id, json_t *params, bool goc)
+{
+        uint64_t now = now_ns();
+        double wait = json_is_number(json_object_get(params, "wait")) ? json_number_value(json_object_get(params, "wait")) : 0;
+        uint64_t deadline = wait > 0 && wait <= MAX_WAIT_S ? now + (uint64_t)(wait * 1e9) : 0;
+        if (admit(d, c, id, params, goc, now, deadline) == 0)
+                return;
+        waiting *w = calloc(1, sizeof(*w)), **tail = &d->waitq;
+        if (!w) {
+                reply_error(c, id, RPC_SERVER_ERROR, "internal", "create: out of memory");
+                return;
+        }
+        *w = (waiting){ .client = c->serial, .deadline_ns = deadline, .start_ns = now, .rpc_id = json_incref(id ? id : json_null()),
+                        .params = json_deep_copy(params), .goc = goc };
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = w;
+}
+
+/* Creates waiting for capacity, in the order they came: tried again when room was freed, and
+ * answered 'capacity' at their deadline. */
+static void serve_waiting(daemon_state *d, bool all)
+{
+        uint64_t now = now_ns();
+        for (waiting **pp = &d->waitq; *pp;) {
+                waiting *w = *pp;
+                client *c = client_by_serial(d, w->client);
+                int r = 0;
+                if (c && (all || d->stopping || now >= w->deadline_ns))
+                        r = admit(d, c, w->rpc_id, w->params, w->goc, w->start_ns, d->stopping ? 0 : w->deadline_ns);
+                else if (c)
+                        r = 1;
+                if (r == 1) {
+                        pp = &w->next;
+                        continue;
+                }
+                *pp = w->next;
+                json_decref(w->rpc_id);
+                json_decref(w->params);
+                free(w);
+        }
+}
+
+/* Keep each template's pool full: started in the background, a few at a time, later and later
+ * while a template fails to start. */
+static void pool_fill(daemon_state *d)
+{
+        uint64_t now = now_ns();
+        for (size_t t = 0; t < d->conf->n_templates && !d->stopping; t++) {
+                const nsbox_template *tp = &d->conf->templates[t];
+                unsigned pooled, starting;
+                of_template(d, (int)t, &pooled, NULL, &starting);
+                while (pooled < tp->pool && starting < POOL_STARTING_MAX && now >= d->tpl[t].retry_ns) {
+                        strbuf why;
+                        sb_init(&why, 1024);
+                        sandbox *s = NULL;
+                        nsbox_error err = { 0 };
+                        int r = sandbox_prepare(d, NULL, tp->create, &s, &err);
+                        if (r == 0 && capacity_check(d, NO_OWNER, (int)t, s->mem_commit, &why) < 0) {
+                                sandbox_free(s); /* no room: the pool stays short until there is */
+                                sb_release(&why);
+                                break;
+                        }
+                        sb_release(&why);
+                        if (r < 0) {
+                                d->tpl[t].fails++;
+                                d->tpl[t].retry_ns = now + (d->tpl[t].fails >= 10 ? POOL_RETRY_MAX_NS : (100000000ull << d->tpl[t].fails));
+                                logf_("template '%s': cannot prepare a pooled sandbox: %s", tp->name, err.msg ? err.msg : strerror(-r));
+                                nsbox_error_clear(&err);
+                                break;
+                        }
+                        s->tpl = (int)t;
+                        s->pooled = true;
+                        s->owner = NO_OWNER;
+                        create_req none = { .tpl = (int)t, .expiry = -1 };
+                        set_lifetimes(d, s, &none);
+                        s->expires_ns = 0; /* lifetimes start when it is handed out */
+                        if (sandbox_start(d, s, NULL, NULL) < 0)
+                                break;
+                        pooled++;
+                        starting++;
+                }
         }
 }
 
 /* Capture the writable layer as snapshot NAME, frozen meanwhile; the sandbox keeps running. */
+/* A root nsboxd's store is root's: its snapshots are not shared with clients of other uids. */
+static bool refuse_store(client *c, json_t *id, const char *method)
+{
+        if (c->uid == 0 || geteuid() != 0)
+                return false;
+        reply_error(c, id, RPC_SERVER_ERROR, "invalid_argument",
+                    "%s: the snapshots of a root nsboxd are root's; a client of uid %u keeps its own with a per-user nsboxd", method, (unsigned)c->uid);
+        return true;
+}
+
 static void method_snapshot(daemon_state *d, client *c, json_t *id, json_t *params)
 {
+        if (refuse_store(c, id, "snapshot"))
+                return;
         sandbox *s = find_sandbox(d, c, id, params);
         if (!s)
                 return;
@@ -1059,6 +1643,8 @@ static void method_reset(daemon_state *d, client *c, json_t *id, json_t *params)
                 return;
         json_t *jn = json_object_get(params, "snapshot");
         const char *name = json_string_value(jn);
+        if (name && refuse_store(c, id, "reset"))
+                return;
         if (jn && !json_is_null(jn) && !name) {
                 reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "reset: 'snapshot' must be a string");
                 return;
@@ -1117,6 +1703,8 @@ static void method_reset(daemon_state *d, client *c, json_t *id, json_t *params)
 static void method_snapshots(daemon_state *d, client *c, json_t *id, json_t *params, bool delete)
 {
         (void)d;
+        if (refuse_store(c, id, delete ? "snapshot_delete" : "snapshot_list"))
+                return;
         nsbox_error err = { 0 };
         nsbox_store st = NSBOX_STORE_INIT;
         json_t *list = NULL;
@@ -1133,13 +1721,129 @@ static void method_snapshots(daemon_state *d, client *c, json_t *id, json_t *par
         reply_result(c, id, delete ? json_pack("{ss}", "deleted", name) : json_pack("{so}", "snapshots", list));
 }
 
-static void method_list(daemon_state *d, client *c, json_t *id)
+static const char *state_name(const sandbox *s)
 {
+        return !s->ready ? "starting" : s->job == JOB_SNAPSHOT ? "snapshotting" : s->paused ? "paused" : "running";
+}
+
+/* Every visible sandbox, or those with all the labels given and in the state given. */
+static void method_list(daemon_state *d, client *c, json_t *id, json_t *params)
+{
+        json_t *labels = json_object_get(params, "labels"), *state = json_object_get(params, "state");
+        strbuf why;
+        sb_init(&why, 1024);
+        const char *st = json_string_value(state);
+        if (labels && !json_is_null(labels) && check_labels(labels, &why) < 0) {
+                reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "list: %s", why.buf ? why.buf : "bad labels");
+                sb_release(&why);
+                return;
+        }
+        sb_release(&why);
+        if (state && !json_is_null(state) &&
+            (!st || (strcmp(st, "starting") && strcmp(st, "running") && strcmp(st, "paused") && strcmp(st, "snapshotting")))) {
+                reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "list: 'state' must be starting, running, paused or snapshotting");
+                return;
+        }
         json_t *arr = json_array();
-        for (sandbox *s = d->sandboxes; s; s = s->next)
-                if (visible(c, s))
-                        json_array_append_new(arr, sandbox_json(s));
+        for (sandbox *s = d->sandboxes; s; s = s->next) {
+                if (!visible(c, s) || (st && strcmp(st, state_name(s))))
+                        continue;
+                bool all = true;
+                const char *k;
+                json_t *v;
+                json_object_foreach(json_is_object(labels) ? labels : NULL, k, v)
+                        if (!json_equal(json_object_get(s->labels, k), v))
+                                all = false;
+                if (all)
+                        json_array_append_new(arr, sandbox_json(d, s));
+        }
         reply_result(c, id, json_pack("{so}", "sandboxes", arr));
+}
+
+/* E2B's setTimeout: the sandbox now lives `timeout` seconds more (0: no limit); idle_timeout too. */
+static void method_set_timeout(daemon_state *d, client *c, json_t *id, json_t *params)
+{
+        sandbox *s = find_sandbox(d, c, id, params);
+        if (!s)
+                return;
+        strbuf why;
+        sb_init(&why, 256);
+        bool has_t = false, has_i = false;
+        uint64_t t = 0, i = 0;
+        if (seconds_param(params, "timeout", 1e8, &has_t, &t, &why) < 0 || seconds_param(params, "idle_timeout", 1e8, &has_i, &i, &why) < 0 ||
+            (!has_t && !has_i && sb_appendf(&why, "give 'timeout' or 'idle_timeout' (seconds from now; 0: none)") >= 0)) {
+                reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "set_timeout: %s", why.buf ? why.buf : "bad params");
+                sb_release(&why);
+                return;
+        }
+        sb_release(&why);
+        uint64_t now = now_ns();
+        if (has_t)
+                s->expires_ns = t ? now + t * 1000000 : 0;
+        if (has_i) {
+                s->idle_ms = i;
+                s->last_active_ns = now;
+        }
+        logf_("sandbox %s: timeout %s%.3f s, idle timeout %.3f s", s->id, s->expires_ns ? "in " : "none, was ",
+              s->expires_ns ? (double)(s->expires_ns - now) / 1e9 : 0.0, (double)s->idle_ms / 1000.0);
+        reply_result(c, id, sandbox_json(d, s));
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+        uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+static void method_stats(daemon_state *d, client *c, json_t *id)
+{
+        unsigned total = 0, starting = 0, running = 0, paused = 0, pooled = 0;
+        uint64_t mem_now = 0;
+        for (sandbox *s = d->sandboxes; s; s = s->next) {
+                nsbox_cgroup_stats cs;
+                if (s->pooled) {
+                        pooled++;
+                } else if (visible(c, s)) {
+                        total++;
+                        starting += !s->ready;
+                        paused += s->ready && s->paused;
+                        running += s->ready && !s->paused;
+                } else {
+                        continue;
+                }
+                if (nsbox_cgroup_stats_read(&s->sb.cg, &cs) == 0 && cs.has_memory)
+                        mem_now += cs.memory_current;
+        }
+        json_t *tpls = json_object();
+        for (size_t t = 0; t < d->conf->n_templates; t++) {
+                unsigned pl, rd, st, live = of_template(d, (int)t, &pl, &rd, &st);
+                json_object_set_new(tpls, d->conf->templates[t].name,
+                                    json_pack("{si si si si sI sI}", "pool", (int)d->conf->templates[t].pool, "ready", (int)rd, "starting", (int)st,
+                                              "live", (int)live, "hits", (json_int_t)d->tpl[t].hits, "misses", (json_int_t)d->tpl[t].misses));
+        }
+        json_t *lat = json_pack("{sI}", "count", (json_int_t)d->lat_total);
+        if (d->lat_n) {
+                uint32_t *v = malloc(d->lat_n * sizeof(*v));
+                if (v) {
+                        memcpy(v, d->lat_us, d->lat_n * sizeof(*v));
+                        qsort(v, d->lat_n, sizeof(*v), cmp_u32);
+                        static const struct { const char *name; double q; } qs[] = { { "p50", .5 }, { "p90", .9 }, { "p99", .99 }, { "max", 1 } };
+                        for (size_t i = 0; i < ARRAY_SIZE(qs); i++) {
+                                size_t at = (size_t)(qs[i].q * (d->lat_n - 1) + 0.5);
+                                json_object_set_new(lat, qs[i].name, json_real((double)v[at] / 1000.0));
+                        }
+                        free(v);
+                }
+        }
+        unsigned clients = 0;
+        for (client *x = d->clients; x; x = x->next)
+                clients++;
+        reply_result(c, id, json_pack("{s{si si si si si} so so s{sI sI sI} s{si si} sf si sb}", "sandboxes", "total", (int)total, "starting",
+                                      (int)starting, "running", (int)running, "paused", (int)paused, "pooled", (int)pooled, "templates", tpls,
+                                      "acquire_ms", lat, "memory", "budget", (json_int_t)d->conf->memory_budget, "committed",
+                                      (json_int_t)committed(d), "current_bytes", (json_int_t)mem_now, "capacity", "max_sandboxes",
+                                      (int)d->conf->max_sandboxes, "max_per_uid", (int)d->conf->max_per_uid, "uptime_s",
+                                      (double)(now_ns() - d->start_ns) / 1e9, "clients", (int)clients, "stopping", d->stopping));
 }
 
 static void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params)
@@ -1173,9 +1877,10 @@ static void method_pause(daemon_state *d, client *c, json_t *id, json_t *params,
                         return;
                 }
                 s->paused = pause;
+                s->last_active_ns = now_ns();
                 logf_("sandbox %s %s in %.2f ms", s->id, pause ? "paused" : "resumed", (double)(now_ns() - t0) / 1e6);
         }
-        reply_result(c, id, sandbox_json(s));
+        reply_result(c, id, sandbox_json(d, s));
 }
 
 static void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
@@ -1280,6 +1985,7 @@ static void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
         pc->next = s->calls;
         s->calls = pc;
         s->n_calls++;
+        s->last_active_ns = now_ns();
 }
 
 static void handle_request(daemon_state *d, client *c, const char *line, size_t len)
@@ -1307,12 +2013,18 @@ static void handle_request(daemon_state *d, client *c, const char *line, size_t 
         if (!params)
                 params = empty;
         const char *m = json_string_value(method);
-        if (!strcmp(m, "create"))
-                method_create(d, c, id, params);
+        if (d->stopping && strcmp(m, "ping") && strcmp(m, "list") && strcmp(m, "stats") && strcmp(m, "tools"))
+                reply_error(c, id, RPC_SERVER_ERROR, "unavailable", "nsboxd is stopping: '%.100s' refused", m);
+        else if (!strcmp(m, "create") || !strcmp(m, "get_or_create"))
+                method_create(d, c, id, params, !strcmp(m, "get_or_create"));
         else if (!strcmp(m, "call"))
                 method_call(d, c, id, params);
         else if (!strcmp(m, "list"))
-                method_list(d, c, id);
+                method_list(d, c, id, params);
+        else if (!strcmp(m, "set_timeout"))
+                method_set_timeout(d, c, id, params);
+        else if (!strcmp(m, "stats"))
+                method_stats(d, c, id);
         else if (!strcmp(m, "destroy"))
                 method_destroy(d, c, id, params);
         else if (!strcmp(m, "pause") || !strcmp(m, "resume"))
@@ -1378,6 +2090,7 @@ static void agent_frame(daemon_state *d, sandbox *s, nsbox_frame *f)
         }
         *pp = p->next;
         s->n_calls--;
+        s->last_active_ns = now_ns();
         json_t *result = json_object_get(f->json, "result"), *error = json_object_get(f->json, "error");
         /* a fork refused at the sandbox's pids limit while the command ran: say so */
         const char *reason = json_string_value(json_object_get(result, "reason"));
@@ -1475,19 +2188,36 @@ static void sync_readable(daemon_state *d, sandbox *s)
         }
         /* syncfd was closed by read_ready (epoll forgets a closed fd by itself) */
         s->ready = true;
+        s->last_active_ns = now_ns();
+        if (s->pooled) { /* waits in its pool for a create */
+                d->tpl[s->tpl].fails = 0;
+                return;
+        }
         client *c = client_by_serial(d, s->create_client);
+        size_t n_waiting = 0, i;
+        json_t *w;
+        json_array_foreach(s->waiters, i, w)
+                n_waiting += client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))) != NULL;
         if (reset) { /* it stays, whether or not whoever asked is still there */
                 record_op(s, "reset", s->job_name[0] ? s->job_name : NULL, s->job_start_ns, NULL);
                 logf_("sandbox %s restarted in %.1f ms (agent pid %d)", s->id, (double)(now_ns() - s->job_start_ns) / 1e6, (int)s->sb.pid);
-        } else if (!c) { /* whoever asked for it is gone: nobody would ever destroy it */
+        } else if (!c && !n_waiting) { /* whoever asked for it is gone: nobody would ever destroy it */
                 sandbox_remove(d, s, "not_found", "was abandoned by its creator");
                 return;
         } else {
                 logf_("sandbox %s created for uid %u (agent pid %d)", s->id, (unsigned)s->owner, (int)s->sb.pid);
         }
-        reply_result(c, s->create_rpc_id, sandbox_json(s));
+        if (reset)
+                reply_result(c, s->create_rpc_id, sandbox_json(d, s));
+        else
+                reply_sandbox(d, c, s->create_rpc_id, s, false, s->goc ? 1 : -1, s->req_start_ns);
         json_decref(s->create_rpc_id);
         s->create_rpc_id = NULL;
+        json_array_foreach(s->waiters, i, w)
+                reply_sandbox(d, client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))), json_array_get(w, 1), s, false, 0,
+                              (uint64_t)json_integer_value(json_array_get(w, 2)));
+        json_decref(s->waiters);
+        s->waiters = NULL;
 }
 
 /* ---- clients -------------------------------------------------------------------------------- */
@@ -1560,6 +2290,30 @@ static void client_readable(daemon_state *d, client *c)
         }
 }
 
+/* nsboxd's own uid, root, and the configuration's clients (by uid, or by any of their groups) */
+static bool client_allowed(const daemon_state *d, int fd, const struct ucred *cred)
+{
+        const nsbox_dconfig *cf = d->conf;
+        if (cred->uid == geteuid() || cred->uid == 0)
+                return true;
+        for (size_t i = 0; i < cf->n_client_uids; i++)
+                if (cf->client_uids[i] == cred->uid)
+                        return true;
+        if (!cf->n_client_gids)
+                return false;
+        gid_t groups[NGROUPS_MAX_PEER];
+        socklen_t len = sizeof(groups);
+        int n = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0 ? (int)(len / sizeof(gid_t)) : 0;
+        for (size_t i = 0; i < cf->n_client_gids; i++) {
+                if (cf->client_gids[i] == cred->gid)
+                        return true;
+                for (int j = 0; j < n; j++)
+                        if (groups[j] == cf->client_gids[i])
+                                return true;
+        }
+        return false;
+}
+
 static void accept_clients(daemon_state *d)
 {
         for (;;) {
@@ -1574,8 +2328,9 @@ static void accept_clients(daemon_state *d)
                         close(fd);
                         continue;
                 }
-                /* the socket is 0600, but the directory or a bind could be shared: check anyway */
-                if (cred.uid != geteuid() && cred.uid != 0) {
+                /* the socket is 0600 (0666 with clients configured), the directory or a bind could be
+                 * shared: check each connection */
+                if (!client_allowed(d, fd, &cred)) {
                         logf_("refused a client of uid %u", (unsigned)cred.uid);
                         close(fd);
                         free(c);
@@ -1583,6 +2338,7 @@ static void accept_clients(daemon_state *d)
                 }
                 c->fd = fd;
                 c->uid = cred.uid;
+                c->gid = cred.gid;
                 c->serial = ++d->next_serial;
                 sb_init(&c->in, MAX_LINE);
                 if (nsbox_epoll_add(d->epfd, fd, KEY(c->serial, K_CLIENT), &c->events, EPOLLIN) < 0) {
@@ -1632,29 +2388,77 @@ static void update_interest(daemon_state *d)
         }
 }
 
+/* A timeout or an idle timeout came: destroy, or pause (freeze) and keep it. */
+static void expire(daemon_state *d, sandbox *s, const char *what)
+{
+        if (s->expiry_pause) {
+                nsbox_error err = { 0 };
+                if (nsbox_cgroup_freeze(&s->sb.cg, true, PAUSE_TIMEOUT_MS, &err) == 0) {
+                        s->paused = true;
+                        s->expires_ns = 0;
+                        logf_("sandbox %s expired (%s): paused", s->id, what);
+                        return;
+                }
+                logf_("sandbox %s expired (%s): cannot pause it (%s), destroyed instead", s->id, what, err.msg ? err.msg : "no cgroup");
+                nsbox_error_clear(&err);
+        } else {
+                logf_("sandbox %s expired (%s): destroyed", s->id, what);
+        }
+        char why[64];
+        snprintf(why, sizeof(why), "expired (%s) and was destroyed", what);
+        sandbox_remove(d, s, "timeout", why);
+}
+
+/* Timeouts, idle timeouts, starts that take too long, creates waiting for capacity: handled
+ * when due; returns the epoll timeout until the next one (-1: none). */
 static int deadlines(daemon_state *d)
 {
         uint64_t now = now_ns(), next = 0;
         for (sandbox *s = d->sandboxes, *nx; s; s = nx) {
                 nx = s->next;
-                if (s->expires_ns && now >= s->expires_ns) {
-                        sandbox_remove(d, s, "timeout", "reached its timeout and was destroyed");
-                        continue;
-                }
                 if (!s->ready && now >= s->ready_deadline_ns) {
                         sandbox_remove(d, s, "timeout", "did not become ready");
                         continue;
                 }
-                uint64_t t = !s->ready ? s->ready_deadline_ns : s->expires_ns;
+                if (!s->ready) {
+                        if (!next || s->ready_deadline_ns < next)
+                                next = s->ready_deadline_ns;
+                        continue;
+                }
+                if (s->pooled)
+                        continue;
+                if (s->expires_ns && now >= s->expires_ns) {
+                        expire(d, s, "timeout");
+                        continue;
+                }
+                uint64_t idle_at = s->idle_ms && !s->paused && s->n_calls == 0 && !s->job && !s->resetting
+                                           ? s->last_active_ns + s->idle_ms * 1000000 : 0;
+                if (idle_at && now >= idle_at) {
+                        expire(d, s, "idle");
+                        continue;
+                }
+                uint64_t t = s->expires_ns && (!idle_at || s->expires_ns < idle_at) ? s->expires_ns : idle_at;
                 if (t && (!next || t < next))
                         next = t;
         }
+        bool due = false;
+        for (waiting *w = d->waitq; w; w = w->next) {
+                due |= now >= w->deadline_ns;
+                if (!next || w->deadline_ns < next)
+                        next = w->deadline_ns;
+        }
+        if (due || d->capacity_freed) {
+                d->capacity_freed = false;
+                serve_waiting(d, true);
+        }
+        if (d->stopping && (!next || d->drain_deadline_ns < next))
+                next = d->drain_deadline_ns;
         if (!next)
                 return -1;
         return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 }
 
-static int listen_on(const char *path, nsbox_error *err)
+static int listen_on(const char *path, mode_t mode, nsbox_error *err)
 {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
@@ -1665,12 +2469,147 @@ static int listen_on(const char *path, nsbox_error *err)
         mode_t old = umask(0077);
         int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
         umask(old);
-        if (r < 0 || chmod(path, 0600) < 0 || listen(fd, 128) < 0) {
+        if (r < 0 || chmod(path, mode) < 0 || listen(fd, 128) < 0) {
                 int e = errno;
                 close(fd);
                 return nsbox_err(err, e, "listen on '%s'", path);
         }
         return fd;
+}
+
+int nsbox_daemon_check_config(const nsbox_dconfig *conf, nsbox_error *err)
+{
+        daemon_state d = { .conf = conf };
+        for (size_t t = 0; t < conf->n_templates; t++) {
+                const nsbox_template *tp = &conf->templates[t];
+                strbuf why;
+                sb_init(&why, 1024);
+                create_req rq = { .tpl = -1, .expiry = -1 };
+                int r = 0;
+                if (json_object_get(tp->create, "template") || json_object_get(tp->create, "wait") || json_object_get(tp->create, "record"))
+                        r = nsbox_err(err, 0, "%s: template '%s': 'template', 'wait' and 'record' have no place in a template's create",
+                                      conf->source ? conf->source : "configuration", tp->name);
+                else if (lifecycle_params(tp->create, &rq, &why) < 0)
+                        r = nsbox_err(err, 0, "%s: template '%s': %s", conf->source ? conf->source : "configuration", tp->name,
+                                      why.buf ? why.buf : "out of memory");
+                create_req_release(&rq);
+                sb_release(&why);
+                sandbox *s = NULL;
+                nsbox_error e = { 0 };
+                if (r == 0 && (r = sandbox_prepare(&d, NULL, tp->create, &s, &e)) < 0)
+                        nsbox_err(err, 0, "%s: template '%s': %s", conf->source ? conf->source : "configuration", tp->name,
+                                  e.msg ? e.msg : strerror(-r));
+                nsbox_error_clear(&e);
+                if (s)
+                        sandbox_free(s);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* SIGTERM: accept no more clients and no more requests; calls in flight may finish. */
+static void begin_stop(daemon_state *d, const char *sock)
+{
+        if (d->stopping)
+                return;
+        d->stopping = true;
+        d->drain_deadline_ns = now_ns() + d->conf->drain_timeout_ms * 1000000;
+        epoll_ctl(d->epfd, EPOLL_CTL_DEL, d->listen_fd, NULL);
+        close(d->listen_fd);
+        d->listen_fd = -1;
+        if (!d->activated) /* systemd's socket stays, for the next activation */
+                unlink(sock);
+        logf_("stopping: no new requests; waiting up to %.1f s for calls in flight", (double)d->conf->drain_timeout_ms / 1000.0);
+        nsbox_sd_notify("STOPPING=1\nSTATUS=stopping: draining calls in flight, then destroying its sandboxes");
+        serve_waiting(d, true); /* creates waiting for room: refused */
+        for (sandbox *s = d->sandboxes, *nx; s; s = nx) { /* nobody will take these */
+                nx = s->next;
+                if (s->pooled)
+                        sandbox_remove(d, s, "unavailable", "was stopped with nsboxd");
+        }
+}
+
+/* Nothing in flight: no call, no create or reset waiting for its sandbox, no worker. */
+static bool drained(const daemon_state *d)
+{
+        for (const sandbox *s = d->sandboxes; s; s = s->next)
+                if (s->n_calls || s->create_rpc_id || s->job || s->waiters)
+                        return false;
+        for (const client *c = d->clients; c; c = c->next)
+                if (c->out.len)
+                        return false;
+        return true;
+}
+
+/* <socket>.state: made 0700 if missing; must be a directory of ours, not a link. */
+static int state_dir_open(const char *sock, nsbox_error *err)
+{
+        char path[PATH_MAX];
+        if ((size_t)snprintf(path, sizeof(path), "%s.state", sock) >= sizeof(path))
+                return nsbox_err(err, ENAMETOOLONG, "state directory");
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+                return nsbox_err(err, errno, "create state directory '%s'", path);
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return nsbox_err(err, errno, "open state directory '%s'", path);
+        if (st.st_uid != geteuid() || (st.st_mode & 0077)) {
+                close(fd);
+                return nsbox_err(err, EPERM, "state directory '%s' is not ours alone (owner %u, mode %03o)", path, (unsigned)st.st_uid,
+                                 (unsigned)(st.st_mode & 0777));
+        }
+        return fd;
+}
+
+/* Sandboxes a killed nsboxd left: they died with it (their init has PDEATHSIG), but make sure,
+ * then take their cgroups and state files.  Returns how many. */
+static unsigned state_cleanup(int dirfd)
+{
+        int fd = dup(dirfd);
+        DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!dir) {
+                if (fd >= 0)
+                        close(fd);
+                return 0;
+        }
+        unsigned n = 0;
+        struct dirent *e;
+        while ((e = readdir(dir))) {
+                size_t len = strlen(e->d_name);
+                if (e->d_name[0] == '.' && len > 4 && !strcmp(e->d_name + len - 4, ".tmp")) {
+                        unlinkat(dirfd, e->d_name, 0);
+                        continue;
+                }
+                if (len != 32 + 5 || strcmp(e->d_name + 32, ".json"))
+                        continue;
+                _cleanup_free_ char *text = NULL;
+                size_t tlen = 0;
+                json_t *o = NULL;
+                json_error_t je;
+                if (read_file_at(dirfd, e->d_name, O_NOFOLLOW, 65536, &text, &tlen) == 0)
+                        o = json_loadb(text, tlen, 0, &je);
+                pid_t pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
+                unsigned long long start = (unsigned long long)json_integer_value(json_object_get(o, "start"));
+                int killed = 0;
+                if (pid > 0 && start && nsbox_pid_start_time(pid) == start) {
+                        int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+                        if (pfd >= 0 && nsbox_pid_start_time(pid) == start && syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) == 0) {
+                                struct pollfd p = { .fd = pfd, .events = POLLIN };
+                                killed = poll(&p, 1, 5000) == 1 ? 1 : -1;
+                        }
+                        if (pfd >= 0)
+                                close(pfd);
+                }
+                logf_("cleaned up sandbox %.32s left by nsboxd %d%s", e->d_name, (int)json_integer_value(json_object_get(o, "nsboxd")),
+                      killed > 0 ? " (its agent was still alive: killed)" : killed < 0 ? " (its agent would not die)" : "");
+                json_decref(o);
+                unlinkat(dirfd, e->d_name, 0);
+                n++;
+        }
+        closedir(dir);
+        nsbox_cgroup_collect_orphans(); /* their cgroups: named after the dead nsboxd */
+        return n;
 }
 
 int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
@@ -1708,7 +2647,25 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 return r == -EINVAL ? -EADDRINUSE : r;
         }
         static daemon_state d;
-        d.listen_fd = activated_fd >= 0 ? activated_fd : listen_on(sock, err);
+        nsbox_dconfig defaults;
+        nsbox_dconfig_defaults(&defaults);
+        d.conf = cfg->conf ? cfg->conf : &defaults;
+        d.start_ns = now_ns();
+        d.activated = activated_fd >= 0;
+        d.tpl = calloc(d.conf->n_templates + 1, sizeof(*d.tpl));
+        if (!d.tpl) {
+                nsbox_paths_release(&paths);
+                return nsbox_err(err, ENOMEM, "templates");
+        }
+        /* what a killed nsboxd left of its sandboxes goes before this one makes any */
+        d.state_dirfd = state_dir_open(sock, err);
+        if (d.state_dirfd < 0) {
+                nsbox_paths_release(&paths);
+                return d.state_dirfd;
+        }
+        unsigned cleaned = state_cleanup(d.state_dirfd);
+        bool shared = d.conf->n_client_uids || d.conf->n_client_gids;
+        d.listen_fd = activated_fd >= 0 ? activated_fd : listen_on(sock, shared ? 0666 : 0600, err);
         if (d.listen_fd < 0) {
                 nsbox_paths_release(&paths);
                 return d.listen_fd;
@@ -1732,10 +2689,13 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 (void)!write(cfg->ready_fd, "1", 1);
                 close(cfg->ready_fd);
         }
-        logf_("listening on %s%s", sock, activated_fd >= 0 ? " (socket activation)" : "");
+        logf_("listening on %s%s; configuration %s: %zu templates, max_sandboxes %u%s", sock, activated_fd >= 0 ? " (socket activation)" : "",
+              d.conf->source ? d.conf->source : "(defaults)", d.conf->n_templates, d.conf->max_sandboxes,
+              cleaned ? "; sandboxes of a previous nsboxd cleaned up" : "");
         {
-                char state[600];
-                snprintf(state, sizeof(state), "READY=1\nSTATUS=listening on %s\nMAINPID=%d", sock, (int)getpid());
+                char state[700];
+                snprintf(state, sizeof(state), "READY=1\nSTATUS=listening on %s; %u sandboxes of a previous nsboxd cleaned up\nMAINPID=%d", sock,
+                         cleaned, (int)getpid());
                 nsbox_sd_notify(state);
         }
         /* where sandbox cgroups go, found now: alone in a delegated cgroup, nsboxd moves itself
@@ -1747,6 +2707,9 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 logf_("sandboxes get no cgroup (no limits, no pause): %s", cg_why);
         while (!d.stop) {
                 int timeout = deadlines(&d);
+                pool_fill(&d);
+                if (d.stopping && (drained(&d) || now_ns() >= d.drain_deadline_ns))
+                        break;
                 reap_exited(false);
                 if (n_exiting && (timeout < 0 || timeout > 20))
                         timeout = 20;
@@ -1766,8 +2729,10 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                         case K_SIGNAL: {
                                 struct signalfd_siginfo si;
                                 while (read(d.sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-                                        if (si.ssi_signo != SIGHUP)
-                                                d.stop = true;
+                                        if (si.ssi_signo != SIGHUP && d.stopping)
+                                                d.stop = true; /* a second one: now */
+                                        else if (si.ssi_signo != SIGHUP)
+                                                begin_stop(&d, sock);
                                 break;
                         }
                         case K_CLIENT: {
@@ -1822,16 +2787,18 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                                 client_remove(&d, c);
                 }
         }
+        begin_stop(&d, sock);
         logf_("stopping: destroying %u sandboxes", d.n_sandboxes);
-        nsbox_sd_notify("STOPPING=1\nSTATUS=stopping: destroying its sandboxes");
+        d.stop = true;
         while (d.sandboxes)
-                sandbox_remove(&d, d.sandboxes, "internal", "was stopped with nsboxd");
+                sandbox_remove(&d, d.sandboxes, "unavailable", "was stopped with nsboxd");
         reap_exited(true);
+        for (client *c = d.clients; c; c = c->next) /* the last replies, if they can go now */
+                (void)nsbox_queue_flush(&c->out, c->fd);
         while (d.clients)
                 client_remove(&d, d.clients);
-        close(d.listen_fd);
-        if (activated_fd < 0) /* systemd's socket stays, for the next activation */
-                unlink(sock);
+        close(d.state_dirfd);
+        free(d.tpl);
         nsbox_paths_release(&paths);
         return r < 0 ? r : 0;
 }

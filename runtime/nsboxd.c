@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsboxd(8): parse the options, run the daemon; only here does an error become a message. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +10,16 @@
 #include "util.h"
 
 static const char usage[] =
-        "usage: nsboxd [--socket PATH]\n"
+        "usage: nsboxd [--config FILE] [--socket PATH] [--check-config]\n"
         "\n"
         "Serve nsbox sandboxes to clients (nsbox create, exec, call, cp, ls, rm) over a unix socket.\n"
         "\n"
         "  --socket PATH   listen on PATH (default: /run/nsbox/nsboxd.sock as root,\n"
         "                  $XDG_RUNTIME_DIR/nsbox/nsboxd.sock otherwise; or $NSBOX_SOCKET)\n"
+        "  --config FILE   the configuration: capacity, lifetimes, clients, templates and\n"
+        "                  their warm pools (default: /etc/nsbox/nsboxd.json as root,\n"
+        "                  ~/.config/nsbox/nsboxd.json otherwise, if it exists)\n"
+        "  --check-config  check the configuration and its templates, then exit\n"
         "  -h, --help      this help\n"
         "  --version       the version\n"
         "\n"
@@ -22,15 +27,19 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
-        enum { OPT_SOCKET = 0x100, OPT_READY_FD, OPT_VERSION };
+        enum { OPT_SOCKET = 0x100, OPT_READY_FD, OPT_VERSION, OPT_CONFIG, OPT_CHECK };
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, OPT_SOCKET },
                 { "ready-fd", required_argument, NULL, OPT_READY_FD },
+                { "config", required_argument, NULL, OPT_CONFIG },
+                { "check-config", no_argument, NULL, OPT_CHECK },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, OPT_VERSION },
                 {},
         };
         nsbox_daemon_config cfg = { .socket_path = NULL, .ready_fd = -1 };
+        const char *config = NULL;
+        bool check = false;
         int c;
         while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
                 uint64_t v;
@@ -48,6 +57,12 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                         cfg.ready_fd = (int)v;
+                        break;
+                case OPT_CONFIG:
+                        config = optarg;
+                        break;
+                case OPT_CHECK:
+                        check = true;
                         break;
                 case 'h':
                         fputs(usage, stdout);
@@ -68,10 +83,27 @@ int main(int argc, char **argv)
                 return 2;
         }
         nsbox_error err = { 0 };
+        _cleanup_free_ char *def = config ? NULL : nsbox_dconfig_default_path();
+        const char *path = config ? config : def;
+        nsbox_dconfig conf;
+        nsbox_dconfig_defaults(&conf);
+        if ((path && nsbox_dconfig_load(path, config != NULL, &conf, &err) < 0) || nsbox_daemon_check_config(&conf, &err) < 0) {
+                fprintf(stderr, "nsboxd: %s\n", err.msg ? err.msg : "bad configuration");
+                nsbox_error_clear(&err);
+                return 2;
+        }
+        if (check) {
+                printf("nsboxd: %s: ok (%zu templates)\n", conf.source ? conf.source : "no configuration file, the defaults", conf.n_templates);
+                nsbox_dconfig_release(&conf);
+                return 0;
+        }
+        cfg.conf = &conf;
+        int st = 0;
         if (nsbox_daemon_run(&cfg, &err) < 0) {
                 fprintf(stderr, "nsboxd: %s\n", err.msg ? err.msg : "failed");
                 nsbox_error_clear(&err);
-                return 1;
+                st = 1;
         }
-        return 0;
+        nsbox_dconfig_release(&conf);
+        return st;
 }

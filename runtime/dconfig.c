@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "dconfig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define CONFIG_MAX_BYTES (1u << 20)
+
+typedef struct cctx {
+        const char *source;
+        nsbox_error *err;
+} cctx;
+
+static int bad(cctx *c, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(cctx *c, const char *key, const char *fmt, ...)
+{
+        char why[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, sizeof(why), fmt, ap);
+        va_end(ap);
+        return nsbox_err(c->err, 0, "%s: key '%s': %s", c->source, key, why);
+}
+
+static int check_keys(cctx *c, json_t *obj, const char *section, const char *const *known)
+{
+        const char *key;
+        json_t *v;
+        json_object_foreach(obj, key, v) {
+                bool ok = false;
+                for (const char *const *k = known; *k && !ok; k++)
+                        ok = !strcmp(*k, key);
+                if (!ok) {
+                        char full[256];
+                        snprintf(full, sizeof(full), "%s%s%.100s", section, *section ? "." : "", key);
+                        return bad(c, full, "unknown key");
+                }
+        }
+        return 0;
+}
+
+static int get_uint(cctx *c, json_t *obj, const char *key, const char *full, unsigned min, unsigned max, unsigned *ret)
+{
+        json_t *v = json_object_get(obj, key);
+        if (!v)
+                return 0;
+        if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+                return bad(c, full, "expected an integer from %u to %u", min, max);
+        *ret = (unsigned)json_integer_value(v);
+        return 0;
+}
+
+static int get_seconds(cctx *c, json_t *obj, const char *key, uint64_t *ret_ms)
+{
+        json_t *v = json_object_get(obj, key);
+        if (!v)
+                return 0;
+        if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e8)
+                return bad(c, key, "expected a number of seconds from 0 to 100000000");
+        *ret_ms = (uint64_t)(json_number_value(v) * 1000.0 + 0.5);
+        return 0;
+}
+
+static int get_size(cctx *c, json_t *obj, const char *key, uint64_t *ret)
+{
+        json_t *v = json_object_get(obj, key);
+        if (!v)
+                return 0;
+        if (json_is_integer(v) && json_integer_value(v) >= 0) {
+                *ret = (uint64_t)json_integer_value(v);
+                return 0;
+        }
+        if (!json_is_string(v) || parse_size(json_string_value(v), ret) < 0)
+                return bad(c, key, "expected a size such as \"16G\" or a number of bytes");
+        return 0;
+}
+
+static bool good_name(const char *s)
+{
+        size_t n = strlen(s);
+        if (n < 1 || n > NSBOX_TEMPLATE_NAME_MAX || s[0] == '.' || s[0] == '-')
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || strchr("._-", *s)))
+                        return false;
+        return true;
+}
+
+static int parse_clients(cctx *c, json_t *v, nsbox_dconfig *ret)
+{
+        static const char *const known[] = { "uids", "groups", NULL };
+        if (!json_is_object(v))
+                return bad(c, "clients", "expected an object with \"uids\" and \"groups\"");
+        int r = check_keys(c, v, "clients", known);
+        if (r < 0)
+                return r;
+        json_t *uids = json_object_get(v, "uids"), *groups = json_object_get(v, "groups");
+        if (uids && (!json_is_array(uids) || json_array_size(uids) > NSBOX_DCONFIG_MAX_CLIENTS))
+                return bad(c, "clients.uids", "expected an array of at most %u user ids or names", NSBOX_DCONFIG_MAX_CLIENTS);
+        if (groups && (!json_is_array(groups) || json_array_size(groups) > NSBOX_DCONFIG_MAX_CLIENTS))
+                return bad(c, "clients.groups", "expected an array of at most %u group ids or names", NSBOX_DCONFIG_MAX_CLIENTS);
+        ret->client_uids = calloc(json_array_size(uids) + 1, sizeof(uid_t));
+        ret->client_gids = calloc(json_array_size(groups) + 1, sizeof(gid_t));
+        if (!ret->client_uids || !ret->client_gids)
+                return nsbox_err(c->err, ENOMEM, "config");
+        size_t i;
+        json_t *e;
+        json_array_foreach(uids, i, e) {
+                if (json_is_integer(e) && json_integer_value(e) > 0 && json_integer_value(e) < 0xffffffffLL) {
+                        ret->client_uids[ret->n_client_uids++] = (uid_t)json_integer_value(e);
+                        continue;
+                }
+                struct passwd *pw = json_is_string(e) ? getpwnam(json_string_value(e)) : NULL;
+                if (!pw || pw->pw_uid == 0)
+                        return bad(c, "clients.uids", "entry %zu: expected a user id other than 0, or the name of a user of this host", i);
+                ret->client_uids[ret->n_client_uids++] = pw->pw_uid;
+        }
+        json_array_foreach(groups, i, e) {
+                if (json_is_integer(e) && json_integer_value(e) > 0 && json_integer_value(e) < 0xffffffffLL) {
+                        ret->client_gids[ret->n_client_gids++] = (gid_t)json_integer_value(e);
+                        continue;
+                }
+                struct group *gr = json_is_string(e) ? getgrnam(json_string_value(e)) : NULL;
+                if (!gr || gr->gr_gid == 0)
+                        return bad(c, "clients.groups", "entry %zu: expected a group id other than 0, or the name of a group of this host", i);
+                ret->client_gids[ret->n_client_gids++] = gr->gr_gid;
+        }
+        return 0;
+}
+
+static int parse_templates(cctx *c, json_t *v, nsbox_dconfig *ret)
+{
+        static const char *const known[] = { "create", "pool", "max", NULL };
+        if (!json_is_object(v) || json_object_size(v) > NSBOX_DCONFIG_MAX_TEMPLATES)
+                return bad(c, "templates", "expected an object of at most %u templates", NSBOX_DCONFIG_MAX_TEMPLATES);
+        ret->templates = calloc(json_object_size(v) + 1, sizeof(nsbox_template));
+        if (!ret->templates)
+                return nsbox_err(c->err, ENOMEM, "config");
+        const char *name;
+        json_t *t;
+        unsigned pooled = 0;
+        json_object_foreach(v, name, t) {
+                char full[128];
+                snprintf(full, sizeof(full), "templates.%.64s", name);
+                if (!good_name(name))
+                        return bad(c, full, "a template name is 1-%d of [A-Za-z0-9._-], not starting with '.' or '-'", NSBOX_TEMPLATE_NAME_MAX);
+                if (!json_is_object(t))
+                        return bad(c, full, "expected an object with \"create\", \"pool\" and \"max\"");
+                int r = check_keys(c, t, full, known);
+                if (r < 0)
+                        return r;
+                nsbox_template *tp = &ret->templates[ret->n_templates++];
+                snprintf(tp->name, sizeof(tp->name), "%s", name);
+                tp->max = ret->max_sandboxes;
+                char key[160];
+                snprintf(key, sizeof(key), "%s.pool", full);
+                if ((r = get_uint(c, t, "pool", key, 0, NSBOX_DCONFIG_MAX_POOL, &tp->pool)) < 0)
+                        return r;
+                snprintf(key, sizeof(key), "%s.max", full);
+                if ((r = get_uint(c, t, "max", key, 1, NSBOX_DCONFIG_MAX_SANDBOXES, &tp->max)) < 0)
+                        return r;
+                if (tp->pool > tp->max) {
+                        snprintf(key, sizeof(key), "%s.pool", full);
+                        return bad(c, key, "a pool of %u is more than the template's max of %u", tp->pool, tp->max);
+                }
+                json_t *cr = json_object_get(t, "create");
+                if (cr && !json_is_object(cr)) {
+                        snprintf(key, sizeof(key), "%s.create", full);
+                        return bad(c, key, "expected an object: the params of the create method (nsbox-protocol(7))");
+                }
+                tp->create = cr ? json_deep_copy(cr) : json_object();
+                if (!tp->create)
+                        return nsbox_err(c->err, ENOMEM, "config");
+                pooled += tp->pool;
+        }
+        if (pooled > ret->max_sandboxes)
+                return bad(c, "templates", "the pools hold %u sandboxes, more than max_sandboxes (%u)", pooled, ret->max_sandboxes);
+        return 0;
+}
+
+void nsbox_dconfig_defaults(nsbox_dconfig *ret)
+{
+        *ret = (nsbox_dconfig){ .max_sandboxes = 1024, .max_per_uid = 1024, .default_memory = 512ull << 20, .drain_timeout_ms = 10000 };
+}
+
+int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, nsbox_error *err)
+{
+        static const char *const known[] = { "max_sandboxes", "max_per_uid", "memory_budget", "default_memory", "timeout",
+                                             "idle_timeout", "on_expiry", "drain_timeout", "clients", "templates", NULL };
+        cctx c = { .source = source, .err = err };
+        nsbox_dconfig_defaults(ret);
+        if (!(ret->source = strdup(source)))
+                return nsbox_err(err, ENOMEM, "config");
+        int r;
+        if (!json_is_object(root))
+                r = nsbox_err(err, 0, "%s: expected a JSON object", source);
+        else if ((r = check_keys(&c, root, "", known)) < 0 ||
+                 (r = get_uint(&c, root, "max_sandboxes", "max_sandboxes", 1, NSBOX_DCONFIG_MAX_SANDBOXES, &ret->max_sandboxes)) < 0 ||
+                 (r = get_uint(&c, root, "max_per_uid", "max_per_uid", 1, NSBOX_DCONFIG_MAX_SANDBOXES, &ret->max_per_uid)) < 0 ||
+                 (r = get_size(&c, root, "memory_budget", &ret->memory_budget)) < 0 ||
+                 (r = get_size(&c, root, "default_memory", &ret->default_memory)) < 0 ||
+                 (r = get_seconds(&c, root, "timeout", &ret->timeout_ms)) < 0 ||
+                 (r = get_seconds(&c, root, "idle_timeout", &ret->idle_timeout_ms)) < 0 ||
+                 (r = get_seconds(&c, root, "drain_timeout", &ret->drain_timeout_ms)) < 0)
+                ;
+        else {
+                json_t *v = json_object_get(root, "on_expiry");
+                const char *s = json_string_value(v);
+                if (v && (!s || (strcmp(s, "destroy") && strcmp(s, "pause"))))
+                        r = bad(&c, "on_expiry", "expected \"destroy\" or \"pause\"");
+                ret->expiry_pause = s && !strcmp(s, "pause");
+                if (r == 0 && ret->memory_budget && ret->default_memory < (1u << 20))
+                        r = bad(&c, "default_memory", "with a memory_budget, sandboxes that name no limit get this one: at least 1M");
+                if (r == 0 && ret->default_memory > ret->memory_budget && ret->memory_budget)
+                        r = bad(&c, "default_memory", "more than the memory_budget");
+                if (r == 0 && (v = json_object_get(root, "clients")))
+                        r = parse_clients(&c, v, ret);
+                if (r == 0 && (v = json_object_get(root, "templates")))
+                        r = parse_templates(&c, v, ret);
+        }
+        if (r < 0)
+                nsbox_dconfig_release(ret);
+        return r;
+}
+
+int nsbox_dconfig_load(const char *path, bool required, nsbox_dconfig *ret, nsbox_error *err)
+{
+        nsbox_dconfig_defaults(ret);
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = read_file_at(AT_FDCWD, path, 0, CONFIG_MAX_BYTES, &text, &len);
+        if (r == -ENOENT && !required)
+                return 0;
+        if (r < 0)
+                return nsbox_err(err, -r, "%s", path);
+        json_error_t je;
+        json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+        if (!root)
+                return nsbox_err(err, 0, "%s: line %d column %d: %s", path, je.line, je.column, je.text);
+        r = nsbox_dconfig_parse(root, path, ret, err);
+        json_decref(root);
+        return r;
+}
+
+char *nsbox_dconfig_default_path(void)
+{
+        char *p = NULL;
+        if (geteuid() == 0)
+                return strdup("/etc/nsbox/nsboxd.json");
+        const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+        if (xdg && xdg[0] == '/')
+                return asprintf(&p, "%s/nsbox/nsboxd.json", xdg) < 0 ? NULL : p;
+        if (!home || home[0] != '/') {
+                struct passwd *pw = getpwuid(geteuid());
+                home = pw ? pw->pw_dir : NULL;
+        }
+        if (!home || home[0] != '/')
+                return NULL;
+        return asprintf(&p, "%s/.config/nsbox/nsboxd.json", home) < 0 ? NULL : p;
+}
+
+void nsbox_dconfig_release(nsbox_dconfig *c)
+{
+        for (size_t i = 0; i < c->n_templates; i++)
+                json_decref(c->templates[i].create);
+        free(c->templates);
+        free(c->client_uids);
+        free(c->client_gids);
+        free(c->source);
+        nsbox_dconfig_defaults(c);
+}
+
+const nsbox_template *nsbox_dconfig_template(const nsbox_dconfig *c, const char *name)
+{
+        for (size_t i = 0; i < c->n_templates; i++)
+                if (!strcmp(c->templates[i].name, name))
+                        return &c->templates[i];
+        return NULL;
+}

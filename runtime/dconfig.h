@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsboxd's configuration file (nsboxd(8), CONFIGURATION): capacity, lifetimes, who may connect,
+ * and templates with their warm pools.  Parsed strictly: an unknown key, a wrong type or a value
+ * out of range is refused in one line naming the key, and nothing starts. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define NSBOX_DCONFIG_MAX_SANDBOXES 4096u
+#define NSBOX_DCONFIG_MAX_POOL 1024u
+#define NSBOX_DCONFIG_MAX_TEMPLATES 64u
+#define NSBOX_DCONFIG_MAX_CLIENTS 256u
+#define NSBOX_TEMPLATE_NAME_MAX 64
+
+typedef struct nsbox_template {
+        char name[NSBOX_TEMPLATE_NAME_MAX + 1];
+        json_t *create; /* create's params, checked by the daemon (nsbox_daemon_load_config) */
+        unsigned pool;  /* kept started and idle */
+        unsigned max;   /* of this template at once, pooled ones included */
+} nsbox_template;
+
+typedef struct nsbox_dconfig {
+        char *source;          /* the file, or NULL for the built-in defaults */
+        unsigned max_sandboxes, max_per_uid;
+        uint64_t memory_budget;  /* 0: none */
+        uint64_t default_memory; /* with a budget, for sandboxes that name no limit */
+        uint64_t timeout_ms, idle_timeout_ms, drain_timeout_ms;
+        bool expiry_pause;
+        uid_t *client_uids;
+        size_t n_client_uids;
+        gid_t *client_gids;
+        size_t n_client_gids;
+        nsbox_template *templates;
+        size_t n_templates;
+} nsbox_dconfig;
+
+/* The default path for this user: /etc/nsbox/nsboxd.json for root, else
+ * $XDG_CONFIG_HOME/nsbox/nsboxd.json (~/.config/...).  Allocated. */
+char *nsbox_dconfig_default_path(void);
+/* Load path; a missing file is an error when required, the defaults otherwise. */
+int nsbox_dconfig_load(const char *path, bool required, nsbox_dconfig *ret, nsbox_error *err);
+/* Parse a configuration given as JSON (source names it in messages). */
+int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, nsbox_error *err);
+void nsbox_dconfig_defaults(nsbox_dconfig *ret);
+void nsbox_dconfig_release(nsbox_dconfig *c);
+/* The template named name, or NULL. */
+const nsbox_template *nsbox_dconfig_template(const nsbox_dconfig *c, const char *name);
