@@ -27,8 +27,6 @@
 
 /* Exit statuses of the client commands other than exec: 0, 1 when the daemon or a tool said
  * no, 125 when nsbox itself failed (bad option, no daemon). */
-#define EXIT_REFUSED 1
-#define EXIT_NSBOX 125
 
 static int say(const char *cmd, int status, const char *code, const nsbox_error *err)
 {
@@ -94,7 +92,15 @@ static const char usage_create[] =
         "  --repo PATH|URL        clone a git repository into the workdir (local paths and file:// URLs)\n"
         "  --commit REV           ... checked out at REV (a commit id, branch or tag), detached\n"
         "  --record FILE          record every tool call as a trajectory (nsbox replay FILE)\n"
-        "  --timeout SECONDS      destroy the sandbox after SECONDS\n"
+        "  --timeout SECONDS      destroy the sandbox after SECONDS (or pause it: --on-expiry)\n"
+        "  --idle-timeout SECONDS destroy it after SECONDS without a call (or pause it)\n"
+        "  --on-expiry destroy|pause\n"
+        "                         what a timeout does (default: nsboxd's configuration, destroy)\n"
+        "  --template NAME        one of nsboxd's templates, from its warm pool when one is ready\n"
+        "                         (only --label, the timeouts and --wait go with it)\n"
+        "  --reuse                the sandbox of yours with every --label given, if there is one\n"
+        "                         (created otherwise): one sandbox per conversation thread\n"
+        "  --wait SECONDS         when nsboxd is at capacity, wait up to SECONDS for room\n"
         "  --json                 print the sandbox as a JSON object instead of its id\n";
 
 /* A host path the daemon must see as the client means it: absolute, symlinks resolved. */
@@ -170,6 +176,14 @@ static int create_params(const nsbox_run_options *o, json_t **ret)
                 json_object_set_new(p, "cpus", json_real(o->cpus));
         if (o->has_timeout)
                 json_object_set_new(p, "timeout", json_real((double)o->timeout_ms / 1000.0));
+        if (o->has_idle)
+                json_object_set_new(p, "idle_timeout", json_real((double)o->idle_ms / 1000.0));
+        if (o->has_wait)
+                json_object_set_new(p, "wait", json_real((double)o->wait_ms / 1000.0));
+        if (o->on_expiry)
+                json_object_set_new(p, "on_expiry", json_string(o->on_expiry));
+        if (o->template_name)
+                json_object_set_new(p, "template", json_string(o->template_name));
         json_t *binds = json_array();
         for (char **b = o->binds; b && *b; b++) {
                 const char *colon = strchr(*b, ':');
@@ -241,7 +255,7 @@ int nsbox_cmd_create(int argc, char **argv)
         /* --count: one connection, one sandbox after the other; each id as soon as it exists */
         nsbox_client cl = { .fd = -1 };
         for (uint64_t i = 0; i < o.count && status == 0; i++) {
-                status = call_once("create", &cl, "create", json_incref(params), NULL, NULL, &res, EXIT_NSBOX);
+                status = call_once("create", &cl, o.reuse ? "get_or_create" : "create", json_incref(params), NULL, NULL, &res, EXIT_NSBOX);
                 if (status == 0) {
                         if (o.json)
                                 print_json(stdout, res);
@@ -620,18 +634,38 @@ int nsbox_cmd_cp(int argc, char **argv)
 int nsbox_cmd_ls(int argc, char **argv)
 {
         bool json = false;
+        json_t *params = json_object(), *want = json_object();
+        json_object_set_new(params, "labels", want);
         for (int i = 1; i < argc; i++) {
-                if (!strcmp(argv[i], "--json"))
+                const char *eq = NULL;
+                if (!strcmp(argv[i], "--json")) {
                         json = true;
-                else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-                        fputs("usage: nsbox ls [--json]\n\nList your sandboxes (all of them for root).\n", stdout);
+                } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+                        fputs("usage: nsbox ls [--json] [--label K=V]... [--state starting|running|paused|snapshotting]\n\n"
+                              "List your sandboxes (all of them for root): those with every label given, in the state given.\n",
+                              stdout);
+                        json_decref(params);
                         return 0;
-                } else
+                } else if ((!strcmp(argv[i], "--label") || !strcmp(argv[i], "--state")) && i + 1 >= argc) {
+                        json_decref(params);
+                        return usage_error("ls", "%s needs a value", argv[i]);
+                } else if (!strcmp(argv[i], "--label") && (eq = strchr(argv[i + 1], '=')) && eq != argv[i + 1]) {
+                        _cleanup_free_ char *k = strndup(argv[i + 1], (size_t)(eq - argv[i + 1]));
+                        json_object_set_new(want, k ? k : "", json_string(eq + 1));
+                        i++;
+                } else if (!strcmp(argv[i], "--label")) {
+                        json_decref(params);
+                        return usage_error("ls", "--label '%s': expected KEY=VALUE", argv[i + 1]);
+                } else if (!strcmp(argv[i], "--state")) {
+                        json_object_set_new(params, "state", json_string(argv[++i]));
+                } else {
+                        json_decref(params);
                         return usage_error("ls", "unknown argument '%s'", argv[i]);
+                }
         }
         nsbox_client cl = { .fd = -1 };
         json_t *res = NULL;
-        int status = call_once("ls", &cl, "list", json_object(), NULL, NULL, &res, EXIT_REFUSED);
+        int status = call_once("ls", &cl, "list", params, NULL, NULL, &res, EXIT_REFUSED);
         nsbox_client_close(&cl);
         if (status)
                 return status;

@@ -17,8 +17,6 @@
 #include "trajectory.h"
 #include "util.h"
 
-#define EXIT_REFUSED 1
-#define EXIT_NSBOX 125
 
 static bool is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
 

@@ -1099,6 +1099,12 @@ static void create_req_release(create_req *rq)
         rq->labels = NULL;
 }
 
+/* null, [] and {} give nothing (the CLI sends its empty lists) */
+static bool given(json_t *v)
+{
+        return !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0) && !(json_is_object(v) && json_object_size(v) == 0);
+}
+
 /* Which template, and the lifecycle params; -EINVAL or -ENOENT (no such template) with why. */
 static int parse_req(daemon_state *d, json_t *params, create_req *rq, strbuf *why)
 {
@@ -1108,7 +1114,7 @@ static int parse_req(daemon_state *d, json_t *params, create_req *rq, strbuf *wh
         const char *k;
         json_t *v;
         json_object_foreach(params, k, v)
-                if (!is_lifecycle(k) && !json_is_null(v))
+                if (!is_lifecycle(k) && given(v))
                         shaped = true;
         if (t && !json_is_null(t)) {
                 if (!json_is_string(t)) {
@@ -1122,7 +1128,7 @@ static int parse_req(daemon_state *d, json_t *params, create_req *rq, strbuf *wh
                         return -ENOENT;
                 }
                 json_object_foreach(params, k, v)
-                        if (!is_lifecycle(k) && !json_is_null(v)) {
+                        if (!is_lifecycle(k) && given(v)) {
                                 sb_appendf(why, "'%.64s' cannot be given with a template (only labels, timeout, idle_timeout, on_expiry, wait)", k);
                                 return -EINVAL;
                         }

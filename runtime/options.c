@@ -14,7 +14,7 @@
 enum {
         OPT_POLICY = 0x100, OPT_ROOTFS, OPT_WORKDIR, OPT_BIND, OPT_TMPFS, OPT_HOSTNAME, OPT_TIMEOUT,
         OPT_JSON, OPT_DISK, OPT_NET, OPT_LABEL, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_FROM, OPT_REPO, OPT_COMMIT,
-        OPT_RECORD, OPT_COUNT, OPT_ALLOW, OPT_PUBLISH,
+        OPT_RECORD, OPT_COUNT, OPT_ALLOW, OPT_PUBLISH, OPT_TEMPLATE, OPT_IDLE, OPT_EXPIRY, OPT_WAIT, OPT_REUSE,
 };
 
 static const struct option run_options[] = {
@@ -40,6 +40,11 @@ static const struct option run_options[] = {
         { "commit", required_argument, NULL, OPT_COMMIT },
         { "record", required_argument, NULL, OPT_RECORD },
         { "count", required_argument, NULL, OPT_COUNT },
+        { "template", required_argument, NULL, OPT_TEMPLATE },
+        { "idle-timeout", required_argument, NULL, OPT_IDLE },
+        { "on-expiry", required_argument, NULL, OPT_EXPIRY },
+        { "wait", required_argument, NULL, OPT_WAIT },
+        { "reuse", no_argument, NULL, OPT_REUSE },
         { "help", no_argument, NULL, 'h' },
         {},
 };
@@ -88,6 +93,30 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
                         if ((r = nsbox_snapshot_name_check(optarg, err)) < 0)
                                 return nsbox_err_wrap(err, r, "%s: --from", cmd);
                         o->from = optarg;
+                        break;
+                case OPT_TEMPLATE:
+                case OPT_IDLE:
+                case OPT_EXPIRY:
+                case OPT_WAIT:
+                case OPT_REUSE:
+                        if (!create)
+                                return nsbox_err(err, 0, "%s: %s applies to nsbox create", cmd, argv[optind - 1]);
+                        if (c == OPT_TEMPLATE)
+                                o->template_name = optarg;
+                        else if (c == OPT_REUSE)
+                                o->reuse = true;
+                        else if (c == OPT_EXPIRY && strcmp(optarg, "destroy") && strcmp(optarg, "pause"))
+                                return nsbox_err(err, 0, "%s: --on-expiry '%s': expected destroy or pause", cmd, optarg);
+                        else if (c == OPT_EXPIRY)
+                                o->on_expiry = optarg;
+                        else if (parse_duration_ms(optarg, c == OPT_IDLE ? &o->idle_ms : &o->wait_ms) < 0 ||
+                                 (c == OPT_WAIT && o->wait_ms > 600000))
+                                return nsbox_err(err, 0, "%s: %s '%s': expected seconds%s", cmd, argv[optind - 1], optarg,
+                                                 c == OPT_WAIT ? " from 0 to 600" : ", e.g. 300");
+                        else if (c == OPT_IDLE)
+                                o->has_idle = true;
+                        else
+                                o->has_wait = true;
                         break;
                 case OPT_REPO:
                 case OPT_COMMIT:
@@ -149,6 +178,10 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
                         return nsbox_err(err, 0, "%s: --commit needs --repo", cmd);
                 if (o->repo && o->from)
                         return nsbox_err(err, 0, "%s: --repo and --from do not go together (a snapshot has its workspace already)", cmd);
+                if (o->reuse && !o->labels)
+                        return nsbox_err(err, 0, "%s: --reuse gets or creates the sandbox with the --label given: give at least one", cmd);
+                if (o->reuse && o->count > 1)
+                        return nsbox_err(err, 0, "%s: --reuse gives one sandbox, not --count %llu", cmd, (unsigned long long)o->count);
                 if (optind < argc)
                         return nsbox_err(err, 0, "%s: unexpected argument '%s' (commands run with nsbox exec ID -- CMD)", cmd, argv[optind]);
                 return 0;

@@ -26,6 +26,11 @@ typedef struct nsbox_run_options {
         const char *commit;
         const char *record; /* create: a trajectory file */
         uint64_t count;     /* create: how many sandboxes (default 1) */
+        const char *template_name; /* create: a template of nsboxd's configuration */
+        const char *on_expiry;     /* create: destroy or pause */
+        bool reuse;                /* create: get_or_create by the labels */
+        bool has_idle, has_wait;
+        uint64_t idle_ms, wait_ms;
         bool has_timeout, has_disk, has_memory, has_pids, has_cpus;
         uint64_t timeout_ms, disk, memory, pids;
         double cpus;
