@@ -680,6 +680,24 @@ static const char *root_name(const nsbox_policy *p) { return p->root == ROOT_HOS
 /* Start (or start again) the sandbox's agent on its current layers; ready comes on syncfd. */
 static int sandbox_launch(daemon_state *d, sandbox *s, nsbox_error *err)
 {
+        /* root: a host id range of its own, unless its files come from the store, where they
+         * are owned in the shared one (userns.h) */
+        nsbox_idmap map;
+        nsbox_idmap_for_caller(0, 0, &map);
+        bool own = map.privileged && s->layers.n == 0 && !s->repo_url;
+        if (!own && s->id_lock_fd >= 0) {
+                close(s->id_lock_fd);
+                s->id_lock_fd = -1;
+                s->id_slot = 0;
+        }
+        if (own && s->id_lock_fd < 0) {
+                unsigned slot;
+                int r = nsbox_slot_take(NSBOX_ID_LOCKDIR, NSBOX_ID_SLOTS - 1, "host id ranges", &slot, &s->id_lock_fd, err);
+                if (r < 0)
+                        return r;
+                s->id_slot = slot + 1;
+        }
+        s->policy->host_id_base = s->id_slot ? NSBOX_ROOT_ID_BASE + s->id_slot * NSBOX_ROOT_ID_COUNT : 0;
         s->policy->layers = s->layers.n ? s->layers.paths : NULL;
         s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
         int r = nsbox_sandbox_start(s->policy, NULL, nsbox_tool_handlers, NULL, s->id, &s->sb, err);
@@ -742,6 +760,10 @@ static int job_snapshot(sandbox *s, json_t **ret, nsbox_error *err)
                 return r;
         _cleanup_close_ int upper = openat(s->sb.stagefd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         nsbox_snapshot_stats stats = { 0 };
+        /* its files, owned in its own id range, go to the shared one its forks will run in */
+        nsbox_idshift shift = { .from = NSBOX_ROOT_ID_BASE + s->id_slot * NSBOX_ROOT_ID_COUNT, .to = NSBOX_ROOT_ID_BASE,
+                                .count = NSBOX_ROOT_ID_COUNT };
+        st.shift = s->id_slot ? &shift : NULL;
         if (upper < 0)
                 r = nsbox_err(err, errno, "open the sandbox's writable layer");
         else

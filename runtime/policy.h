@@ -83,6 +83,9 @@ typedef struct nsbox_policy {
         /* Borrowed, never from a policy file: store layers (store.h) under the writable one,
          * topmost first, host paths; NULL for none. */
         char *const *layers;
+        /* Borrowed too: root only, the first host id of the sandbox's own range (userns.h); 0 for
+         * the shared one. */
+        uint32_t host_id_base;
         nsbox_net_mode net;
         nsbox_net_backend net_backend; /* mode nat: slirp4netns (default) or veth (root) */
         char **egress;        /* network.egress, then --allow: entries checked by net.h; NULL = none */

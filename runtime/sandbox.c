@@ -363,6 +363,8 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
         /* 1. The policy and options were validated whole by the caller, before this point. */
         nsbox_idmap map;
         nsbox_idmap_for_caller(p->uid, p->gid, &map);
+        if (map.privileged && p->host_id_base)
+                map.host_uid = map.host_gid = p->host_id_base;
         _cleanup_free_ nsbox_egress_rule *rules = NULL;
         egress_rules eg = { .restricted = p->net == NET_NAT && p->egress_set };
         if (eg.restricted && (r = nsbox_egress_resolve(p, &rules, &eg.n, err)) < 0)

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "treecopy.h"
 
 #define NSBOX_SNAPSHOT_NAME_MAX 128
 #define NSBOX_LAYER_ID_LEN 32
@@ -30,8 +31,9 @@
 typedef struct nsbox_store {
         char *dir;
         int dirfd;
+        const nsbox_idshift *shift; /* snapshots: owners moved from a sandbox's own id range (treecopy.h) */
 } nsbox_store;
-#define NSBOX_STORE_INIT { .dir = NULL, .dirfd = -1 }
+#define NSBOX_STORE_INIT { .dir = NULL, .dirfd = -1, .shift = NULL }
 
 /* Open the calling user's store, creating it (0700) when create is set.  The directory must be
  * the user's own and not writable by others. */

@@ -222,6 +222,7 @@ typedef struct copy_ctx {
         char *buf;                       /* read/write fallback */
         char *xlist, *xvalue, *xcheck;   /* XATTR_LIST_MAX, XATTR_SIZE_MAX, XATTR_SIZE_MAX */
         void *links;                     /* tsearch tree of link_entry */
+        const nsbox_idshift *shift;      /* owners moved to another id range, or NULL */
 } copy_ctx;
 
 static void copy_ctx_release(copy_ctx *c)
@@ -294,11 +295,17 @@ static int copy_xattrs(copy_ctx *c, const node *src, const node *dst, nsbox_erro
  * permission, which the final mode may lack; none of them changes atime or mtime.  A directory's
  * final mode may lack u+x: nothing is looked up through it afterwards except by a hard link, and
  * we could read its source, so either the mode has u+x or we override permissions anyway. */
+static uint32_t shifted(const nsbox_idshift *sh, uint32_t id)
+{
+        return sh && id >= sh->from && id - sh->from < sh->count ? sh->to + (id - sh->from) : id;
+}
+
 static int copy_metadata(copy_ctx *c, const node *src, const node *dst, const struct stat *st, nsbox_error *err)
 {
-        if (node_chown(dst, st->st_uid, st->st_gid) < 0)
-                return nsbox_err(err, errno, "copy '%s': set owner %u:%u", shown(c), (unsigned)st->st_uid,
-                                 (unsigned)st->st_gid);
+        uid_t uid = shifted(c->shift, st->st_uid);
+        gid_t gid = shifted(c->shift, st->st_gid);
+        if (node_chown(dst, uid, gid) < 0)
+                return nsbox_err(err, errno, "copy '%s': set owner %u:%u", shown(c), (unsigned)uid, (unsigned)gid);
         int r = copy_xattrs(c, src, dst, err);
         if (r < 0)
                 return r;
@@ -623,6 +630,12 @@ static int copy_top(copy_ctx *c, int src, const struct stat *st, nsbox_error *er
 int nsbox_tree_copy(int src_dirfd, int dst_parent_fd, const char *dst_name, uint64_t max_bytes,
                     nsbox_copy_stats *ret_stats, nsbox_error *err)
 {
+        return nsbox_tree_copy_shifted(src_dirfd, dst_parent_fd, dst_name, max_bytes, NULL, ret_stats, err);
+}
+
+int nsbox_tree_copy_shifted(int src_dirfd, int dst_parent_fd, const char *dst_name, uint64_t max_bytes, const nsbox_idshift *shift,
+                            nsbox_copy_stats *ret_stats, nsbox_error *err)
+{
         if (!is_file_name(dst_name))
                 return nsbox_err(err, EINVAL, "copy: destination '%s' is not a file name", dst_name ? dst_name : "");
         /* Our own open file description: reading must not move the caller's offset, and an O_PATH
@@ -634,7 +647,7 @@ int nsbox_tree_copy(int src_dirfd, int dst_parent_fd, const char *dst_name, uint
         if (fstat(src, &st) < 0)
                 return nsbox_err(err, errno, "copy: open the source directory");
 
-        copy_ctx c = { .dev = st.st_dev, .euid = geteuid(), .max_bytes = max_bytes, .dst_top_fd = -1 };
+        copy_ctx c = { .dev = st.st_dev, .euid = geteuid(), .max_bytes = max_bytes, .dst_top_fd = -1, .shift = shift };
         sb_init(&c.path, 0);
         int r = check_owner(&c, &st, err);
         if (r < 0)

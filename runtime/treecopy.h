@@ -45,6 +45,15 @@ typedef struct nsbox_copy_stats {
 int nsbox_tree_copy(int src_dirfd, int dst_parent_fd, const char *dst_name, uint64_t max_bytes,
                     nsbox_copy_stats *ret_stats, nsbox_error *err);
 
+/* Host ids [from, from+count) become [to, to+count) in a copy: a root sandbox's own id range
+ * (userns.h) moved to the shared one its snapshot is started in.  Other ids stay. */
+typedef struct nsbox_idshift {
+        uint32_t from, to, count;
+} nsbox_idshift;
+/* nsbox_tree_copy, owners shifted by shift (NULL: none). */
+int nsbox_tree_copy_shifted(int src_dirfd, int dst_parent_fd, const char *dst_name, uint64_t max_bytes, const nsbox_idshift *shift,
+                            nsbox_copy_stats *ret_stats, nsbox_error *err);
+
 /* Remove name under parent_fd recursively: never follows symlinks, works on 0000/0555 directories
  * we own (chmod u+rwx before descending), does not cross into other mounts (st_dev differs ->
  * error), ENOENT is success.  name is one file name (no '/').  Any depth: a directory deeper than

@@ -7,9 +7,14 @@
 #include "error.h"
 
 /* Host ids a root-started sandbox's ids map to: inside 0..65535 -> host BASE..BASE+65535, never
- * host root.  nsboxd (issue: warm pool) gives each sandbox a range of its own. */
+ * host root.  That range (slot 0) is shared by `nsbox run` and by sandboxes started on stored
+ * layers (snapshots, repositories: their files are owned in it).  A root nsboxd gives every other
+ * sandbox a range of its own, slot N of NSBOX_ID_SLOTS: BASE + N * 65536, taken with an flock of
+ * NSBOX_ID_LOCKDIR/N held as long as the sandbox lives.  All of them stay below 2^31. */
 #define NSBOX_ROOT_ID_BASE 0x70000000u
 #define NSBOX_ROOT_ID_COUNT 65536u
+#define NSBOX_ID_SLOTS 4096u
+#define NSBOX_ID_LOCKDIR "/run/nsbox/ids"
 
 typedef struct nsbox_idmap {
         bool privileged; /* written by host root: a full range */

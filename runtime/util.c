@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -290,4 +291,33 @@ void nsbox_close_pair(int fds[2])
                         close(fds[i]);
                         fds[i] = -1;
                 }
+}
+
+int nsbox_slot_take(const char *dir, unsigned count, const char *what, unsigned *ret, int *ret_fd, nsbox_error *err)
+{
+        if (mkdir("/run/nsbox", 0755) < 0 && errno != EEXIST)
+                return nsbox_err(err, errno, "%s: create /run/nsbox", what);
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return nsbox_err(err, errno, "%s: create %s", what, dir);
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return nsbox_err(err, errno, "%s: open %s", what, dir);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        unsigned start = (unsigned)((unsigned long)ts.tv_nsec ^ (unsigned long)getpid()) % count;
+        for (unsigned k = 0; k < count; k++) {
+                unsigned i = (start + k) % count;
+                char name[16];
+                snprintf(name, sizeof(name), "%u", i);
+                int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd < 0)
+                        return nsbox_err(err, errno, "%s: lock file %s/%s", what, dir, name);
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+                        *ret = i;
+                        *ret_fd = fd;
+                        return 0;
+                }
+                close(fd);
+        }
+        return nsbox_err(err, EAGAIN, "%s: all %u are taken", what, count);
 }

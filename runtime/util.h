@@ -10,6 +10,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "error.h"
+
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _cleanup_free_ _cleanup_(cleanup_freep)
 #define _cleanup_close_ _cleanup_(cleanup_closep)
@@ -58,8 +60,12 @@ int write_file_at(int dirfd, const char *path, const char *data, mode_t mode);
 
 size_t strv_length(char *const *v);
 int strv_push(char ***v, char *s); /* takes ownership of s */
-uint64_t now_ns(void);
+uint64_t now_ns(void); /* CLOCK_MONOTONIC */
 /* Close every fd from 3 up except those of keep (ascending; -1 entries ignored), after fork. */
 void nsbox_close_all_but(const int *keep, size_t n);
 /* Close both ends of a pipe or socketpair that are open (>= 0) and mark them -1. */
-void nsbox_close_pair(int fds[2]);             /* CLOCK_MONOTONIC */
+void nsbox_close_pair(int fds[2]);
+/* Take one of count numbered slots under dir (made 0700 under /run/nsbox if missing): the flock
+ * of dir/N, held by *ret_fd until it is closed (or its holder dies).  Starts anywhere, so that
+ * a slot just freed is the last to be taken again.  what names the pool in messages. */
+int nsbox_slot_take(const char *dir, unsigned count, const char *what, unsigned *ret, int *ret_fd, nsbox_error *err);

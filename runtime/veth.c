@@ -37,35 +37,15 @@ static void slot_addr(int index, unsigned host, uint8_t out[4])
 int nsbox_veth_reserve(nsbox_veth *v, nsbox_error *err)
 {
         *v = (nsbox_veth)NSBOX_VETH_INIT;
-        if (mkdir("/run/nsbox", 0755) < 0 && errno != EEXIST)
-                return nsbox_err(err, errno, "veth: create /run/nsbox");
-        if (mkdir(NSBOX_VETH_LOCKDIR, 0700) < 0 && errno != EEXIST)
-                return nsbox_err(err, errno, "veth: create " NSBOX_VETH_LOCKDIR);
-        _cleanup_close_ int dir = open(NSBOX_VETH_LOCKDIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dir < 0)
-                return nsbox_err(err, errno, "veth: open " NSBOX_VETH_LOCKDIR);
-        /* start anywhere, so that a slot just freed is the last to be taken again */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int start = (int)((ts.tv_nsec ^ getpid()) % POOL_SLOTS);
-        for (int k = 0; k < POOL_SLOTS; k++) {
-                int i = (start + k) % POOL_SLOTS;
-                char name[16];
-                snprintf(name, sizeof(name), "%d", i);
-                int fd = openat(dir, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd < 0)
-                        return nsbox_err(err, errno, "veth: lock file " NSBOX_VETH_LOCKDIR "/%s", name);
-                if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-                        v->index = i;
-                        v->lockfd = fd;
-                        slot_addr(i, 1, v->host);
-                        slot_addr(i, 2, v->addr);
-                        snprintf(v->ifname, sizeof(v->ifname), "nsbv%d", i);
-                        return 0;
-                }
-                close(fd);
-        }
-        return nsbox_err(err, EAGAIN, "veth: all %d addresses of %s are taken", POOL_SLOTS, NSBOX_VETH_POOL);
+        unsigned i;
+        int r = nsbox_slot_take(NSBOX_VETH_LOCKDIR, POOL_SLOTS, "veth: the addresses of " NSBOX_VETH_POOL, &i, &v->lockfd, err);
+        if (r < 0)
+                return r;
+        v->index = (int)i;
+        slot_addr(v->index, 1, v->host);
+        slot_addr(v->index, 2, v->addr);
+        snprintf(v->ifname, sizeof(v->ifname), "nsbv%d", v->index);
+        return 0;
 }
 
 static int nl_fail(nsbox_error *err, int nlerr, const char *what)
