@@ -125,7 +125,8 @@ def child():
     os.set_inheritable(3, True)
     os.environ["LISTEN_FDS"] = "1"
     os.environ["LISTEN_PID"] = str(os.getpid())
-p = subprocess.Popen([sys.argv[2]], preexec_fn=child, close_fds=False)
+# its log elsewhere: in the pid file, a log line could come before the pid
+p = subprocess.Popen([sys.argv[2]], preexec_fn=child, close_fds=False, stderr=subprocess.DEVNULL)
 print(p.pid, flush=True)
 p.wait()
 PY
