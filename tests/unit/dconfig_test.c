@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsboxd's configuration file: what is accepted, the defaults, and a one-line error naming the
+ * key for every kind of bad value. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../runtime/dconfig.h"
+#include "../../runtime/util.h"
+#include "unit.h"
+
+static int parse(const char *text, nsbox_dconfig *c, nsbox_error *err)
+{
+        json_error_t je;
+        json_t *root = json_loads(text, 0, &je);
+        ck_assert_msg(root != NULL, "bad test JSON: %s", je.text);
+        int r = nsbox_dconfig_parse(root, "test.json", c, err);
+        json_decref(root);
+        return r;
+}
+
+START_TEST(test_dconfig_full_file_is_read_with_every_value)
+{
+        nsbox_dconfig c;
+        nsbox_error err = { 0 };
+        const char *good = "{\"max_sandboxes\": 300, \"max_per_uid\": 20, \"memory_budget\": \"16G\", \"default_memory\": 268435456,"
+                           " \"timeout\": 3600, \"idle_timeout\": 1.5, \"on_expiry\": \"pause\", \"drain_timeout\": 3,"
+                           " \"clients\": {\"uids\": [4242], \"groups\": [4243]},"
+                           " \"templates\": {\"py\": {\"create\": {\"memory\": \"1G\"}, \"pool\": 8, \"max\": 100}, \"sh\": {}}}";
+        UNIT_ASSERT_OK(parse(good, &c, &err), &err);
+        ck_assert_uint_eq(c.max_sandboxes, 300);
+        ck_assert_uint_eq(c.max_per_uid, 20);
+        ck_assert_uint_eq(c.memory_budget, 16ull << 30);
+        ck_assert_uint_eq(c.default_memory, 256ull << 20);
+        ck_assert_uint_eq(c.timeout_ms, 3600000);
+        ck_assert_uint_eq(c.idle_timeout_ms, 1500);
+        ck_assert(c.expiry_pause);
+        ck_assert_uint_eq(c.drain_timeout_ms, 3000);
+        ck_assert_uint_eq(c.n_client_uids, 1);
+        ck_assert_uint_eq(c.client_uids[0], 4242);
+        ck_assert_uint_eq(c.n_client_gids, 1);
+        ck_assert_uint_eq(c.n_templates, 2);
+        const nsbox_template *t = nsbox_dconfig_template(&c, "py");
+        ck_assert_ptr_nonnull(t);
+        ck_assert_uint_eq(t->pool, 8);
+        ck_assert_uint_eq(t->max, 100);
+        ck_assert_str_eq(json_string_value(json_object_get(t->create, "memory")), "1G");
+        t = nsbox_dconfig_template(&c, "sh");
+        ck_assert_uint_eq(t->pool, 0);
+        ck_assert_uint_eq(t->max, 300); /* max_sandboxes */
+        ck_assert_ptr_null(nsbox_dconfig_template(&c, "nope"));
+        nsbox_dconfig_release(&c);
+}
+END_TEST
+
+START_TEST(test_dconfig_empty_object_gives_the_defaults)
+{
+        nsbox_dconfig c;
+        nsbox_error err = { 0 };
+        UNIT_ASSERT_OK(parse("{}", &c, &err), &err);
+        ck_assert_uint_eq(c.max_sandboxes, 1024);
+        ck_assert_uint_eq(c.max_per_uid, 1024);
+        ck_assert_uint_eq(c.memory_budget, 0);
+        ck_assert_uint_eq(c.drain_timeout_ms, 10000);
+        ck_assert(!c.expiry_pause);
+        ck_assert_uint_eq(c.n_templates, 0);
+        nsbox_dconfig_release(&c);
+}
+END_TEST
+
+START_TEST(test_dconfig_bad_values_are_one_line_errors_naming_the_key)
+{
+        static const struct {
+                const char *text, *needle;
+        } bad[] = {
+                { "[]", "expected a JSON object" },
+                { "{\"bogus\": 1}", "key 'bogus': unknown key" },
+                { "{\"max_sandboxes\": 0}", "key 'max_sandboxes': expected an integer from 1 to 4096" },
+                { "{\"max_sandboxes\": 5000}", "key 'max_sandboxes'" },
+                { "{\"max_per_uid\": \"ten\"}", "key 'max_per_uid'" },
+                { "{\"memory_budget\": \"lots\"}", "key 'memory_budget': expected a size" },
+                { "{\"memory_budget\": \"1G\", \"default_memory\": \"2G\"}", "key 'default_memory': more than the memory_budget" },
+                { "{\"timeout\": -1}", "key 'timeout': expected a number of seconds" },
+                { "{\"idle_timeout\": \"1m\"}", "key 'idle_timeout'" },
+                { "{\"on_expiry\": \"explode\"}", "key 'on_expiry': expected \"destroy\" or \"pause\"" },
+                { "{\"clients\": [1]}", "key 'clients'" },
+                { "{\"clients\": {\"uids\": [0]}}", "key 'clients.uids': entry 0" },
+                { "{\"clients\": {\"uids\": [\"root\"]}}", "key 'clients.uids': entry 0" },
+                { "{\"clients\": {\"uids\": [\"no-such-user-here\"]}}", "key 'clients.uids'" },
+                { "{\"clients\": {\"groups\": [\"no-such-group-here\"]}}", "key 'clients.groups'" },
+                { "{\"clients\": {\"people\": []}}", "key 'clients.people': unknown key" },
+                { "{\"templates\": []}", "key 'templates'" },
+                { "{\"templates\": {\"bad name\": {}}}", "key 'templates.bad name': a template name" },
+                { "{\"templates\": {\".x\": {}}}", "key 'templates..x'" },
+                { "{\"templates\": {\"t\": {\"pool\": -1}}}", "key 'templates.t.pool': expected an integer from 0 to 1024" },
+                { "{\"templates\": {\"t\": {\"max\": 0}}}", "key 'templates.t.max'" },
+                { "{\"templates\": {\"t\": {\"pool\": 5, \"max\": 4}}}", "key 'templates.t.pool': a pool of 5 is more than the template's max of 4" },
+                { "{\"templates\": {\"t\": {\"create\": \"x\"}}}", "key 'templates.t.create': expected an object" },
+                { "{\"templates\": {\"t\": {\"size\": 1}}}", "key 'templates.t.size': unknown key" },
+                { "{\"max_sandboxes\": 10, \"templates\": {\"a\": {\"pool\": 6}, \"b\": {\"pool\": 6}}}", "the pools hold 12 sandboxes, more than max_sandboxes (10)" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                nsbox_dconfig c;
+                nsbox_error err = { 0 };
+                int r = parse(bad[i].text, &c, &err);
+                ck_assert_msg(r < 0, "accepted: %s", bad[i].text);
+                UNIT_ASSERT_ERROR(&err, "test.json: ", bad[i].needle);
+                ck_assert_uint_eq(c.n_templates, 0); /* released: the defaults again */
+        }
+}
+END_TEST
+
+START_TEST(test_dconfig_load_missing_file_is_an_error_only_when_named)
+{
+        nsbox_dconfig c;
+        nsbox_error err = { 0 };
+        UNIT_ASSERT_OK(nsbox_dconfig_load("/nonexistent/nsboxd.json", false, &c, &err), &err);
+        ck_assert_ptr_null(c.source);
+        ck_assert_int_eq(nsbox_dconfig_load("/nonexistent/nsboxd.json", true, &c, &err), -ENOENT);
+        UNIT_ASSERT_ERROR(&err, "/nonexistent/nsboxd.json");
+        char path[] = "/tmp/nsbox-dconfig-XXXXXX";
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, "{\"max_sandboxes\": 2,\n \"max_sandboxes\": 3}", 41), 41);
+        close(fd);
+        ck_assert_int_lt(nsbox_dconfig_load(path, true, &c, &err), 0);
+        UNIT_ASSERT_ERROR(&err, path, "line 2"); /* a duplicate key is refused, with where */
+        unlink(path);
+}
+END_TEST
+
+Suite *dconfig_suite(void)
+{
+        Suite *s = suite_create("dconfig");
+        TCase *tc = unit_tcase(s, "dconfig");
+        unit_add(tc, test_dconfig_full_file_is_read_with_every_value);
+        unit_add(tc, test_dconfig_empty_object_gives_the_defaults);
+        unit_add(tc, test_dconfig_bad_values_are_one_line_errors_naming_the_key);
+        unit_add(tc, test_dconfig_load_missing_file_is_an_error_only_when_named);
+        return s;
+}
