@@ -527,6 +527,20 @@ static int create_argv(json_t *params, strbuf *why, char ***ret)
         PUSH("create");
         /* sizes may be given as strings ("512M") or numbers of bytes */
         static const char *const strings[] = { "policy", "rootfs", "workdir", "hostname", "net", "from", "repo", "commit", "record", "disk", "memory" };
+        static const char *const others[] = { "pids", "cpus", "timeout", "bind", "tmpfs", "env", "allow", "publish" };
+        const char *key;
+        json_t *pv;
+        json_object_foreach(params, key, pv) { /* a typo must not pass as a default */
+                bool known = false;
+                for (size_t i = 0; i < ARRAY_SIZE(strings) && !known; i++)
+                        known = !strcmp(key, strings[i]);
+                for (size_t i = 0; i < ARRAY_SIZE(others) && !known; i++)
+                        known = !strcmp(key, others[i]);
+                if (!known) {
+                        sb_appendf(why, "unknown parameter '%.64s' (see nsbox-protocol(7), create)", key);
+                        return -EINVAL;
+                }
+        }
         for (size_t i = 0; i < ARRAY_SIZE(strings); i++) {
                 json_t *x = json_object_get(params, strings[i]);
                 if (!x || json_is_null(x))
@@ -2195,6 +2209,10 @@ static void agent_readable(daemon_state *d, sandbox *s)
 
 static void sync_readable(daemon_state *d, sandbox *s)
 {
+        /* read_ready closed syncfd; a child forked meanwhile (another sandbox's, a worker) may
+         * still hold the socket, and epoll then reports it until that child closes it */
+        if (s->sb.syncfd < 0)
+                return;
         nsbox_error err = { 0 };
         int r = nsbox_sandbox_read_ready(&s->sb, &err);
         if (r == 0)
@@ -2508,6 +2526,9 @@ static int listen_on(const char *path, mode_t mode, nsbox_error *err)
 int nsbox_daemon_check_config(const nsbox_dconfig *conf, nsbox_error *err)
 {
         daemon_state d = { .conf = conf };
+        if (geteuid() != 0 && (conf->n_client_uids || conf->n_client_gids))
+                return nsbox_err(err, 0, "%s: key 'clients': only a root nsboxd serves other users (one of yours would let them act as you)",
+                                 conf->source ? conf->source : "configuration");
         for (size_t t = 0; t < conf->n_templates; t++) {
                 const nsbox_template *tp = &conf->templates[t];
                 strbuf why;
