@@ -50,7 +50,7 @@
 #define CLIENT_HARD (64u << 20)  /* a client this far behind on its replies is disconnected */
 #define MAX_CLIENTS 1024
 #define NGROUPS_MAX_PEER 1024 /* a client's groups looked at (SO_PEERGROUPS) */
-#define MAX_SANDBOXES 1024
+#define MAX_SANDBOXES NSBOX_DCONFIG_MAX_SANDBOXES
 #define MAX_CALLS_PER_SANDBOX 1024
 #define READY_TIMEOUT_NS (30ull * 1000000000)
 #define PAUSE_TIMEOUT_MS 5000
@@ -1330,30 +1330,41 @@ static int capacity_check(daemon_state *d, uid_t uid, int tpl, uint64_t mem, str
 {
         const nsbox_dconfig *cf = d->conf;
         if (uid != NO_OWNER && owned_by(d, uid) >= cf->max_per_uid) {
-                sb_appendf(why, "capacity: uid %u holds %u sandboxes, max_per_uid is %u", (unsigned)uid, owned_by(d, uid), cf->max_per_uid);
+                sb_appendf(why, "uid %u holds %u sandboxes, max_per_uid is %u", (unsigned)uid, owned_by(d, uid), cf->max_per_uid);
                 return -EAGAIN;
         }
         if (tpl >= 0 && of_template(d, tpl, NULL, NULL, NULL) >= cf->templates[tpl].max) {
-                sb_appendf(why, "capacity: template '%s' has %u sandboxes, its max is %u", cf->templates[tpl].name,
+                sb_appendf(why, "template '%s' has %u sandboxes, its max is %u", cf->templates[tpl].name,
                            of_template(d, tpl, NULL, NULL, NULL), cf->templates[tpl].max);
                 return -EAGAIN;
         }
-        for (;;) {
-                bool full = d->n_sandboxes >= cf->max_sandboxes || MAX_SANDBOXES <= d->n_sandboxes;
-                bool over = cf->memory_budget && committed(d) + mem > cf->memory_budget;
-                if (!full && !over)
-                        return 0;
-                sandbox *victim = uid != NO_OWNER ? evictable(d, tpl) : NULL;
-                if (!victim) {
-                        if (full)
-                                sb_appendf(why, "capacity: %u sandboxes, max_sandboxes is %u", d->n_sandboxes, cf->max_sandboxes);
-                        else
-                                sb_appendf(why, "capacity: %" PRIu64 " bytes of memory limits committed, %" PRIu64 " more would pass memory_budget %" PRIu64,
-                                           committed(d), mem, cf->memory_budget);
-                        return -EAGAIN;
+        /* pooled sandboxes of other templates make room for a client's, if they can make enough */
+        unsigned n_evictable = 0;
+        uint64_t mem_evictable = 0;
+        for (sandbox *s = d->sandboxes; s && uid != NO_OWNER; s = s->next)
+                if (s->pooled && s->tpl != tpl) {
+                        n_evictable++;
+                        mem_evictable += s->mem_commit;
                 }
+        uint64_t com = committed(d);
+        bool full = d->n_sandboxes >= cf->max_sandboxes || d->n_sandboxes >= MAX_SANDBOXES;
+        bool over = cf->memory_budget && com + mem > cf->memory_budget;
+        if ((full && n_evictable == 0) || (over && com - mem_evictable + mem > cf->memory_budget)) {
+                if (full)
+                        sb_appendf(why, "%u sandboxes, max_sandboxes is %u", d->n_sandboxes, cf->max_sandboxes);
+                else
+                        sb_appendf(why, "%" PRIu64 " bytes of memory limits committed, %" PRIu64 " more would pass memory_budget %" PRIu64, com, mem,
+                                   cf->memory_budget);
+                return -EAGAIN;
+        }
+        while ((d->n_sandboxes >= cf->max_sandboxes || d->n_sandboxes >= MAX_SANDBOXES) ||
+               (cf->memory_budget && committed(d) + mem > cf->memory_budget)) {
+                sandbox *victim = evictable(d, tpl);
+                if (!victim)
+                        break; /* cannot happen: counted above */
                 sandbox_remove(d, victim, "capacity", "was taken out of its pool to make room");
         }
+        return 0;
 }
 
 static void record_latency(daemon_state *d, uint64_t start_ns)
@@ -1501,7 +1512,8 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
         sandbox *s = NULL;
         nsbox_error err = { 0 };
         if (why.len == 0) {
-                r = sandbox_prepare(d, c, rq.tpl >= 0 ? d->conf->templates[rq.tpl].create : params, &s, &err);
+                /* a template's paths are the operator's: only the client's own are checked */
+                r = sandbox_prepare(d, rq.tpl >= 0 ? NULL : c, rq.tpl >= 0 ? d->conf->templates[rq.tpl].create : params, &s, &err);
                 if (r < 0) {
                         reply_error(c, id, r == -ENOENT ? RPC_SERVER_ERROR : RPC_INVALID_PARAMS, r == -ENOENT ? "not_found" : "invalid_argument", "%s",
                                     err.msg ? err.msg : "invalid options");
@@ -2719,6 +2731,10 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 nsbox_paths_release(&paths);
                 return d.listen_fd;
         }
+        /* other users reach the socket through the runtime directory: they may search it */
+        size_t dl = strlen(paths.dir);
+        if (shared && !strncmp(sock, paths.dir, dl) && sock[dl] == '/' && !strchr(sock + dl + 1, '/') && chmod(paths.dir, 0711) < 0)
+                logf_("cannot open %s to the configured clients (chmod 0711): %s", paths.dir, strerror(errno));
         signal(SIGPIPE, SIG_IGN);
         sigset_t mask;
         sigemptyset(&mask);

@@ -90,6 +90,7 @@ int main(int argc, char **argv)
         if ((path && nsbox_dconfig_load(path, config != NULL, &conf, &err) < 0) || nsbox_daemon_check_config(&conf, &err) < 0) {
                 fprintf(stderr, "nsboxd: %s\n", err.msg ? err.msg : "bad configuration");
                 nsbox_error_clear(&err);
+                nsbox_dconfig_release(&conf);
                 return 2;
         }
         if (check) {

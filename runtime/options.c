@@ -49,6 +49,15 @@ static const struct option run_options[] = {
         {},
 };
 
+/* The long name of option value c (argv[optind - 1] is its value when given apart) */
+static const char *option_name(int c)
+{
+        for (const struct option *o = run_options; o->name; o++)
+                if (o->val == c)
+                        return o->name;
+        return "?";
+}
+
 int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_error *err)
 {
         *o = (nsbox_run_options){ .policy = "default", .count = 1 };
@@ -100,7 +109,7 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
                 case OPT_WAIT:
                 case OPT_REUSE:
                         if (!create)
-                                return nsbox_err(err, 0, "%s: %s applies to nsbox create", cmd, argv[optind - 1]);
+                                return nsbox_err(err, 0, "%s: --%s applies to nsbox create", cmd, option_name(c));
                         if (c == OPT_TEMPLATE)
                                 o->template_name = optarg;
                         else if (c == OPT_REUSE)
@@ -111,7 +120,7 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
                                 o->on_expiry = optarg;
                         else if (parse_duration_ms(optarg, c == OPT_IDLE ? &o->idle_ms : &o->wait_ms) < 0 ||
                                  (c == OPT_WAIT && o->wait_ms > 600000))
-                                return nsbox_err(err, 0, "%s: %s '%s': expected seconds%s", cmd, argv[optind - 1], optarg,
+                                return nsbox_err(err, 0, "%s: --%s '%s': expected seconds%s", cmd, option_name(c), optarg,
                                                  c == OPT_WAIT ? " from 0 to 600" : ", e.g. 300");
                         else if (c == OPT_IDLE)
                                 o->has_idle = true;
@@ -123,7 +132,7 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
                 case OPT_RECORD:
                 case OPT_COUNT:
                         if (!create)
-                                return nsbox_err(err, 0, "%s: %s applies to nsbox create", cmd, argv[optind - 1]);
+                                return nsbox_err(err, 0, "%s: --%s applies to nsbox create", cmd, option_name(c));
                         if (c == OPT_REPO)
                                 o->repo = optarg;
                         else if (c == OPT_COMMIT)

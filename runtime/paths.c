@@ -28,8 +28,9 @@ static int check_private_dir(const char *dir, bool create, nsbox_error *err)
         struct stat st;
         if (lstat(dir, &st) < 0)
                 return nsbox_err(err, errno, "runtime directory '%s'", dir);
-        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0077))
-                return nsbox_err(err, 0, "runtime directory '%s' is not a private directory of uid %u (mode 0700), refusing to use it",
+        /* others may search it (a root nsboxd serving other users), never list or write it */
+        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0066))
+                return nsbox_err(err, 0, "runtime directory '%s' is not a private directory of uid %u (mode 0700 or 0711), refusing to use it",
                                  dir, (unsigned)geteuid());
         return 0;
 }

@@ -295,7 +295,7 @@ void nsbox_close_pair(int fds[2])
 
 int nsbox_slot_take(const char *dir, unsigned count, const char *what, unsigned *ret, int *ret_fd, nsbox_error *err)
 {
-        if (mkdir("/run/nsbox", 0755) < 0 && errno != EEXIST)
+        if (mkdir("/run/nsbox", 0700) < 0 && errno != EEXIST) /* nsboxd's runtime directory too (paths.h) */
                 return nsbox_err(err, errno, "%s: create /run/nsbox", what);
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return nsbox_err(err, errno, "%s: create %s", what, dir);
