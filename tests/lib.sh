@@ -91,6 +91,15 @@ PY
 
 # The last test of a file that shares one nsboxd: every test removed what it made.  nsboxd lists
 # no sandbox and runs no process, and the host has as many mounts as before the file.
+assert_no_nsboxd_of() { # DIR: no live nsboxd of ours has DIR in its environment
+        local p left=""
+        for p in $(pgrep -u "$(id -u)" -x nsboxd); do
+                grep -q "$1" "/proc/$p/environ" 2> /dev/null && ! grep -q '^State:.*Z' "/proc/$p/status" &&
+                        left="$left $p"
+        done
+        assert_eq "" "$left" "nsboxd processes the tests left running"
+}
+
 assert_daemon_holds_nothing() { # mount-count-before
         local dpid
         assert_status 0 "$NSBOX" ls --json

@@ -707,12 +707,7 @@ print("ok")' 2>&1) || fail "stats: $OUT"
 
 # Last: no nsboxd of this file's is left (every one has this file's SESSION_DIR in its environment).
 test_zz_no_daemon_left() {
-        local p left=""
-        for p in $(pgrep -u "$(id -u)" -x nsboxd); do
-                grep -q "$SESSION_DIR" "/proc/$p/environ" 2> /dev/null && ! grep -q '^State:.*Z' "/proc/$p/status" &&
-                        left="$left $p"
-        done
-        assert_eq "" "$left" "nsboxd processes the tests left running"
+        assert_no_nsboxd_of "$SESSION_DIR"
 }
 
 run_tests
