@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -685,6 +686,9 @@ static const char *code_for(int r)
         case EINVAL:
         case EPERM: return "invalid_argument";
         case ETIMEDOUT: return "timeout";
+        case EMFILE:
+        case ENFILE:
+        case EAGAIN: return "capacity"; /* out of file descriptors, or of host id ranges */
         default: return "internal";
         }
 }
@@ -1046,15 +1050,17 @@ static int sandbox_start(daemon_state *d, sandbox *s, client *c, json_t *id)
                         nsbox_layers_release(&s->base_layers);
                         return repo_ready(d, s, key);
                 }
-                if (job_spawn(d, s, JOB_REPO, NULL, NULL, &err) < 0) {
-                        create_failed(d, s, "internal", err.msg ? err.msg : "cannot start a worker");
+                int r = job_spawn(d, s, JOB_REPO, NULL, NULL, &err);
+                if (r < 0) {
+                        create_failed(d, s, code_for(r), err.msg ? err.msg : "cannot start a worker");
                         nsbox_error_clear(&err);
                         return -1;
                 }
                 return 0;
         }
-        if (sandbox_launch(d, s, &err) < 0) {
-                create_failed(d, s, "internal", err.msg ? err.msg : "cannot start the sandbox");
+        int r = sandbox_launch(d, s, &err);
+        if (r < 0) {
+                create_failed(d, s, code_for(r), err.msg ? err.msg : "cannot start the sandbox");
                 nsbox_error_clear(&err);
                 return -1;
         }
@@ -1504,8 +1510,7 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                                 logf_("sandbox %s handed over from the pool of template '%s' to uid %u", p->id, d->conf->templates[rq.tpl].name,
                                       (unsigned)c->uid);
                                 reply_sandbox(d, c, id, p, true, goc ? 1 : -1, start_ns);
-                                pool_fill(d);
-                                goto out;
+                                goto out; /* refilled by the loop, once the reply is out */
                         }
                 }
         }
@@ -2706,6 +2711,13 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 r = nsbox_err(err, errno == EWOULDBLOCK ? 0 : errno, "another nsboxd is already serving '%s'", sock);
                 nsbox_paths_release(&paths);
                 return r == -EINVAL ? -EADDRINUSE : r;
+        }
+        /* five descriptors per sandbox: as many as the hard limit allows (sandboxes get their
+         * policy's limits.nofile) */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
         }
         static daemon_state d;
         nsbox_dconfig defaults;
