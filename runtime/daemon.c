@@ -58,6 +58,7 @@
 #define REPO_TIMEOUT_NS (600ull * 1000000000) /* a clone, before the sandbox starts */
 #define JOB_OUT_MAX 65536
 #define MAX_WAIT_S 600                      /* create's wait for capacity */
+#define MAX_WAITING 1024                    /* creates waiting for capacity at once; more: capacity at once */
 #define LAT_RING 4096                       /* acquire latencies kept for stats */
 #define POOL_STARTING_MAX 4                 /* pooled sandboxes of a template starting at once */
 #define POOL_RETRY_MAX_NS (60ull * 1000000000) /* a template that fails to start is retried at most this late */
@@ -184,6 +185,8 @@ typedef struct daemon_state {
         tpl_state *tpl;
         waiting *waitq;
         bool capacity_freed;     /* since the wait queue was last looked at */
+        bool pool_dirty;         /* a pool may be short: look (pool_fill) */
+        uint64_t pool_retry_ns;  /* a short pool waits for its template's retry time */
         uint32_t lat_us[LAT_RING];
         unsigned lat_n;
         uint64_t lat_total;
@@ -408,6 +411,7 @@ static void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const 
                 }
         d->n_sandboxes--;
         d->capacity_freed = true;
+        d->pool_dirty = true;
         job_stop(d, s, why);
         fail_calls(d, s, code, why);
         if (s->create_rpc_id)
@@ -1086,7 +1090,7 @@ typedef struct create_req {
         bool has_timeout, has_idle;
         uint64_t timeout_ms, idle_ms;
         int expiry; /* -1: the configuration's; 0 destroy; 1 pause */
-        double wait_s;
+        uint64_t wait_ms;
 } create_req;
 
 static int seconds_param(json_t *params, const char *key, double max, bool *has, uint64_t *ret_ms, strbuf *why)
@@ -1182,11 +1186,7 @@ static int parse_req(daemon_state *d, json_t *params, create_req *rq, strbuf *wh
                 return -EINVAL;
         if (lifecycle_params(params, rq, why) < 0)
                 return -EINVAL;
-        uint64_t wait_ms = 0;
-        if (seconds_param(params, "wait", MAX_WAIT_S, NULL, &wait_ms, why) < 0)
-                return -EINVAL;
-        rq->wait_s = (double)wait_ms / 1000.0;
-        return 0;
+        return seconds_param(params, "wait", MAX_WAIT_S, NULL, &rq->wait_ms, why) < 0 ? -EINVAL : 0;
 }
 
 /* A root nsboxd opens what a create names as root: a client of another uid names no host path. */
@@ -1386,9 +1386,8 @@ static void state_write(daemon_state *d, const sandbox *s)
 {
         if (d->state_dirfd < 0 || s->sb.pid <= 0)
                 return;
-        json_t *o = json_pack("{ss si sI si si ss sb}", "id", s->id, "pid", (int)s->sb.pid, "start",
-                              (json_int_t)nsbox_pid_start_time(s->sb.pid), "nsboxd", (int)getpid(), "owner",
-                              s->owner == NO_OWNER ? -1 : (int)s->owner, "cgroup", s->sb.cg.dirfd >= 0 ? s->sb.cg.path : "", "pooled", s->pooled);
+        json_t *o = json_pack("{ss si sI si ss}", "id", s->id, "pid", (int)s->sb.pid, "start", (json_int_t)nsbox_pid_start_time(s->sb.pid),
+                              "nsboxd", (int)getpid(), "cgroup", s->sb.cg.dirfd >= 0 ? s->sb.cg.path : "");
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         char tmp[64], name[48];
@@ -1455,9 +1454,17 @@ static sandbox *find_labelled(daemon_state *d, uid_t uid, json_t *want)
 
 static void pool_fill(daemon_state *d);
 
+static unsigned n_waiting(const daemon_state *d)
+{
+        unsigned n = 0;
+        for (const waiting *w = d->waitq; w; w = w->next)
+                n++;
+        return n;
+}
+
 /* create and get_or_create.  Returns 1 when it must wait for capacity (nothing was replied; the
- * caller queues it until deadline_ns), else 0 (replied). */
-static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool goc, uint64_t start_ns, uint64_t deadline_ns)
+ * caller queues it until *deadline_ns, from 'wait' on the first try), else 0 (replied). */
+static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool goc, uint64_t start_ns, uint64_t *deadline_ns)
 {
         if (d->stopping) {
                 reply_error(c, id, RPC_SERVER_ERROR, "unavailable", "nsboxd is stopping");
@@ -1483,6 +1490,11 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                         reply_sandbox(d, c, id, s, false, 0, start_ns);
                         goto out;
                 }
+                if (s && json_array_size(s->waiters) >= MAX_CALLS_PER_SANDBOX) {
+                        reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is starting with %d get_or_create calls waiting for it", s->id,
+                                    MAX_CALLS_PER_SANDBOX);
+                        goto out;
+                }
                 if (s) { /* starting: answered with it when it is ready */
                         json_t *w = json_pack("[IOI]", (json_int_t)c->serial, id ? id : json_null(), (json_int_t)start_ns);
                         if (!s->waiters)
@@ -1506,7 +1518,7 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                                 p->created = time(NULL);
                                 set_lifetimes(d, p, &rq);
                                 d->tpl[rq.tpl].hits++;
-                                state_write(d, p);
+                                d->pool_dirty = true;
                                 logf_("sandbox %s handed over from the pool of template '%s' to uid %u", p->id, d->conf->templates[rq.tpl].name,
                                       (unsigned)c->uid);
                                 reply_sandbox(d, c, id, p, true, goc ? 1 : -1, start_ns);
@@ -1531,7 +1543,10 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
         if (why.len) {
                 if (s)
                         sandbox_free(s);
-                if (deadline_ns && now_ns() < deadline_ns) {
+                bool queued = *deadline_ns != 0;
+                if (!queued && rq.wait_ms)
+                        *deadline_ns = start_ns + rq.wait_ms * 1000000;
+                if (!d->stopping && (queued || n_waiting(d) < MAX_WAITING) && now_ns() < *deadline_ns) {
                         sb_release(&why);
                         create_req_release(&rq);
                         return 1;
@@ -1554,10 +1569,8 @@ out:
 
 static void method_create(daemon_state *d, client *c, json_t *id, json_t *params, bool goc)
 {
-        uint64_t now = now_ns();
-        double wait = json_is_number(json_object_get(params, "wait")) ? json_number_value(json_object_get(params, "wait")) : 0;
-        uint64_t deadline = wait > 0 && wait <= MAX_WAIT_S ? now + (uint64_t)(wait * 1e9) : 0;
-        if (admit(d, c, id, params, goc, now, deadline) == 0)
+        uint64_t now = now_ns(), deadline = 0;
+        if (admit(d, c, id, params, goc, now, &deadline) == 0)
                 return;
         waiting *w = calloc(1, sizeof(*w)), **tail = &d->waitq;
         if (!w) {
@@ -1573,18 +1586,13 @@ static void method_create(daemon_state *d, client *c, json_t *id, json_t *params
 
 /* Creates waiting for capacity, in the order they came: tried again when room was freed, and
  * answered 'capacity' at their deadline. */
-static void serve_waiting(daemon_state *d, bool all)
+static void serve_waiting(daemon_state *d)
 {
-        uint64_t now = now_ns();
         for (waiting **pp = &d->waitq; *pp;) {
                 waiting *w = *pp;
                 client *c = client_by_serial(d, w->client);
-                int r = 0;
-                if (c && (all || d->stopping || now >= w->deadline_ns))
-                        r = admit(d, c, w->rpc_id, w->params, w->goc, w->start_ns, d->stopping ? 0 : w->deadline_ns);
-                else if (c)
-                        r = 1;
-                if (r == 1) {
+                /* stopping: admit answers unavailable */
+                if (c && admit(d, c, w->rpc_id, w->params, w->goc, w->start_ns, &w->deadline_ns) == 1) {
                         pp = &w->next;
                         continue;
                 }
@@ -1600,10 +1608,16 @@ static void serve_waiting(daemon_state *d, bool all)
 static void pool_fill(daemon_state *d)
 {
         uint64_t now = now_ns();
+        if (!d->pool_dirty && (!d->pool_retry_ns || now < d->pool_retry_ns))
+                return;
+        d->pool_dirty = false;
+        d->pool_retry_ns = 0;
         for (size_t t = 0; t < d->conf->n_templates && !d->stopping; t++) {
                 const nsbox_template *tp = &d->conf->templates[t];
                 unsigned pooled, starting;
                 of_template(d, (int)t, &pooled, NULL, &starting);
+                if (pooled < tp->pool && now < d->tpl[t].retry_ns && (!d->pool_retry_ns || d->tpl[t].retry_ns < d->pool_retry_ns))
+                        d->pool_retry_ns = d->tpl[t].retry_ns;
                 while (pooled < tp->pool && starting < POOL_STARTING_MAX && now >= d->tpl[t].retry_ns) {
                         strbuf why;
                         sb_init(&why, 1024);
@@ -1619,6 +1633,8 @@ static void pool_fill(daemon_state *d)
                         if (r < 0) {
                                 d->tpl[t].fails++;
                                 d->tpl[t].retry_ns = now + (d->tpl[t].fails >= 10 ? POOL_RETRY_MAX_NS : (100000000ull << d->tpl[t].fails));
+                                if (!d->pool_retry_ns || d->tpl[t].retry_ns < d->pool_retry_ns)
+                                        d->pool_retry_ns = d->tpl[t].retry_ns;
                                 logf_("template '%s': cannot prepare a pooled sandbox: %s", tp->name, err.msg ? err.msg : strerror(-r));
                                 nsbox_error_clear(&err);
                                 break;
@@ -1637,7 +1653,6 @@ static void pool_fill(daemon_state *d)
         }
 }
 
-/* Capture the writable layer as snapshot NAME, frozen meanwhile; the sandbox keeps running. */
 /* A root nsboxd's store is root's: its snapshots are not shared with clients of other uids. */
 static bool refuse_store(client *c, json_t *id, const char *method)
 {
@@ -1648,6 +1663,7 @@ static bool refuse_store(client *c, json_t *id, const char *method)
         return true;
 }
 
+/* Capture the writable layer as snapshot NAME, frozen meanwhile; the sandbox keeps running. */
 static void method_snapshot(daemon_state *d, client *c, json_t *id, json_t *params)
 {
         if (refuse_store(c, id, "snapshot"))
@@ -2252,8 +2268,9 @@ static void sync_readable(daemon_state *d, sandbox *s)
         /* syncfd was closed by read_ready (epoll forgets a closed fd by itself) */
         s->ready = true;
         s->last_active_ns = now_ns();
-        if (s->pooled) { /* waits in its pool for a create */
+        if (s->pooled) { /* waits in its pool for a create; another may start */
                 d->tpl[s->tpl].fails = 0;
+                d->pool_dirty = true;
                 return;
         }
         client *c = client_by_serial(d, s->create_client);
@@ -2512,7 +2529,7 @@ static int deadlines(daemon_state *d)
         }
         if (due || d->capacity_freed) {
                 d->capacity_freed = false;
-                serve_waiting(d, true);
+                serve_waiting(d);
         }
         if (d->stopping && (!next || d->drain_deadline_ns < next))
                 next = d->drain_deadline_ns;
@@ -2588,7 +2605,7 @@ static void begin_stop(daemon_state *d, const char *sock)
                 unlink(sock);
         logf_("stopping: no new requests; waiting up to %.1f s for calls in flight", (double)d->conf->drain_timeout_ms / 1000.0);
         nsbox_sd_notify("STOPPING=1\nSTATUS=stopping: draining calls in flight, then destroying its sandboxes");
-        serve_waiting(d, true); /* creates waiting for room: refused */
+        serve_waiting(d); /* creates waiting for room: refused */
         for (sandbox *s = d->sandboxes, *nx; s; s = nx) { /* nobody will take these */
                 nx = s->next;
                 if (s->pooled)
@@ -2730,6 +2747,7 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 nsbox_paths_release(&paths);
                 return nsbox_err(err, ENOMEM, "templates");
         }
+        d.pool_dirty = true; /* fill the pools */
         /* what a killed nsboxd left of its sandboxes goes before this one makes any */
         d.state_dirfd = state_dir_open(sock, err);
         if (d.state_dirfd < 0) {
@@ -2785,6 +2803,12 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
         while (!d.stop) {
                 int timeout = deadlines(&d);
                 pool_fill(&d);
+                if (d.pool_retry_ns) { /* a pool to refill later */
+                        uint64_t now = now_ns();
+                        int t = d.pool_retry_ns <= now ? 0 : (int)((d.pool_retry_ns - now + 999999) / 1000000);
+                        if (timeout < 0 || t < timeout)
+                                timeout = t;
+                }
                 if (d.stopping && (drained(&d) || now_ns() >= d.drain_deadline_ns))
                         break;
                 reap_exited(false);
