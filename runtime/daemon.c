@@ -62,6 +62,9 @@
 #define LAT_RING 4096                       /* acquire latencies kept for stats */
 #define POOL_STARTING_MAX 4                 /* pooled sandboxes of a template starting at once */
 #define POOL_RETRY_MAX_NS (60ull * 1000000000) /* a template that fails to start is retried at most this late */
+/* A handed-over sandbox's refill waits for its first call to be answered, or this long: on a
+ * small machine a replacement starting meanwhile takes the cores the first call needs. */
+#define POOL_REFILL_DELAY_NS (20ull * 1000000)
 #define NO_OWNER ((uid_t)-1)                /* a pooled sandbox, not handed out yet */
 
 /* JSON-RPC error codes; the stable nsbox code is in error.data.code */
@@ -113,6 +116,7 @@ typedef struct sandbox {
         json_t *labels;
         nsbox_limits limits;
         bool ready, paused;
+        bool fresh;               /* handed over from a pool; its refill waits for its first reply */
         time_t created;
         uint64_t expires_ns, ready_deadline_ns;
         uint64_t create_client;
@@ -1454,6 +1458,13 @@ static sandbox *find_labelled(daemon_state *d, uid_t uid, json_t *want)
 
 static void pool_fill(daemon_state *d);
 
+/* look at the pools again at `at` at the latest */
+static void pool_later(daemon_state *d, uint64_t at)
+{
+        if (!d->pool_retry_ns || at < d->pool_retry_ns)
+                d->pool_retry_ns = at;
+}
+
 static unsigned n_waiting(const daemon_state *d)
 {
         unsigned n = 0;
@@ -1518,7 +1529,8 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                                 p->created = time(NULL);
                                 set_lifetimes(d, p, &rq);
                                 d->tpl[rq.tpl].hits++;
-                                d->pool_dirty = true;
+                                p->fresh = true;
+                                pool_later(d, now_ns() + POOL_REFILL_DELAY_NS);
                                 logf_("sandbox %s handed over from the pool of template '%s' to uid %u", p->id, d->conf->templates[rq.tpl].name,
                                       (unsigned)c->uid);
                                 reply_sandbox(d, c, id, p, true, goc ? 1 : -1, start_ns);
@@ -1647,8 +1659,10 @@ static void pool_fill(daemon_state *d)
                         s->expires_ns = 0; /* lifetimes start when it is handed out */
                         if (sandbox_start(d, s, NULL, NULL) < 0)
                                 break;
-                        pooled++;
-                        starting++;
+                        /* one start per pass: a start holds the loop for a clone (most of a
+                         * millisecond, a network namespace), and clients' requests go between */
+                        d->pool_dirty = true;
+                        return;
                 }
         }
 }
@@ -2166,6 +2180,10 @@ static void agent_frame(daemon_state *d, sandbox *s, nsbox_frame *f)
         *pp = p->next;
         s->n_calls--;
         s->last_active_ns = now_ns();
+        if (s->fresh) { /* its first call is answered: the pool it came from refills now */
+                s->fresh = false;
+                d->pool_dirty = true;
+        }
         json_t *result = json_object_get(f->json, "result"), *error = json_object_get(f->json, "error");
         /* a fork refused at the sandbox's pids limit while the command ran: say so */
         const char *reason = json_string_value(json_object_get(result, "reason"));
@@ -2803,7 +2821,9 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
         while (!d.stop) {
                 int timeout = deadlines(&d);
                 pool_fill(&d);
-                if (d.pool_retry_ns) { /* a pool to refill later */
+                if (d.pool_dirty) /* more to start: after what is ready now */
+                        timeout = 0;
+                else if (d.pool_retry_ns) { /* a pool to refill later */
                         uint64_t now = now_ns();
                         int t = d.pool_retry_ns <= now ? 0 : (int)((d.pool_retry_ns - now + 999999) / 1000000);
                         if (timeout < 0 || t < timeout)
