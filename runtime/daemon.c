@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -199,22 +200,63 @@ typedef struct daemon_state {
         int state_dirfd;         /* <socket>.state: one file per live sandbox */
 } daemon_state;
 
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Structured log lines on stderr: key=value fields (logfmt) a collector can parse and a person
+ * can read.  Under systemd (stderr is the journal stream named by $JOURNAL_STREAM) each line
+ * starts with the <N> priority prefix journald reads, and the journal adds time and pid;
+ * elsewhere the line starts with the time and nsboxd[pid]. */
+static int log_journal = -1; /* unknown yet */
+static void dlog(int prio, const char *event, const char *sandbox_id, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void state_write(daemon_state *d, const sandbox *s);
 static void state_remove(daemon_state *d, const sandbox *s);
-static void logf_(const char *fmt, ...)
+static bool stderr_is_journal(void)
 {
-        char ts[32];
-        time_t t = time(NULL);
-        struct tm tm;
-        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", localtime_r(&t, &tm));
+        const char *e = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        struct stat st;
+        return e && sscanf(e, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+               (unsigned long long)st.st_ino == ino;
+}
+
+static void dlog(int prio, const char *event, const char *sandbox_id, const char *fmt, ...)
+{
+        static const char *const level[] = { "emerg", "alert", "crit", "error", "warning", "notice", "info", "debug" };
+        char msg[1024];
         va_list ap;
         va_start(ap, fmt);
-        fprintf(stderr, "%s nsboxd[%d]: ", ts, (int)getpid());
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        fflush(stderr);
+        if (log_journal < 0)
+                log_journal = stderr_is_journal();
+        strbuf line;
+        sb_init(&line, 256);
+        if (log_journal) {
+                sb_appendf(&line, "<%d>", prio & 7);
+        } else {
+                struct timespec ts;
+                struct tm tm;
+                char t[32];
+                clock_gettime(CLOCK_REALTIME, &ts);
+                strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", localtime_r(&ts.tv_sec, &tm));
+                sb_appendf(&line, "%s.%03ld nsboxd[%d]: ", t, ts.tv_nsec / 1000000, (int)getpid());
+        }
+        sb_appendf(&line, "level=%s event=%s", level[prio & 7], event);
+        if (sandbox_id)
+                sb_appendf(&line, " sandbox=%s", sandbox_id);
+        /* the message quoted: a quote, a backslash or a control character in it (a path, an
+         * error text) cannot end the field or the line */
+        sb_appendf(&line, " msg=\"");
+        for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+                if (*p == '"' || *p == '\\')
+                        sb_appendf(&line, "\\%c", *p);
+                else if (*p < 0x20 || *p == 0x7f)
+                        sb_appendf(&line, "\\x%02x", *p);
+                else
+                        sb_appendf(&line, "%c", *p);
+        }
+        sb_appendf(&line, "\"\n");
+        if (line.buf)
+                (void)!write(STDERR_FILENO, line.buf, line.len);
+        sb_release(&line);
 }
 
 static client *client_by_serial(daemon_state *d, uint64_t serial)
@@ -284,7 +326,7 @@ static void pending_free(pending *p)
 static void record_line(sandbox *s, json_t *line)
 {
         if (s->record_fd >= 0 && line && nsbox_traj_write(s->record_fd, line) < 0) {
-                logf_("sandbox %s: cannot write its trajectory '%s': %s; recording stopped", s->id, s->record_path, strerror(errno));
+                dlog(LOG_ERR, "record.failed", s->id, "sandbox %s: cannot write its trajectory '%s': %s; recording stopped", s->id, s->record_path, strerror(errno));
                 close(s->record_fd);
                 s->record_fd = -1;
         }
@@ -434,9 +476,9 @@ static void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const 
         unwatch_sandbox(d, s);
         state_remove(d, s);
         if (s->pooled)
-                logf_("pooled sandbox %s of template '%s' removed: %s", s->id, d->conf->templates[s->tpl].name, why);
+                dlog(LOG_INFO, "sandbox.removed", s->id, "pooled sandbox %s of template '%s' removed: %s", s->id, d->conf->templates[s->tpl].name, why);
         else
-                logf_("sandbox %s removed: %s", s->id, why);
+                dlog(LOG_INFO, "sandbox.removed", s->id, "sandbox %s removed: %s", s->id, why);
         sandbox_free(s);
 }
 
@@ -963,13 +1005,13 @@ static void job_done(daemon_state *d, sandbox *s)
         if (kind == JOB_SNAPSHOT) {
                 nsbox_error err = { 0 };
                 if (s->job_thaw && nsbox_sandbox_freeze(&s->sb, false, PAUSE_TIMEOUT_MS, &err) < 0) {
-                        logf_("sandbox %s: cannot thaw it after the snapshot: %s", s->id, err.msg);
+                        dlog(LOG_ERR, "snapshot.thaw_failed", s->id, "sandbox %s: cannot thaw it after the snapshot: %s", s->id, err.msg);
                         nsbox_error_clear(&err);
                 }
                 record_op(s, "snapshot", s->job_name, s->job_start_ns, ok ? NULL : code ? code : "internal");
                 if (ok) {
                         json_object_set_new(result, "duration_ms", json_real((double)(now_ns() - s->job_start_ns) / 1e6));
-                        logf_("sandbox %s: snapshot '%s' taken in %.1f ms", s->id, s->job_name, (double)(now_ns() - s->job_start_ns) / 1e6);
+                        dlog(LOG_INFO, "snapshot.taken", s->id, "sandbox %s: snapshot '%s' taken in %.1f ms", s->id, s->job_name, (double)(now_ns() - s->job_start_ns) / 1e6);
                         reply_result(c, rpc_id, json_incref(result));
                 } else {
                         reply_error(c, rpc_id, RPC_SERVER_ERROR, code ? code : "internal", "%s", msg ? msg : "failed");
@@ -1398,7 +1440,7 @@ static void state_write(daemon_state *d, const sandbox *s)
         snprintf(tmp, sizeof(tmp), ".%s.tmp", s->id);
         snprintf(name, sizeof(name), "%s.json", s->id);
         if (!text || write_file_at(d->state_dirfd, tmp, text, 0600) < 0 || renameat(d->state_dirfd, tmp, d->state_dirfd, name) < 0) {
-                logf_("sandbox %s: cannot write its state file: %s", s->id, strerror(errno ? errno : ENOMEM));
+                dlog(LOG_ERR, "state.write_failed", s->id, "sandbox %s: cannot write its state file: %s", s->id, strerror(errno ? errno : ENOMEM));
                 unlinkat(d->state_dirfd, tmp, 0);
         }
         free(text);
@@ -1531,7 +1573,7 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                                 d->tpl[rq.tpl].hits++;
                                 p->fresh = true;
                                 pool_later(d, now_ns() + POOL_REFILL_DELAY_NS);
-                                logf_("sandbox %s handed over from the pool of template '%s' to uid %u", p->id, d->conf->templates[rq.tpl].name,
+                                dlog(LOG_INFO, "pool.handover", p->id, "sandbox %s handed over from the pool of template '%s' to uid %u", p->id, d->conf->templates[rq.tpl].name,
                                       (unsigned)c->uid);
                                 reply_sandbox(d, c, id, p, true, goc ? 1 : -1, start_ns);
                                 goto out; /* refilled by the loop, once the reply is out */
@@ -1647,7 +1689,7 @@ static void pool_fill(daemon_state *d)
                                 d->tpl[t].retry_ns = now + (d->tpl[t].fails >= 10 ? POOL_RETRY_MAX_NS : (100000000ull << d->tpl[t].fails));
                                 if (!d->pool_retry_ns || d->tpl[t].retry_ns < d->pool_retry_ns)
                                         d->pool_retry_ns = d->tpl[t].retry_ns;
-                                logf_("template '%s': cannot prepare a pooled sandbox: %s", tp->name, err.msg ? err.msg : strerror(-r));
+                                dlog(LOG_WARNING, "pool.start_failed", NULL, "template '%s': cannot prepare a pooled sandbox: %s", tp->name, err.msg ? err.msg : strerror(-r));
                                 nsbox_error_clear(&err);
                                 break;
                         }
@@ -1786,7 +1828,7 @@ static void method_reset(daemon_state *d, client *c, json_t *id, json_t *params)
                 sandbox_remove(d, s, "internal", "failed to restart");
                 return;
         }
-        logf_("sandbox %s reset to %s%s%s", s->id, name ? "snapshot '" : "its creation state", name ? name : "", name ? "'" : "");
+        dlog(LOG_INFO, "sandbox.reset", s->id, "sandbox %s reset to %s%s%s", s->id, name ? "snapshot '" : "its creation state", name ? name : "", name ? "'" : "");
 }
 
 static void method_snapshots(daemon_state *d, client *c, json_t *id, json_t *params, bool delete)
@@ -1873,7 +1915,7 @@ static void method_set_timeout(daemon_state *d, client *c, json_t *id, json_t *p
                 s->idle_ms = i;
                 s->last_active_ns = now;
         }
-        logf_("sandbox %s: timeout %s%.3f s, idle timeout %.3f s", s->id, s->expires_ns ? "in " : "none, was ",
+        dlog(LOG_INFO, "sandbox.timeout_set", s->id, "sandbox %s: timeout %s%.3f s, idle timeout %.3f s", s->id, s->expires_ns ? "in " : "none, was ",
               s->expires_ns ? (double)(s->expires_ns - now) / 1e9 : 0.0, (double)s->idle_ms / 1000.0);
         reply_result(c, id, sandbox_json(d, s));
 }
@@ -1967,7 +2009,7 @@ static void method_pause(daemon_state *d, client *c, json_t *id, json_t *params,
                 }
                 s->paused = pause;
                 s->last_active_ns = now_ns();
-                logf_("sandbox %s %s in %.2f ms", s->id, pause ? "paused" : "resumed", (double)(now_ns() - t0) / 1e6);
+                dlog(LOG_INFO, pause ? "sandbox.paused" : "sandbox.resumed", s->id, "sandbox %s %s in %.2f ms", s->id, pause ? "paused" : "resumed", (double)(now_ns() - t0) / 1e6);
         }
         reply_result(c, id, sandbox_json(d, s));
 }
@@ -2145,7 +2187,7 @@ static void agent_frame(daemon_state *d, sandbox *s, nsbox_frame *f)
 {
         json_t *jid = f->json ? json_object_get(f->json, "id") : NULL;
         if (!json_is_integer(jid)) {
-                logf_("sandbox %s: agent sent a frame without an id: %s", s->id,
+                dlog(LOG_WARNING, "agent.bad_frame", s->id, "sandbox %s: agent sent a frame without an id: %s", s->id,
                       f->json ? json_string_value(json_object_get(json_object_get(f->json, "error"), "message")) ?: "" : f->json_error);
                 return;
         }
@@ -2246,7 +2288,7 @@ static void agent_readable(daemon_state *d, sandbox *s)
                 if (r == 0)
                         return;
                 if (r == -E2BIG) {
-                        logf_("sandbox %s: agent sent an oversized frame, ignored", s->id);
+                        dlog(LOG_WARNING, "agent.bad_frame", s->id, "sandbox %s: agent sent an oversized frame, ignored", s->id);
                         continue;
                 }
                 if (r < 0) {
@@ -2298,12 +2340,12 @@ static void sync_readable(daemon_state *d, sandbox *s)
                 n_waiting += client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))) != NULL;
         if (reset) { /* it stays, whether or not whoever asked is still there */
                 record_op(s, "reset", s->job_name[0] ? s->job_name : NULL, s->job_start_ns, NULL);
-                logf_("sandbox %s restarted in %.1f ms (agent pid %d)", s->id, (double)(now_ns() - s->job_start_ns) / 1e6, (int)s->sb.pid);
+                dlog(LOG_INFO, "sandbox.restarted", s->id, "sandbox %s restarted in %.1f ms (agent pid %d)", s->id, (double)(now_ns() - s->job_start_ns) / 1e6, (int)s->sb.pid);
         } else if (!c && !n_waiting) { /* whoever asked for it is gone: nobody would ever destroy it */
                 sandbox_remove(d, s, "not_found", "was abandoned by its creator");
                 return;
         } else {
-                logf_("sandbox %s created for uid %u (agent pid %d)", s->id, (unsigned)s->owner, (int)s->sb.pid);
+                dlog(LOG_INFO, "sandbox.created", s->id, "sandbox %s created for uid %u (agent pid %d)", s->id, (unsigned)s->owner, (int)s->sb.pid);
         }
         if (reset)
                 reply_result(c, s->create_rpc_id, sandbox_json(d, s));
@@ -2429,7 +2471,7 @@ static void accept_clients(daemon_state *d)
                 /* the socket is 0600 (0666 with clients configured), the directory or a bind could be
                  * shared: check each connection */
                 if (!client_allowed(d, fd, &cred)) {
-                        logf_("refused a client of uid %u", (unsigned)cred.uid);
+                        dlog(LOG_WARNING, "client.refused", NULL, "refused a client of uid %u", (unsigned)cred.uid);
                         close(fd);
                         free(c);
                         continue;
@@ -2465,7 +2507,7 @@ static void update_interest(daemon_state *d)
 {
         for (client *c = d->clients; c; c = c->next) {
                 if (c->out.len > CLIENT_HARD && !c->eof) {
-                        logf_("disconnecting a client of uid %u: %zu bytes of replies unread", (unsigned)c->uid, c->out.len);
+                        dlog(LOG_WARNING, "client.dropped", NULL, "disconnecting a client of uid %u: %zu bytes of replies unread", (unsigned)c->uid, c->out.len);
                         c->eof = true;
                 }
                 nsbox_epoll_set(d->epfd, c->fd, KEY(c->serial, K_CLIENT), &c->events,
@@ -2494,13 +2536,13 @@ static void expire(daemon_state *d, sandbox *s, const char *what)
                 if (nsbox_cgroup_freeze(&s->sb.cg, true, PAUSE_TIMEOUT_MS, &err) == 0) {
                         s->paused = true;
                         s->expires_ns = 0;
-                        logf_("sandbox %s expired (%s): paused", s->id, what);
+                        dlog(LOG_INFO, "sandbox.expired", s->id, "sandbox %s expired (%s): paused", s->id, what);
                         return;
                 }
-                logf_("sandbox %s expired (%s): cannot pause it (%s), destroyed instead", s->id, what, err.msg ? err.msg : "no cgroup");
+                dlog(LOG_WARNING, "sandbox.expired", s->id, "sandbox %s expired (%s): cannot pause it (%s), destroyed instead", s->id, what, err.msg ? err.msg : "no cgroup");
                 nsbox_error_clear(&err);
         } else {
-                logf_("sandbox %s expired (%s): destroyed", s->id, what);
+                dlog(LOG_INFO, "sandbox.expired", s->id, "sandbox %s expired (%s): destroyed", s->id, what);
         }
         char why[64];
         snprintf(why, sizeof(why), "expired (%s) and was destroyed", what);
@@ -2621,7 +2663,7 @@ static void begin_stop(daemon_state *d, const char *sock)
         d->listen_fd = -1;
         if (!d->activated) /* systemd's socket stays, for the next activation */
                 unlink(sock);
-        logf_("stopping: no new requests; waiting up to %.1f s for calls in flight", (double)d->conf->drain_timeout_ms / 1000.0);
+        dlog(LOG_NOTICE, "daemon.stopping", NULL, "stopping: no new requests; waiting up to %.1f s for calls in flight", (double)d->conf->drain_timeout_ms / 1000.0);
         nsbox_sd_notify("STOPPING=1\nSTATUS=stopping: draining calls in flight, then destroying its sandboxes");
         serve_waiting(d); /* creates waiting for room: refused */
         for (sandbox *s = d->sandboxes, *nx; s; s = nx) { /* nobody will take these */
@@ -2702,7 +2744,7 @@ static unsigned state_cleanup(int dirfd)
                         if (pfd >= 0)
                                 close(pfd);
                 }
-                logf_("cleaned up sandbox %.32s left by nsboxd %d%s", e->d_name, (int)json_integer_value(json_object_get(o, "nsboxd")),
+                dlog(LOG_NOTICE, "sandbox.cleaned_up", NULL, "cleaned up sandbox %.32s left by nsboxd %d%s", e->d_name, (int)json_integer_value(json_object_get(o, "nsboxd")),
                       killed > 0 ? " (its agent was still alive: killed)" : killed < 0 ? " (its agent would not die)" : "");
                 json_decref(o);
                 unlinkat(dirfd, e->d_name, 0);
@@ -2782,7 +2824,7 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
         /* other users reach the socket through the runtime directory: they may search it */
         size_t dl = strlen(paths.dir);
         if (shared && !strncmp(sock, paths.dir, dl) && sock[dl] == '/' && !strchr(sock + dl + 1, '/') && chmod(paths.dir, 0711) < 0)
-                logf_("cannot open %s to the configured clients (chmod 0711): %s", paths.dir, strerror(errno));
+                dlog(LOG_ERR, "daemon.chmod_failed", NULL, "cannot open %s to the configured clients (chmod 0711): %s", paths.dir, strerror(errno));
         signal(SIGPIPE, SIG_IGN);
         sigset_t mask;
         sigemptyset(&mask);
@@ -2802,7 +2844,7 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 (void)!write(cfg->ready_fd, "1", 1);
                 close(cfg->ready_fd);
         }
-        logf_("listening on %s%s; configuration %s: %zu templates, max_sandboxes %u%s", sock, activated_fd >= 0 ? " (socket activation)" : "",
+        dlog(LOG_NOTICE, "daemon.listening", NULL, "listening on %s%s; configuration %s: %zu templates, max_sandboxes %u%s", sock, activated_fd >= 0 ? " (socket activation)" : "",
               d.conf->source ? d.conf->source : "(defaults)", d.conf->n_templates, d.conf->max_sandboxes,
               cleaned ? "; sandboxes of a previous nsboxd cleaned up" : "");
         {
@@ -2815,9 +2857,9 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
          * into its leaf before any sandbox exists */
         const char *cg_why = NULL, *cg_parent = nsbox_cgroup_parent(&cg_why);
         if (cg_parent)
-                logf_("sandbox cgroups under %s", cg_parent);
+                dlog(LOG_INFO, "daemon.cgroups", NULL, "sandbox cgroups under %s", cg_parent);
         else
-                logf_("sandboxes get no cgroup (no limits, no pause): %s", cg_why);
+                dlog(LOG_WARNING, "daemon.cgroups", NULL, "sandboxes get no cgroup (no limits, no pause): %s", cg_why);
         while (!d.stop) {
                 int timeout = deadlines(&d);
                 pool_fill(&d);
@@ -2909,7 +2951,7 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 }
         }
         begin_stop(&d, sock);
-        logf_("stopping: destroying %u sandboxes", d.n_sandboxes);
+        dlog(LOG_NOTICE, "daemon.stopping", NULL, "stopping: destroying %u sandboxes", d.n_sandboxes);
         d.stop = true;
         while (d.sandboxes)
                 sandbox_remove(&d, d.sandboxes, "unavailable", "was stopped with nsboxd");

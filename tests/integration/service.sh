@@ -200,6 +200,39 @@ PY
         assert_contains "$OUT" "got nothing" "what reached the client's NOTIFY_SOCKET"
 }
 
+# The log: key=value fields, a sandbox's id in its own field, the time first; under the journal
+# (stderr is the stream $JOURNAL_STREAM names) a <N> priority prefix instead of the time.
+test_log_lines_are_key_value_with_journal_priority() {
+        local mode log id line
+        for mode in plain journal; do
+                log="$TEST_TMP/$mode.log"
+                : > "$log"
+                if [ $mode = journal ]; then
+                        JOURNAL_STREAM=$(stat -c '%d:%i' "$log") "$NSBOXD" --socket "$TEST_TMP/log.sock" 2>> "$log" &
+                else
+                        # a JOURNAL_STREAM that is not our stderr (a client's, inherited) changes nothing
+                        JOURNAL_STREAM=1:1 "$NSBOXD" --socket "$TEST_TMP/log.sock" 2>> "$log" &
+                fi
+                local p=$! i
+                for i in $(seq 100); do NSBOX_SOCKET="$TEST_TMP/log.sock" daemon_pid > /dev/null && break; sleep 0.05; done
+                id=$(NSBOX_SOCKET="$TEST_TMP/log.sock" "$NSBOX" create 2>&1) || fail "create ($mode): $id"
+                NSBOX_SOCKET="$TEST_TMP/log.sock" "$NSBOX" rm "$id" > /dev/null 2>&1 || fail "rm ($mode)"
+                kill "$p"
+                wait "$p"
+                line=$(grep "event=sandbox.created" "$log") || fail "no event=sandbox.created in the $mode log: $(cat "$log")"
+                if [ $mode = journal ]; then
+                        assert_contains "$line" "<6>level=info event=sandbox.created sandbox=$id msg=\"sandbox $id created for uid $(id -u) " "the $mode log line"
+                        assert_eq 0 "$(grep -vc '^<[0-7]>level=[a-z]* event=[a-z_.]* ' "$log")" "$mode log lines without <N>level=... event=...: $(cat "$log")"
+                else
+                        [[ $line =~ ^20[0-9][0-9]-[01][0-9]-[0-3][0-9]T[0-9:.]+\ nsboxd\[$p\]:\ level=info\ event=sandbox.created\ sandbox=$id\ msg=\"sandbox\ $id\ created ]] ||
+                                fail "the $mode log line: $line"
+                        assert_eq 0 "$(grep -vc '^20[0-9-]*T[0-9:.]* nsboxd\['"$p"'\]: level=[a-z]* event=[a-z_.]* ' "$log")" "$mode log lines not time, nsboxd[pid], level, event: $(cat "$log")"
+                fi
+                assert_contains "$(grep event=sandbox.removed "$log")" "sandbox=$id msg=\"sandbox $id removed: was destroyed\"" "the $mode log's removal"
+                assert_contains "$(cat "$log")" "level=notice event=daemon.listening " "the $mode log's start"
+        done
+}
+
 # Last: no nsboxd of this file's is left (every one has this file's NSBOX_STORE in its environment).
 test_zz_no_daemon_left() {
         assert_no_nsboxd_of "$SESSION_DIR"
