@@ -102,10 +102,9 @@ def start_daemon(runtime_dir: str, log: str) -> None:
     try:
         # sh starts nsboxd in the background and exits: nsboxd is re-parented to init and is
         # never a zombie of this process (the C client forks twice for the same reason)
-        sh = subprocess.Popen(["/bin/sh", "-c", 'exec "$0" "$1" >&3 2>&3 </dev/null 3>&- &', exe, f"--ready-fd={w}"],
+        sh = subprocess.Popen(["/bin/sh", "-c", '"$0" "$1" </dev/null &', exe, f"--ready-fd={w}"],
                               stdin=subprocess.DEVNULL, stdout=logfd, stderr=logfd, pass_fds=(w, logfd),
-                              cwd="/", env=env, start_new_session=True,
-                              preexec_fn=None)
+                              cwd="/", env=env, start_new_session=True)
         sh.wait()
     except OSError as e:
         raise UnavailableException(f"start nsboxd '{exe}': {e.strerror}") from None
