@@ -1,0 +1,638 @@
+"""A sandbox of nsboxd, shaped like E2B's ``Sandbox`` (files, commands) plus llm-sandbox's run_code.
+
+Each Sandbox object has a connection of its own to nsboxd; its methods are plain JSON-RPC calls
+of nsbox-protocol(7), named in each docstring.
+"""
+
+import base64
+import codecs
+import datetime
+import posixpath
+import secrets
+import stat as statmod
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Union
+
+from ._rpc import Connection
+from .exceptions import (CommandExitException, InvalidArgumentException, NotFoundException, SandboxException,
+                         TimeoutException)
+
+# Bytes per read_file/write_file call: under the protocol's 16 MiB per call, and base64 of it
+# stays well under the 32 MiB line limit.
+CHUNK = 8 << 20
+
+
+def _ts(seconds: Optional[float]) -> Optional[datetime.datetime]:
+    return None if seconds is None else datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
+
+
+def _check_str(name: str, value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise InvalidArgumentException(f"'{name}' must be a non-empty string, not {value!r}", "invalid_argument")
+
+
+# ---- results ----------------------------------------------------------------------------------
+
+@dataclass
+class CommandResult:
+    """What a command did, as E2B's CommandResult; ``raw`` is nsbox's exec result."""
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    error: Optional[str] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+class FileType(Enum):
+    FILE = "file"
+    DIR = "dir"
+    SYMLINK = "symlink"
+    OTHER = "other"
+
+
+_TYPES = {"file": FileType.FILE, "directory": FileType.DIR, "symlink": FileType.SYMLINK, "other": FileType.OTHER}
+_TYPE_CHAR = {FileType.FILE: "-", FileType.DIR: "d", FileType.SYMLINK: "l", FileType.OTHER: "?"}
+
+
+@dataclass
+class EntryInfo:
+    """A file system entry, as E2B's EntryInfo (owner and group only from get_info)."""
+
+    name: str
+    type: FileType
+    path: str
+    size: int
+    mode: int
+    permissions: str
+    modified_time: Optional[datetime.datetime]
+    symlink_target: Optional[str] = None
+    owner: Optional[str] = None
+    group: Optional[str] = None
+
+    @classmethod
+    def _from(cls, e: Dict[str, Any]) -> "EntryInfo":
+        t = _TYPES.get(e.get("type"), FileType.OTHER)
+        mode = int(e.get("mode") or 0)
+        return cls(name=e.get("name") or posixpath.basename(e["path"]) or "/", type=t, path=e["path"],
+                   size=int(e.get("size") or 0), mode=mode, permissions=_TYPE_CHAR[t] + statmod.filemode(mode)[1:],
+                   modified_time=_ts(e.get("mtime")), symlink_target=e.get("target"),
+                   owner=None if e.get("uid") is None else str(e["uid"]),
+                   group=None if e.get("gid") is None else str(e["gid"]))
+
+
+@dataclass
+class WriteInfo:
+    """What files.write() wrote, as E2B's WriteInfo."""
+
+    name: str
+    type: FileType
+    path: str
+
+
+@dataclass
+class SandboxInfo:
+    """A sandbox as list() and get_info() describe it (E2B's SandboxInfo); ``raw`` is nsboxd's object."""
+
+    sandbox_id: str
+    template_id: Optional[str]
+    metadata: Dict[str, str]
+    state: str
+    started_at: Optional[datetime.datetime]
+    end_at: Optional[datetime.datetime]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def _from(cls, s: Dict[str, Any]) -> "SandboxInfo":
+        end = None
+        if s.get("expires_in") is not None:
+            end = datetime.datetime.now(tz=datetime.timezone.utc) + datetime.timedelta(seconds=s["expires_in"])
+        return cls(sandbox_id=s["id"], template_id=s.get("template"), metadata=dict(s.get("labels") or {}),
+                   state=s.get("state", ""), started_at=_ts(s.get("created")), end_at=end, raw=s)
+
+
+@dataclass
+class SandboxQuery:
+    """A filter for Sandbox.list(), as E2B's: metadata (labels all present) and state."""
+
+    metadata: Optional[Dict[str, str]] = None
+    state: Optional[Union[str, List[str]]] = None
+
+
+# ---- files ------------------------------------------------------------------------------------
+
+class Filesystem:
+    """sandbox.files: E2B's Filesystem over nsbox's file tools."""
+
+    def __init__(self, sandbox: "Sandbox"):
+        self._sb = sandbox
+
+    def read(self, path: str, format: str = "text", **_ignored) -> Union[str, bytearray, Iterator[bytes]]:
+        """The whole file: format "text" (UTF-8, bad bytes replaced), "bytes" or "stream".
+
+        read_file with encoding base64, in pieces of 8 MiB (byte_offset/byte_limit).
+        """
+        _check_str("path", path)
+        if format not in ("text", "bytes", "stream"):
+            raise InvalidArgumentException(f"files.read: format must be 'text', 'bytes' or 'stream', not {format!r}",
+                                           "invalid_argument")
+        if format == "stream":
+            first = self._chunk(path, 0)  # errors now, not at the first next()
+            return self._stream(path, first)
+        data = bytearray()
+        for piece in self._stream(path, self._chunk(path, 0)):
+            data += piece
+        return data.decode("utf-8", errors="replace") if format == "text" else data
+
+    def _chunk(self, path: str, offset: int) -> Dict[str, Any]:
+        return self._sb._call("read_file", {"path": path, "encoding": "base64", "byte_offset": offset,
+                                            "byte_limit": CHUNK})
+
+    def _stream(self, path: str, r: Dict[str, Any]) -> Iterator[bytes]:
+        offset = 0
+        while True:
+            piece = base64.b64decode(r["content"])
+            offset += len(piece)
+            if piece:
+                yield piece
+            if r.get("eof", True) or not piece:
+                return
+            r = self._chunk(path, offset)
+
+    def write(self, path: Union[str, List[Dict[str, Any]]], data: Union[str, bytes, bytearray, IO, None] = None,
+              **_ignored) -> Union[WriteInfo, List[WriteInfo]]:
+        """Create or replace a file (parents created): write_file with content_b64.
+
+        More than 8 MiB goes to a temporary file next to it, in pieces (append), then renamed
+        over it: readers see the old or the new content, never part of it.
+        """
+        if isinstance(path, list):  # E2B's older write(files) form
+            return self.write_files(path)
+        _check_str("path", path)
+        blob = self._bytes(data, "files.write")
+        if len(blob) <= CHUNK:
+            r = self._sb._call("write_file", {"path": path, "content_b64": base64.b64encode(blob).decode()})
+        else:
+            d, name = posixpath.split(path)
+            tmp = posixpath.join(d, f".{name}.nsbox-{secrets.token_hex(4)}")
+            try:
+                for off in range(0, len(blob), CHUNK):
+                    self._sb._call("write_file", {"path": tmp, "append": off > 0,
+                                                  "content_b64": base64.b64encode(blob[off:off + CHUNK]).decode()})
+                r = self._sb._call("rename", {"from": tmp, "to": path})
+            except BaseException:
+                try:
+                    self._sb._call("remove", {"path": tmp})
+                except SandboxException:
+                    pass
+                raise
+            r = {"path": r["to"]}
+        return WriteInfo(name=posixpath.basename(r["path"]), type=FileType.FILE, path=r["path"])
+
+    @staticmethod
+    def _bytes(data: Any, what: str) -> bytes:
+        if hasattr(data, "read"):
+            data = data.read()
+        if isinstance(data, str):
+            return data.encode()
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            return bytes(data)
+        raise InvalidArgumentException(f"{what}: data must be str, bytes or a file object, not {type(data).__name__}",
+                                       "invalid_argument")
+
+    def write_files(self, files: List[Any], **_ignored) -> List[WriteInfo]:
+        """Write several files, [{"path": ..., "data": str|bytes}, ...]: write_files calls of
+        up to 8 MiB each (a larger file alone through write()).  Every file is tried; then the
+        first failure, if any, is raised with its stable code."""
+        if not isinstance(files, list) or not files:
+            raise InvalidArgumentException("files.write_files: expected a non-empty list of {'path', 'data'}",
+                                           "invalid_argument")
+        entries = []
+        for i, f in enumerate(files):
+            p = f.get("path") if isinstance(f, dict) else getattr(f, "path", None)
+            d = f.get("data") if isinstance(f, dict) else getattr(f, "data", None)
+            if not isinstance(p, str) or not p or d is None:
+                raise InvalidArgumentException(f"files.write_files: entry {i} needs a 'path' and 'data'",
+                                               "invalid_argument")
+            entries.append((p, self._bytes(d, f"files.write_files: entry {i}")))
+        out: List[Optional[WriteInfo]] = [None] * len(entries)
+        first_error: Optional[SandboxException] = None
+        batch: List[int] = []
+        size = 0
+
+        def flush():
+            nonlocal first_error, size
+            if not batch:
+                return
+            r = self._sb._call("write_files", {"files": [
+                {"path": entries[i][0], "content_b64": base64.b64encode(entries[i][1]).decode()} for i in batch]})
+            for i, res in zip(batch, r["results"]):
+                if res.get("ok"):
+                    out[i] = WriteInfo(posixpath.basename(res["path"]), FileType.FILE, res["path"])
+                elif first_error is None:
+                    err = res.get("error") or {}
+                    from .exceptions import from_code
+                    first_error = from_code(err.get("code", "internal"), err.get("message", "write failed"))
+            batch.clear()
+            size = 0
+
+        for i, (p, blob) in enumerate(entries):
+            if len(blob) > CHUNK:
+                try:
+                    out[i] = self.write(p, blob)
+                except SandboxException as e:
+                    first_error = first_error or e
+                continue
+            if size + len(blob) > CHUNK or len(batch) >= 1000:
+                flush()
+            batch.append(i)
+            size += len(blob)
+        flush()
+        if first_error is not None:
+            raise first_error
+        return [w for w in out if w is not None]
+
+    def list(self, path: str, depth: int = 1, **_ignored) -> List[EntryInfo]:
+        """The entries below a directory, depth levels deep: list_dir."""
+        _check_str("path", path)
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+            raise InvalidArgumentException(f"files.list: depth must be an integer >= 1, not {depth!r}",
+                                           "invalid_argument")
+        r = self._sb._call("list_dir", {"path": path, "depth": depth})
+        return [EntryInfo._from(e) for e in r["entries"]]
+
+    def exists(self, path: str, **_ignored) -> bool:
+        _check_str("path", path)
+        return bool(self._sb._call("exists", {"path": path})["exists"])
+
+    def get_info(self, path: str, **_ignored) -> EntryInfo:
+        """stat (a final symbolic link described, not followed)."""
+        _check_str("path", path)
+        return EntryInfo._from(self._sb._call("stat", {"path": path}))
+
+    def remove(self, path: str, **_ignored) -> None:
+        """A file, a symbolic link or a directory with everything in it (remove, recursive)."""
+        _check_str("path", path)
+        self._sb._call("remove", {"path": path, "recursive": True})
+
+    def rename(self, old_path: str, new_path: str, **_ignored) -> EntryInfo:
+        _check_str("old_path", old_path)
+        _check_str("new_path", new_path)
+        r = self._sb._call("rename", {"from": old_path, "to": new_path})
+        return self.get_info(r["to"])
+
+    def make_dir(self, path: str, **_ignored) -> bool:
+        """Create a directory and its parents; False when it existed already (mkdir, parents)."""
+        _check_str("path", path)
+        return bool(self._sb._call("mkdir", {"path": path, "parents": True})["created"])
+
+
+# ---- commands ---------------------------------------------------------------------------------
+
+def _result(r: Dict[str, Any], stdout: Optional[str] = None, stderr: Optional[str] = None) -> CommandResult:
+    err = None
+    if r.get("timed_out"):
+        err = "timed out"
+    elif r.get("reason") == "oom_killed":
+        err = "killed by the OOM killer"
+    elif r.get("signal"):
+        err = f"killed by signal {r['signal']}"
+    return CommandResult(stdout=r.get("stdout", "") if stdout is None else stdout,
+                         stderr=r.get("stderr", "") if stderr is None else stderr,
+                         exit_code=int(r.get("exit_code", -1)), error=err, raw=r)
+
+
+def _finish(res: CommandResult, timeout: Optional[float]) -> CommandResult:
+    if res.raw.get("timed_out"):
+        raise TimeoutException(f"command timed out after {timeout} s (killed)", "timeout")
+    if res.exit_code != 0:
+        raise CommandExitException(res.stdout, res.stderr, res.exit_code, res.error, res)
+    return res
+
+
+class CommandHandle:
+    """A background command (E2B's CommandHandle): wait(), kill(), send_stdin(), close_stdin()."""
+
+    def __init__(self, sandbox: "Sandbox", pid: int, on_stdout=None, on_stderr=None, timeout=None):
+        self._sb = sandbox
+        self.pid = pid
+        self._on_stdout, self._on_stderr, self._timeout = on_stdout, on_stderr, timeout
+        self._result: Optional[CommandResult] = None
+
+    def wait(self, on_stdout: Optional[Callable[[str], None]] = None,
+             on_stderr: Optional[Callable[[str], None]] = None, timeout: Optional[float] = None) -> CommandResult:
+        """Wait until it ends (process_wait); its output goes to the callbacks then (nsboxd keeps
+        a background command's output until it is waited for), and a non-zero exit raises
+        CommandExitException.  timeout (seconds) raises TimeoutException and leaves it running."""
+        if self._result is None:
+            r = self._sb._call("process_wait", {"pid": self.pid, "timeout": timeout or 0})
+            self._result = _result(r)
+            out, err = on_stdout or self._on_stdout, on_stderr or self._on_stderr
+            if out and self._result.stdout:
+                out(self._result.stdout)
+            if err and self._result.stderr:
+                err(self._result.stderr)
+        return _finish(self._result, self._timeout)
+
+    def kill(self) -> bool:
+        """SIGKILL to its process group; False when it had ended already."""
+        try:
+            return bool(self._sb._call("process_kill", {"pid": self.pid, "signal": "KILL"})["signaled"])
+        except NotFoundException:
+            return False
+
+    def send_stdin(self, data: Union[str, bytes], **_ignored) -> None:
+        """Queue text for its standard input (process_write_stdin)."""
+        self._sb.commands.send_stdin(self.pid, data)
+
+    def close_stdin(self, **_ignored) -> None:
+        self._sb._call("process_close_stdin", {"pid": self.pid})
+
+
+class Commands:
+    """sandbox.commands: E2B's Commands over nsbox's exec and process tools."""
+
+    def __init__(self, sandbox: "Sandbox"):
+        self._sb = sandbox
+
+    def run(self, cmd: str, background: bool = False, envs: Optional[Dict[str, str]] = None,
+            cwd: Optional[str] = None, timeout: Optional[float] = 60,
+            on_stdout: Optional[Callable[[str], None]] = None, on_stderr: Optional[Callable[[str], None]] = None,
+            stdin: Optional[Union[str, bytes, bool]] = None, **_ignored) -> Union[CommandResult, CommandHandle]:
+        """Run a shell command line (exec with shell).
+
+        timeout: seconds before it is killed (0 or None: none); when it fires, TimeoutException.
+        on_stdout/on_stderr: called with each chunk of output as it comes (exec with stream).
+        stdin: text for its standard input.  A non-zero exit raises CommandExitException.
+        background=True returns a CommandHandle at once; its standard input stays open for
+        send_stdin().
+        """
+        _check_str("cmd", cmd)
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+            raise InvalidArgumentException(f"commands.run: timeout must be a number of seconds >= 0, not {timeout!r}",
+                                           "invalid_argument")
+        params: Dict[str, Any] = {"shell": cmd}
+        if envs:
+            params["env"] = dict(envs)
+        if cwd:
+            params["cwd"] = cwd
+        if timeout:
+            params["timeout"] = timeout
+        if isinstance(stdin, (bytes, bytearray)):
+            stdin = bytes(stdin).decode()
+        if isinstance(stdin, str):
+            params["stdin"] = stdin
+        if background:
+            params["background"] = True
+            r = self._sb._call("exec", params)
+            return CommandHandle(self._sb, r["pid"], on_stdout, on_stderr, timeout)
+        if not (on_stdout or on_stderr):
+            return _finish(_result(self._sb._call("exec", params)), timeout)
+        # streamed: chunks are decoded as they come (a character split between chunks waits
+        # for the rest), and the whole output is kept for the result
+        dec = {"stdout": codecs.getincrementaldecoder("utf-8")("replace"),
+               "stderr": codecs.getincrementaldecoder("utf-8")("replace")}
+        got: Dict[str, List[str]] = {"stdout": [], "stderr": []}
+        cbs = {"stdout": on_stdout, "stderr": on_stderr}
+
+        def on_event(ev: Dict[str, Any]) -> None:
+            kind = ev.get("event")
+            if kind in dec and "data_b64" in ev:
+                text = dec[kind].decode(base64.b64decode(ev["data_b64"]))
+                if text:
+                    got[kind].append(text)
+                    if cbs[kind]:
+                        cbs[kind](text)
+
+        r = self._sb._call("exec", params, on_event=on_event, stream=True)
+        for kind in dec:
+            tail = dec[kind].decode(b"", final=True)
+            if tail:
+                got[kind].append(tail)
+                if cbs[kind]:
+                    cbs[kind](tail)
+        return _finish(_result(r, "".join(got["stdout"]), "".join(got["stderr"])), timeout)
+
+    def send_stdin(self, pid: int, data: Union[str, bytes], **_ignored) -> None:
+        if isinstance(data, (bytes, bytearray)):
+            data = bytes(data).decode()
+        if not isinstance(data, str):
+            raise InvalidArgumentException("commands.send_stdin: data must be str or bytes", "invalid_argument")
+        self._sb._call("process_write_stdin", {"pid": pid, "data": data})
+
+    def kill(self, pid: int, **_ignored) -> bool:
+        return CommandHandle(self._sb, pid).kill()
+
+    def list(self, **_ignored) -> List[Dict[str, Any]]:
+        """The running commands and background ones not waited for: process_list."""
+        return self._sb._call("process_list", {})["processes"]
+
+    def connect(self, pid: int, **_ignored) -> CommandHandle:
+        """A handle on a background command started earlier (by pid)."""
+        return CommandHandle(self._sb, pid)
+
+
+# ---- run_code ---------------------------------------------------------------------------------
+
+# language: (file name, command line run in the directory of the file, installer of libraries)
+_LANGS = {
+    "python": ("main.py", "python3 main.py", "python3 -m pip install --user --quiet"),
+    "javascript": ("main.js", "node main.js", "npm install --silent --no-save"),
+    "c": ("main.c", "gcc -O1 -o main main.c -lm && ./main", None),
+    "cpp": ("main.cpp", "g++ -O1 -o main main.cpp && ./main", None),
+    "go": ("main.go", "go run main.go", None),
+    "java": ("Main.java", "java Main.java", None),
+    "ruby": ("main.rb", "ruby main.rb", "gem install --user-install --silent"),
+}
+_ALIASES = {"py": "python", "python3": "python", "js": "javascript", "node": "javascript", "c++": "cpp",
+            "golang": "go", "rb": "ruby"}
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+# ---- the sandbox ------------------------------------------------------------------------------
+
+class Sandbox:
+    """A persistent sandbox of nsboxd.
+
+    ``Sandbox.create(...)`` (or ``Sandbox(...)``) creates one, ``Sandbox.connect(id)`` attaches to
+    one; used as a context manager it is destroyed at the end of the block.
+    """
+
+    def __init__(self, policy: Optional[str] = None, timeout: Optional[float] = 300,
+                 metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None,
+                 template: Optional[str] = None, socket: Optional[str] = None, **create_params):
+        """Create a sandbox (method create).  policy: a policy name or file; timeout: its lifetime
+        in seconds (0 or None: none); metadata: its labels; envs: environment of its commands;
+        template: a template of nsboxd's configuration; other keyword arguments are create's
+        params (memory, cpus, net, bind, ...).  socket: nsboxd's socket instead of the default."""
+        self._conn = Connection(socket)
+        self.files = Filesystem(self)
+        self.commands = Commands(self)
+        attach = create_params.pop("_attach", None)
+        if attach is not None:
+            self._info = attach
+        else:
+            params: Dict[str, Any] = dict(create_params)
+            if policy is not None:
+                params["policy"] = policy
+            if template is not None:
+                params["template"] = template
+            if timeout is not None:
+                params["timeout"] = timeout
+            if metadata:
+                params["labels"] = dict(metadata)
+            if envs:
+                params["env"] = dict(envs)
+            try:
+                self._info = self._conn.call("create", params)
+            except BaseException:
+                self._conn.close()
+                raise
+        self.sandbox_id: str = self._info["id"]
+
+    # E2B names
+    @classmethod
+    def create(cls, policy: Optional[str] = None, timeout: Optional[float] = 300,
+               metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None,
+               **kwargs) -> "Sandbox":
+        return cls(policy=policy, timeout=timeout, metadata=metadata, envs=envs, **kwargs)
+
+    @classmethod
+    def connect(cls, sandbox_id: str, socket: Optional[str] = None, **_ignored) -> "Sandbox":
+        """Attach to an existing sandbox (a unique prefix of 4 characters or more will do); a
+        paused one is resumed, as E2B's connect does."""
+        _check_str("sandbox_id", sandbox_id)
+        conn = Connection(socket)
+        try:
+            info = next((s for s in conn.call("list", {})["sandboxes"]
+                         if s["id"] == sandbox_id or (len(sandbox_id) >= 4 and s["id"].startswith(sandbox_id))), None)
+            if info is None:
+                raise NotFoundException(f"no sandbox '{sandbox_id}' (see Sandbox.list())", "not_found")
+            if info.get("state") == "paused":
+                info = conn.call("resume", {"sandbox": info["id"]})
+        finally:
+            conn.close()
+        return cls(socket=socket, _attach=info)
+
+    @staticmethod
+    def list(query: Optional[Union[SandboxQuery, Dict[str, Any]]] = None, socket: Optional[str] = None,
+             **_ignored) -> List[SandboxInfo]:
+        """The caller's sandboxes (list), filtered by query's metadata (labels) and state."""
+        if isinstance(query, dict):
+            query = SandboxQuery(**query)
+        params: Dict[str, Any] = {}
+        states = None
+        if query is not None:
+            if query.metadata:
+                params["labels"] = dict(query.metadata)
+            if isinstance(query.state, str):
+                params["state"] = query.state
+            elif query.state:
+                states = set(query.state)
+        conn = Connection(socket)
+        try:
+            boxes = conn.call("list", params)["sandboxes"]
+        finally:
+            conn.close()
+        return [SandboxInfo._from(s) for s in boxes if states is None or s.get("state") in states]
+
+    def _call(self, tool: str, params: Dict[str, Any], on_event=None, stream: bool = False) -> Any:
+        req: Dict[str, Any] = {"sandbox": self.sandbox_id, "tool": tool, "params": params}
+        if stream:
+            req["stream"] = True
+        return self._conn.call("call", req, on_event)
+
+    def call(self, tool: str, params: Optional[Dict[str, Any]] = None, **kwargs) -> Any:
+        """Any nsbox tool by name with its params (nsbox-protocol(7), TOOLS): the JSON result."""
+        _check_str("tool", tool)
+        p = dict(params or {})
+        p.update(kwargs)
+        return self._call(tool, p)
+
+    def tools(self, format: str = "json") -> List[Dict[str, Any]]:
+        """The tool schemas, as nsbox tools --format prints them: "json", "openai" or "mcp"."""
+        return self._conn.call("tools", {"format": format})["tools"]
+
+    def kill(self) -> bool:
+        """Destroy the sandbox; False when it was gone already."""
+        try:
+            self._conn.call("destroy", {"sandbox": self.sandbox_id})
+            return True
+        except NotFoundException:
+            return False
+
+    def pause(self) -> str:
+        """Freeze every process of the sandbox (pause); Sandbox.connect() or resume() thaws it."""
+        self._info = self._conn.call("pause", {"sandbox": self.sandbox_id})
+        return self.sandbox_id
+
+    def resume(self) -> None:
+        self._info = self._conn.call("resume", {"sandbox": self.sandbox_id})
+
+    def set_timeout(self, timeout: float) -> None:
+        """The sandbox lives timeout seconds from now (0: no limit): set_timeout."""
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise InvalidArgumentException(f"set_timeout: timeout must be a number of seconds, not {timeout!r}",
+                                           "invalid_argument")
+        self._info = self._conn.call("set_timeout", {"sandbox": self.sandbox_id, "timeout": timeout})
+
+    def get_info(self) -> SandboxInfo:
+        for s in self._conn.call("list", {})["sandboxes"]:
+            if s["id"] == self.sandbox_id:
+                return SandboxInfo._from(s)
+        raise NotFoundException(f"sandbox {self.sandbox_id} does not exist (any more)", "not_found")
+
+    def is_running(self) -> bool:
+        try:
+            return self.get_info().state == "running"
+        except NotFoundException:
+            return False
+
+    def run_code(self, lang: str, code: str, libraries: Optional[List[str]] = None,
+                 timeout: Optional[float] = 60) -> CommandResult:
+        """Run a program in one of python, javascript, c, cpp, go, java, ruby (as llm-sandbox's
+        run): the code goes to a fresh directory under /tmp, is compiled if need be and run;
+        the result is returned whatever the exit status.  libraries are installed first with
+        the language's package manager (pip, npm, gem), which needs a network (net "nat")."""
+        if not isinstance(lang, str) or _ALIASES.get(lang.lower(), lang.lower()) not in _LANGS:
+            raise InvalidArgumentException(f"run_code: unknown language {lang!r} (one of {', '.join(_LANGS)})",
+                                           "invalid_argument")
+        if not isinstance(code, str):
+            raise InvalidArgumentException("run_code: code must be a string", "invalid_argument")
+        lang = _ALIASES.get(lang.lower(), lang.lower())
+        fname, run, installer = _LANGS[lang]
+        if libraries and installer is None:
+            raise InvalidArgumentException(f"run_code: libraries are not supported for {lang}", "invalid_argument")
+        d = f"/tmp/nsbox-code-{secrets.token_hex(6)}"
+        self._call("write_file", {"path": f"{d}/{fname}", "content": code})
+        try:
+            if libraries:
+                self.commands.run(installer + " " + " ".join(_quote(lib) for lib in libraries), cwd=d,
+                                  timeout=timeout)
+            r = self._call("exec", {"shell": run, "cwd": d, **({"timeout": timeout} if timeout else {})})
+            return _result(r)
+        finally:
+            try:
+                self._call("remove", {"path": d, "recursive": True})
+            except SandboxException:
+                pass
+
+    def close(self) -> None:
+        """Close the connection; the sandbox lives on (until kill() or its timeout)."""
+        self._conn.close()
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.kill()
+        finally:
+            self.close()
+
+    def __repr__(self) -> str:
+        return f"Sandbox(sandbox_id={self.sandbox_id!r})"

@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""Checks of the Python client (clients/python) against a real nsboxd, run by
+tests/integration/python.sh: `client_tests.py NAME` runs check NAME against the nsboxd on
+$NSBOX_SOCKET, prints "ok" and exits 0, or exits with a message saying what differed."""
+
+import datetime
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+
+import nsbox
+from nsbox import (CommandExitException, FileType, InvalidArgumentException, NotFoundException,
+                   PermissionDeniedException, Sandbox, SandboxException, TimeoutException)
+from nsbox.deepagents import FILE_ERRORS, NsboxBackend
+
+
+def check(cond, what):
+    if not cond:
+        sys.exit(f"check failed: {what}")
+
+
+def raises(fn, exc, code, what):
+    """fn() must raise exc with stable code `code`; returns the exception."""
+    try:
+        fn()
+    except exc as e:
+        check(e.code == code, f"{what}: code {e.code!r}, expected {code!r} ({e})")
+        check(str(e) and "\n" not in str(e), f"{what}: message not one line: {e!r}")
+        return e
+    except Exception as e:  # noqa: BLE001
+        sys.exit(f"check failed: {what}: raised {type(e).__name__}: {e}, expected {exc.__name__}")
+    sys.exit(f"check failed: {what}: nothing raised, expected {exc.__name__} {code}")
+
+
+def t_files():
+    with Sandbox.create(metadata={"test": "files"}) as s:
+        w = s.files.write("src/hello.txt", "héllo\nworld\n")
+        check(w.path == "/workspace/src/hello.txt" and w.name == "hello.txt" and w.type == FileType.FILE, f"write: {w}")
+        check(s.files.read("src/hello.txt") == "héllo\nworld\n", "read text")
+        b = s.files.read("/workspace/src/hello.txt", format="bytes")
+        check(isinstance(b, bytearray) and bytes(b) == "héllo\nworld\n".encode(), f"read bytes: {b!r}")
+        check(b"".join(s.files.read("src/hello.txt", format="stream")) == bytes(b), "read stream")
+        s.files.write("bin/blob", bytes(range(256)))
+        check(bytes(s.files.read("bin/blob", format="bytes")) == bytes(range(256)), "binary round trip")
+        ws = s.files.write_files([{"path": "many/a.txt", "data": "A"}, {"path": "many/b.bin", "data": b"\x00B\xff"}])
+        check([x.path for x in ws] == ["/workspace/many/a.txt", "/workspace/many/b.bin"], f"write_files: {ws}")
+        check(bytes(s.files.read("many/b.bin", format="bytes")) == b"\x00B\xff", "write_files bytes")
+        ents = s.files.list("/workspace")
+        check([e.name for e in ents] == ["bin", "many", "src"], f"list depth 1: {[e.name for e in ents]}")
+        deep = {e.path: e for e in s.files.list("/workspace", depth=2)}
+        e = deep.get("/workspace/src/hello.txt")
+        check(e is not None, f"list depth 2: {sorted(deep)}")
+        check(e.type == FileType.FILE and e.size == len("héllo\nworld\n".encode()) and e.mode == 0o644
+              and e.permissions == "-rw-r--r--" and isinstance(e.modified_time, datetime.datetime)
+              and e.symlink_target is None, f"entry: {e}")
+        check(deep["/workspace/src"].type == FileType.DIR and deep["/workspace/src"].permissions.startswith("d"),
+              f"dir entry: {deep['/workspace/src']}")
+        s.commands.run("ln -s src/hello.txt link")
+        link = s.files.get_info("link")
+        check(link.type == FileType.SYMLINK and link.symlink_target == "src/hello.txt", f"symlink: {link}")
+        check(s.files.exists("src/hello.txt") and not s.files.exists("src/nope"), "exists")
+        check(s.files.make_dir("a/b/c") is True and s.files.make_dir("a/b/c") is False, "make_dir created / existed")
+        check(s.files.get_info("a/b/c").type == FileType.DIR, "make_dir made a directory")
+        r = s.files.rename("src/hello.txt", "dst/moved.txt")
+        check(r.path == "/workspace/dst/moved.txt" and r.size == 13, f"rename: {r}")
+        check(not s.files.exists("src/hello.txt"), "rename left the source")
+        s.files.remove("a")
+        check(not s.files.exists("a/b/c") and not s.files.exists("a"), "remove is recursive")
+        # the host never saw any of it
+        check(not os.path.exists("/workspace/dst/moved.txt"), "file visible on the host")
+
+
+def t_big_file():
+    data = os.urandom(50 << 20)
+    want = hashlib.sha256(data).hexdigest()
+    with Sandbox.create(metadata={"test": "big"}) as s:
+        t = time.monotonic()
+        s.files.write("big.bin", data)
+        tw = time.monotonic() - t
+        r = s.commands.run("sha256sum big.bin; stat -c %s big.bin; ls -A")
+        inside = r.stdout.split()
+        check(inside[0] == want, f"sha256 inside the sandbox {inside[0]}, written {want}")
+        check(inside[2] == str(50 << 20), f"size inside {inside[2]}")
+        check(inside[3:] == ["big.bin"], f"temporary files left next to it: {inside[3:]}")
+        t = time.monotonic()
+        back = s.files.read("big.bin", format="bytes")
+        tr = time.monotonic() - t
+        check(hashlib.sha256(back).hexdigest() == want, "sha256 of what was read back")
+        print(f"50 MiB: write {50 / tw:.0f} MiB/s, read {50 / tr:.0f} MiB/s", file=sys.stderr)
+
+
+def t_commands():
+    with Sandbox.create(metadata={"test": "commands"}, envs={"FROM_CREATE": "c"}) as s:
+        r = s.commands.run("echo out; echo err >&2; echo $FROM_CREATE$X; pwd", envs={"X": "x"}, cwd="/tmp")
+        check((r.stdout, r.stderr, r.exit_code, r.error) == ("out\ncx\n/tmp\n", "err\n", 0, None), f"run: {r}")
+        check(s.commands.run("cat", stdin="from stdin").stdout == "from stdin", "stdin")
+        # streaming: each chunk reaches the callback while the command still runs
+        seen, times = [], []
+        script = "for i in 1 2 3; do echo line$i; echo e$i >&2; sleep 0.3; done"
+        t0 = time.monotonic()
+        r = s.commands.run(script, on_stdout=lambda d: (seen.append(("out", d)), times.append(time.monotonic() - t0)),
+                           on_stderr=lambda d: seen.append(("err", d)))
+        total = time.monotonic() - t0
+        check("".join(d for k, d in seen if k == "out") == "line1\nline2\nline3\n", f"streamed stdout: {seen}")
+        check("".join(d for k, d in seen if k == "err") == "e1\ne2\ne3\n", f"streamed stderr: {seen}")
+        check(r.stdout == "line1\nline2\nline3\n" and r.stderr == "e1\ne2\ne3\n", f"result of a streamed run: {r}")
+        check(times and times[0] < total - 0.3, f"first chunk came at {times[0] if times else None} s of {total} s")
+        # a character split across chunks is not mangled
+        r = s.commands.run("printf '\\303'; sleep 0.2; printf '\\251\\n'", on_stdout=lambda d: None)
+        check(r.stdout == "é\n", f"split UTF-8: {r.stdout!r}")
+        # a non-zero exit raises, carrying the result
+        e = raises(lambda: s.commands.run("echo partial; exit 3"), CommandExitException, "command_exit", "exit 3")
+        check((e.exit_code, e.stdout) == (3, "partial\n"), f"CommandExitException: {e.exit_code} {e.stdout!r}")
+        raises(lambda: s.commands.run("sleep 10", timeout=0.5), TimeoutException, "timeout", "timeout")
+        e = raises(lambda: s.commands.run("no-such-program-here"), CommandExitException, "command_exit", "127")
+        check(e.exit_code == 127 and "not found" in e.stderr, f"not found: {e.exit_code} {e.stderr!r}")
+
+
+def t_background():
+    with Sandbox.create(metadata={"test": "background"}) as s:
+        h = s.commands.run("while read l; do echo got $l; [ $l = end ] && break; done", background=True)
+        check(isinstance(h.pid, int) and h.pid > 0, f"pid {h.pid}")
+        running = [p for p in s.commands.list() if p["pid"] == h.pid]
+        check(running and running[0]["running"], f"process_list: {s.commands.list()}")
+        h.send_stdin("one\n")
+        h.send_stdin(b"two\nend\n")
+        out = []
+        r = h.wait(on_stdout=out.append)
+        check(r.stdout == "got one\ngot two\ngot end\n" and r.exit_code == 0, f"wait: {r}")
+        check(out == ["got one\ngot two\ngot end\n"], f"wait's on_stdout: {out}")
+        # close_stdin ends a reader
+        h = s.commands.run("wc -l", background=True)
+        h.send_stdin("a\nb\n")
+        h.close_stdin()
+        check(h.wait().stdout.strip() == "2", "close_stdin")
+        # kill
+        h = s.commands.run("sleep 300", background=True)
+        check(h.kill() is True, "kill of a running command")
+        e = raises(h.wait, CommandExitException, "command_exit", "wait after kill")
+        check(e.exit_code == 137, f"exit code after kill: {e.exit_code}")
+        check(h.kill() is False, "kill after it ended")
+        # a background command and a streamed one at the same time, from two threads
+        h = s.commands.run("sleep 1; echo late", background=True)
+        got = {}
+        th = threading.Thread(target=lambda: got.setdefault("bg", h.wait()))
+        th.start()
+        r = s.commands.run("echo quick", on_stdout=lambda d: None)
+        check(r.stdout == "quick\n" and "bg" not in got, "a call made while another thread waits")
+        th.join(30)
+        check(got.get("bg") and got["bg"].stdout == "late\n", f"the background wait: {got}")
+        # a handle from its pid
+        h = s.commands.run("echo by pid", background=True)
+        check(s.commands.connect(h.pid).wait().stdout == "by pid\n", "commands.connect(pid).wait()")
+        raises(lambda: s.commands.send_stdin(999999, "x"), NotFoundException, "not_found", "send_stdin to no process")
+
+
+def t_lifecycle():
+    s = Sandbox.create(metadata={"test": "lifecycle", "n": "1"}, timeout=120)
+    try:
+        info = s.get_info()
+        check(info.sandbox_id == s.sandbox_id and info.state == "running" and info.metadata["n"] == "1",
+              f"get_info: {info}")
+        check(info.end_at is not None and 100 < (info.end_at - datetime.datetime.now(datetime.timezone.utc)).total_seconds() <= 120,
+              f"end_at: {info.end_at}")
+        s.set_timeout(1000)
+        left = (s.get_info().end_at - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+        check(900 < left <= 1000, f"set_timeout(1000): {left} s left")
+        ids = [i.sandbox_id for i in Sandbox.list({"metadata": {"test": "lifecycle"}})]
+        check(ids == [s.sandbox_id], f"list by metadata: {ids}")
+        check(Sandbox.list(nsbox.SandboxQuery(metadata={"test": "other"})) == [], "list: no match")
+        s.files.write("keep.txt", "kept")
+        if info.raw.get("cgroup") is None:
+            # a host that gives the sandbox no cgroup cannot freeze it: a clear conflict, nothing changed
+            e = raises(s.pause, nsbox.ConflictException, "conflict", "pause without a cgroup")
+            check("cgroup" in str(e), f"pause without a cgroup: {e}")
+            check(s.get_info().state == "running", "a refused pause changed the state")
+        else:
+            s.pause()
+            check(s.get_info().state == "paused", "pause")
+            raises(lambda: s.commands.run("true"), nsbox.ConflictException, "conflict", "a call in a paused sandbox")
+            check([i.sandbox_id for i in Sandbox.list({"state": ["paused"]})] == [s.sandbox_id], "list by state")
+        s2 = Sandbox.connect(s.sandbox_id[:8])  # connect resumes, as E2B's does
+        check(s2.sandbox_id == s.sandbox_id and s2.get_info().state == "running", "connect resumed it")
+        check(s2.files.read("keep.txt") == "kept", "connect: the same sandbox")
+        s2.close()
+        check(s.kill() is True and s.kill() is False, "kill twice")
+        check(Sandbox.list({"metadata": {"test": "lifecycle"}}) == [], "listed after kill")
+        raises(lambda: Sandbox.connect(s.sandbox_id), NotFoundException, "not_found", "connect to a killed sandbox")
+    finally:
+        s.kill()
+        s.close()
+    # the context manager destroys it, also when the block raises
+    try:
+        with Sandbox.create(metadata={"test": "ctx"}) as s3:
+            sid = s3.sandbox_id
+            raise KeyError("boom")
+    except KeyError:
+        pass
+    check(sid not in [i.sandbox_id for i in Sandbox.list()], "context manager left the sandbox")
+
+
+def t_errors():
+    with Sandbox.create(metadata={"test": "errors"}) as s:
+        before = s.commands.run("ls -A /workspace").stdout
+        raises(lambda: s.files.read("missing.txt"), NotFoundException, "file_not_found", "read missing")
+        raises(lambda: s.files.read("/workspace"), InvalidArgumentException, "is_directory", "read a directory")
+        raises(lambda: s.files.write("/etc/passwd", "x"), PermissionDeniedException, "permission_denied",
+               "write /etc/passwd")
+        raises(lambda: s.files.write("/workspace", "x"), InvalidArgumentException, "is_directory", "write a dir")
+        raises(lambda: s.files.list("/workspace/missing"), NotFoundException, "file_not_found", "list missing")
+        raises(lambda: s.files.remove("/"), InvalidArgumentException, "invalid_path", "remove /")
+        raises(lambda: s.files.read(""), InvalidArgumentException, "invalid_argument", "empty path")
+        raises(lambda: s.files.read("x", format="xml"), InvalidArgumentException, "invalid_argument", "bad format")
+        raises(lambda: s.files.write("x", 42), InvalidArgumentException, "invalid_argument", "bad data")
+        raises(lambda: s.files.list("/workspace", depth=0), InvalidArgumentException, "invalid_argument", "depth 0")
+        raises(lambda: s.files.write_files([]), InvalidArgumentException, "invalid_argument", "write_files []")
+        raises(lambda: s.files.write_files([{"path": "a"}]), InvalidArgumentException, "invalid_argument",
+               "write_files without data")
+        raises(lambda: s.commands.run("true", timeout=-1), InvalidArgumentException, "invalid_argument",
+               "negative timeout")
+        raises(lambda: s.run_code("cobol", "x"), InvalidArgumentException, "invalid_argument", "unknown language")
+        raises(lambda: s.call("no_such_tool"), NotFoundException, "not_found", "unknown tool")
+        raises(lambda: s.call("exec", {"cmd": "not an array"}), InvalidArgumentException, "invalid_argument",
+               "exec with a bad cmd")
+        raises(lambda: s.set_timeout("soon"), InvalidArgumentException, "invalid_argument", "set_timeout('soon')")
+        raises(lambda: s.call("edit_file", path="nope.txt", old_string="a", new_string="b"), NotFoundException,
+               "file_not_found", "edit a missing file")
+        raises(lambda: Sandbox.create(memory="lots"), InvalidArgumentException, "invalid_argument", "bad memory")
+        raises(lambda: Sandbox.create(no_such_option=1), InvalidArgumentException, "invalid_argument",
+               "unknown create option")
+        raises(lambda: Sandbox.create(metadata={"bad key!": "v"}), InvalidArgumentException, "invalid_argument",
+               "bad label")
+        raises(lambda: Sandbox.connect("zzzzzzzz"), NotFoundException, "not_found", "connect to no sandbox")
+        # nothing changed, and the sandbox and daemon still serve
+        check(s.commands.run("ls -A /workspace").stdout == before, "bad input changed the workspace")
+        check(s.commands.run("echo alive").stdout == "alive\n", "sandbox still serves")
+        check([i.sandbox_id for i in Sandbox.list()] == [s.sandbox_id], f"sandboxes: {Sandbox.list()}")
+    # a socket nobody listens on: a clear error, no daemon started (autostart goes by the socket
+    # of NSBOX_SOCKET; a relative one is refused)
+    old = os.environ["NSBOX_SOCKET"]
+    try:
+        os.environ["NSBOX_SOCKET"] = "relative.sock"
+        raises(lambda: Sandbox.list(), InvalidArgumentException, "invalid_argument", "relative NSBOX_SOCKET")
+    finally:
+        os.environ["NSBOX_SOCKET"] = old
+
+
+def t_run_code():
+    progs = {
+        "python": "import sys\nprint(6 * 7, sys.version_info[0])",
+        "javascript": "console.log(6 * 7, typeof process)",
+        "c": "#include <stdio.h>\nint main(void) { printf(\"%d c\\n\", 6 * 7); return 0; }",
+        "cpp": "#include <iostream>\nint main() { std::cout << 6 * 7 << \" cpp\" << std::endl; }",
+    }
+    want = {"python": "42 3\n", "javascript": "42 object\n", "c": "42 c\n", "cpp": "42 cpp\n"}
+    with Sandbox.create(metadata={"test": "run_code"}) as s:
+        for lang, code in progs.items():
+            r = s.run_code(lang, code)
+            check((r.exit_code, r.stdout) == (0, want[lang]), f"run_code {lang}: {r}")
+        r = s.run_code("python", "import sys\nsys.exit('bad')")
+        check(r.exit_code == 1 and "bad" in r.stderr, f"run_code of a failing program returns: {r}")
+        check(s.run_code("py", "print(1)").stdout == "1\n", "alias py")
+        check(s.commands.run("ls -A /tmp").stdout == "", "run_code left files in /tmp")
+
+
+def t_deepagents_shapes():
+    with NsboxBackend(metadata={"test": "deepagents"}) as b:
+        check(isinstance(b.id, str) and len(b.id) == 32, f"id: {b.id}")
+        r = b.execute("echo out; echo err >&2; exit 3")
+        check((r.output, r.exit_code, r.truncated) == ("out\nerr\n", 3, False), f"execute: {r}")
+        r = b.execute("sleep 5", timeout=1)
+        check(r.exit_code == 124 and "timed out" in r.output, f"execute with timeout: {r}")
+        small = NsboxBackend(b.sandbox, max_output=1000)
+        r = small.execute("head -c 5000 /dev/zero | tr '\\0' x")
+        check(r.truncated is True and r.output == "x" * 1000, f"execute truncated: {r.truncated} {len(r.output)}")
+        w = b.write("/workspace/pkg/mod.py", "a = 1\nb = 2\na = 1\n")
+        check(w.error is None and w.path == "/workspace/pkg/mod.py", f"write: {w}")
+        ls = b.ls("/workspace")
+        check(ls.error is None and [e["path"] for e in ls.entries] == ["/workspace/pkg"] and ls.entries[0]["is_dir"]
+              and "modified_at" in ls.entries[0], f"ls: {ls}")
+        ls = b.ls("/workspace/pkg")
+        check(ls.entries == [{"path": "/workspace/pkg/mod.py", "is_dir": False, "size": 18,
+                              "modified_at": ls.entries[0]["modified_at"]}], f"ls of a file: {ls}")
+        check(b.ls_info("/workspace") == b.ls("/workspace").entries, "ls_info")
+        r = b.read("/workspace/pkg/mod.py")
+        check(r.error is None and r.file_data == {"content": "a = 1\nb = 2\na = 1\n", "encoding": "utf-8"}
+              and (r.total_lines, r.start_line, r.end_line) == (3, 1, 3), f"read: {r}")
+        r = b.read("/workspace/pkg/mod.py", offset=1, limit=1)
+        check(r.file_data["content"] == "b = 2\n" and (r.start_line, r.end_line, r.next_offset) == (2, 2, 2),
+              f"read offset 1 limit 1: {r}")
+        r = b.read("/workspace/pkg/mod.py", limit=0)
+        check(r.no_lines_requested and r.file_data["content"] == "" and r.start_line is None, f"read limit 0: {r}")
+        r = b.edit("/workspace/pkg/mod.py", "a = 1", "a = 10", replace_all=True)
+        check((r.error, r.path, r.occurrences) == (None, "/workspace/pkg/mod.py", 2), f"edit replace_all: {r}")
+        r = b.edit("/workspace/pkg/mod.py", "b = 2", "b = 20")
+        check(r.occurrences == 1, f"edit: {r}")
+        check(b.read("/workspace/pkg/mod.py").file_data["content"] == "a = 10\nb = 20\na = 10\n", "edited content")
+        g = b.grep("a = 1", "/workspace")
+        check(g.error is None and g.matches == [{"path": "/workspace/pkg/mod.py", "line": 1, "text": "a = 10"},
+                                                {"path": "/workspace/pkg/mod.py", "line": 3, "text": "a = 10"}],
+              f"grep: {g}")
+        check(b.grep("a.=", "/workspace").matches == [], "grep is literal, not a regular expression")
+        check(b.grep("a = 1", "/workspace", glob="*.txt").matches == [], "grep glob filter")
+        g = b.grep("a = 1", "/workspace", max_count=1)
+        check(len(g.matches) == 1 and g.truncated, f"grep max_count: {g}")
+        check(b.grep_raw("b = 20", "/workspace") == [{"path": "/workspace/pkg/mod.py", "line": 2, "text": "b = 20"}],
+              "grep_raw")
+        gl = b.glob("**/*.py", "/workspace")
+        check(gl.error is None and [m["path"] for m in gl.matches] == ["/workspace/pkg/mod.py"]
+              and gl.matches[0]["is_dir"] is False and gl.matches[0]["size"] == 21, f"glob: {gl}")
+        check(b.glob_info("*", "/workspace") == [{"path": "/workspace/pkg", "is_dir": True,
+                                                  "size": b.glob_info("*", "/workspace")[0]["size"],
+                                                  "modified_at": b.glob_info("*", "/workspace")[0]["modified_at"]}],
+              "glob_info")
+        up = b.upload_files([("/workspace/up/a.bin", b"\x00\x01\xff"), ("/workspace/up/b.txt", b"text")])
+        check([(u.path, u.error) for u in up] == [("/workspace/up/a.bin", None), ("/workspace/up/b.txt", None)],
+              f"upload_files: {up}")
+        down = b.download_files(["/workspace/up/a.bin", "/workspace/up/b.txt"])
+        check([(d.path, d.content, d.error) for d in down] == [("/workspace/up/a.bin", b"\x00\x01\xff", None),
+                                                                ("/workspace/up/b.txt", b"text", None)],
+              f"download_files: {down}")
+
+
+def t_deepagents_errors():
+    with NsboxBackend(metadata={"test": "deepagents-errors"}) as b:
+        b.write("/workspace/f.txt", "x\n")
+        b.execute("mkdir -p /workspace/locked && echo s > /workspace/locked/secret && chmod 000 /workspace/locked/secret")
+        up = b.upload_files([("/workspace/ok.txt", b"ok"), ("relative.txt", b"x"), ("/usr/bin/new", b"x"),
+                             ("/workspace", b"x"), ("/workspace/f.txt/under", b"x")])
+        check([u.error for u in up] == [None, "invalid_path", "permission_denied", "is_directory", "invalid_path"],
+              f"upload_files errors: {[(u.path, u.error) for u in up]}")
+        down = b.download_files(["/workspace/missing", "/workspace", "/workspace/locked/secret", "rel", "/workspace/ok.txt"])
+        check([(d.error, d.content) for d in down] == [("file_not_found", None), ("is_directory", None),
+                                                        ("permission_denied", None), ("invalid_path", None),
+                                                        (None, b"ok")],
+              f"download_files errors: {[(d.path, d.error) for d in down]}")
+        check(set(FILE_ERRORS) == {"file_not_found", "permission_denied", "is_directory", "invalid_path"}, "FILE_ERRORS")
+        for name, r in [("read missing", b.read("/workspace/missing")), ("ls missing", b.ls("/workspace/missing")),
+                        ("edit missing", b.edit("/workspace/missing", "a", "b"))]:
+            check(r.error and r.error.startswith("Error: file_not_found: "), f"{name}: {r}")
+        check(b.read("/workspace").error.startswith("Error: is_directory: "), "read a directory")
+        check(b.read("relative").error.startswith("Error: invalid_path: "), "read a relative path")
+        check(b.write("/etc/x", "x").error.startswith("Error: permission_denied: "), "write /etc")
+        check(b.read("/workspace/locked/secret").error.startswith("Error: permission_denied: "), "read mode 000")
+        check(b.write("/workspace", "x").error.startswith("Error: is_directory: "), "write a directory")
+        r = b.edit("/workspace/f.txt", "zzz", "y")
+        check(r.error == "Error: String not found in file: 'zzz'" and r.occurrences is None, f"edit not found: {r}")
+        b.write("/workspace/g.txt", "a a\n")
+        r = b.edit("/workspace/g.txt", "a", "b")
+        check(r.error and "multiple times" in r.error, f"edit ambiguous: {r}")
+        check(b.read("/workspace/g.txt").file_data["content"] == "a a\n", "failed edit changed the file")
+        r = b.read("/workspace/f.txt", offset=10)
+        check(r.error and "past the end" in r.error, f"read past the end: {r}")
+        check(b.grep("x", "/workspace/missing").error.startswith("Error: file_not_found: "), "grep missing")
+        check(b.grep("", "/workspace").error.startswith("Error: invalid_argument"), "grep empty pattern")
+        check(b.glob("*", "relative").error.startswith("Error: invalid_path: "), "glob relative")
+        r = b.execute("")
+        check(r.exit_code == 1 and r.output.startswith("Error: invalid_argument"), f"execute empty: {r}")
+        check(b.execute("echo still fine").output == "still fine\n", "the sandbox still serves")
+
+
+CHECKS = {name[2:]: fn for name, fn in globals().items() if name.startswith("t_")}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in CHECKS:
+        sys.exit(f"usage: client_tests.py {'|'.join(CHECKS)}")
+    try:
+        CHECKS[sys.argv[1]]()
+    except SandboxException as e:
+        sys.exit(f"unexpected {type(e).__name__} ({e.code}): {e}")
+    print("ok")
