@@ -36,6 +36,9 @@ const nsbox_hostview_entry nsbox_hostview[] = {
         { "/etc/python3.11", HV_BIND | HV_OPTIONAL },
         { "/etc/perl", HV_BIND | HV_OPTIONAL },
         { "/etc/magic", HV_BIND | HV_OPTIONAL },
+        /* the JDK's conf/security/java.security links here: without it java cannot start a TLS or
+         * security provider (run_code java) */
+        { "/etc/java-17-openjdk", HV_BIND | HV_OPTIONAL },
 };
 
 const size_t nsbox_hostview_len = sizeof(nsbox_hostview) / sizeof(nsbox_hostview[0]);

@@ -7,6 +7,7 @@ import datetime
 import hashlib
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -256,6 +257,10 @@ def t_run_code():
         "cpp": "#include <iostream>\nint main() { std::cout << 6 * 7 << \" cpp\" << std::endl; }",
     }
     want = {"python": "42 3\n", "javascript": "42 object\n", "c": "42 c\n", "cpp": "42 cpp\n"}
+    if shutil.which("java"):  # the root's languages: java when the host has a JDK
+        progs["java"] = ("public class Main { public static void main(String[] a) throws Exception {\n"
+                         "  System.out.println(6 * 7 + \" \" + java.security.MessageDigest.getInstance(\"SHA-256\").getAlgorithm()); } }")
+        want["java"] = "42 SHA-256\n"
     with Sandbox.create(metadata={"test": "run_code"}) as s:
         for lang, code in progs.items():
             r = s.run_code(lang, code)

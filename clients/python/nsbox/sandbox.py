@@ -442,7 +442,7 @@ _LANGS = {
     "c": ("main.c", "gcc -O1 -o main main.c -lm && ./main", None),
     "cpp": ("main.cpp", "g++ -O1 -o main main.cpp && ./main", None),
     "go": ("main.go", "go run main.go", None),
-    "java": ("Main.java", "java Main.java", None),
+    "java": ("Main.java", "java -XX:-UsePerfData Main.java", None),  # no /tmp/hsperfdata_USER left behind
     "ruby": ("main.rb", "ruby main.rb", "gem install --user-install --silent"),
 }
 _ALIASES = {"py": "python", "python3": "python", "js": "javascript", "node": "javascript", "c++": "cpp",
