@@ -57,10 +57,10 @@ SAN_LDFLAGS := -fsanitize=$(SANITIZE)
 endif
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -D_GNU_SOURCE -fPIE $(WARNINGS) $(HARDEN) -MMD -MP \
-	-DNSBOX_VERSION='"$(VERSION)"' -DNSBOX_POLICYDIR='"$(POLICYDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS)
+	-DNSBOX_VERSION='"$(VERSION)"' -DNSBOX_POLICYDIR='"$(POLICYDIR)"' -DNSBOX_BINDIR='"$(BINDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS)
 override LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SAN_LDFLAGS)
 
-CLI_SRCS := runtime/cli.c runtime/cli_session.c runtime/cli_snapshot.c runtime/cli_service.c
+CLI_SRCS := runtime/cli.c runtime/cli_session.c runtime/cli_snapshot.c runtime/cli_service.c runtime/cli_mcp.c
 LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c,$(wildcard runtime/*.c)) rootfs/hostview.c $(wildcard tools/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
