@@ -148,6 +148,22 @@ void nsbox_client_close(nsbox_client *c)
         c->rhave = c->rat = 0;
 }
 
+/* send(2) with MSG_NOSIGNAL: a daemon gone away is an error to report, never SIGPIPE in a
+ * program that links libnsbox. */
+static int send_full(int fd, const char *buf, size_t n)
+{
+        while (n > 0) {
+                ssize_t k = send(fd, buf, n, MSG_NOSIGNAL);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                buf += k;
+                n -= (size_t)k;
+        }
+        return 0;
+}
+
 /* One line from the daemon into c->in (without the newline). */
 static int read_line(nsbox_client *c)
 {
@@ -185,9 +201,9 @@ int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox
         json_decref(req);
         if (!text)
                 return nsbox_err(err, ENOMEM, "%s", method);
-        int r = write_full(c->fd, text, len);
+        int r = send_full(c->fd, text, len);
         if (r == 0)
-                r = write_full(c->fd, "\n", 1);
+                r = send_full(c->fd, "\n", 1);
         free(text);
         if (r < 0)
                 return nsbox_err(err, -r, "send to nsboxd");
