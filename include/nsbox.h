@@ -38,8 +38,9 @@ typedef struct nsbox nsbox;
 NSBOX_API const char *nsbox_version(void);
 
 /* Connect to nsboxd at $NSBOX_SOCKET, else the user's socket (nsbox-protocol(7), CONNECTION),
- * starting nsboxd when none listens (unless NSBOX_CONNECT_NO_AUTOSTART).  On failure *ret is
- * set to NULL, or to a connection that only reports the error (close it all the same). */
+ * starting nsboxd when none listens (unless NSBOX_CONNECT_NO_AUTOSTART).  The one exception to
+ * "untouched on failure": *ret is set even then (to NULL only when out of memory), so that
+ * nsbox_error_message can say why; nsbox_close it all the same. */
 NSBOX_API int nsbox_connect(unsigned flags, nsbox **ret);
 /* Close the connection.  Sandboxes live on until destroyed or their timeout (NULL is a no-op). */
 NSBOX_API void nsbox_close(nsbox *nb);
