@@ -1,6 +1,6 @@
 # nsbox: native Linux sandboxes for AI agents.
 #
-#   make                      build build/nsbox
+#   make                      build build/nsbox, build/nsboxd, build/libnsbox.so and the C example
 #   make check                build and run every test tier (ends with "N passed, N failed, N skipped")
 #   make bench                benchmarks against peers (not part of check)
 #   make install PREFIX=/usr DESTDIR=/tmp/pkg
@@ -15,6 +15,9 @@ MANDIR ?= $(DATADIR)/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 POLICYDIR ?= $(DATADIR)/nsbox/policy
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 B := build
 
 CC ?= cc
@@ -57,10 +60,10 @@ SAN_LDFLAGS := -fsanitize=$(SANITIZE)
 endif
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -D_GNU_SOURCE -fPIE $(WARNINGS) $(HARDEN) -MMD -MP \
-	-DNSBOX_VERSION='"$(VERSION)"' -DNSBOX_POLICYDIR='"$(POLICYDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS)
+	-DNSBOX_VERSION='"$(VERSION)"' -DNSBOX_POLICYDIR='"$(POLICYDIR)"' -DNSBOX_BINDIR='"$(BINDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS)
 override LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SAN_LDFLAGS)
 
-CLI_SRCS := runtime/cli.c runtime/cli_session.c runtime/cli_snapshot.c runtime/cli_service.c
+CLI_SRCS := runtime/cli.c runtime/cli_session.c runtime/cli_snapshot.c runtime/cli_service.c runtime/cli_mcp.c
 LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c,$(wildcard runtime/*.c)) rootfs/hostview.c $(wildcard tools/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
@@ -69,7 +72,7 @@ PROBE_SRCS := $(wildcard tests/escape/*.c)
 PROBES := $(PROBE_SRCS:tests/escape/%.c=$(B)/tests/%)
 
 .PHONY: all check unit integration escape vm bench install uninstall clean
-all: $(B)/nsbox $(B)/nsboxd
+all: $(B)/nsbox $(B)/nsboxd $(B)/libnsbox.so $(B)/examples/nsbox-example
 
 # Objects depend on the flags they were built with: `make install PREFIX=/usr` after a plain
 # `make` recompiles with the right policy directory instead of installing a stale binary.
@@ -84,6 +87,34 @@ $(B)/%.o: %.c $(B)/.flags
 
 $(B)/libnsbox.a: $(LIB_OBJS)
 	$(AR) rcs $@ $^
+
+# libnsbox.so: the public API (include/nsbox.h) and the client code under it, compiled -fPIC with
+# hidden visibility; the version script exports the nsbox_* functions of nsbox.h and nothing else.
+# jansson is a dependency of the library itself (DT_NEEDED), not of its users: they link with
+# -lnsbox alone (nsbox.pc lists jansson as Requires.private, for static links).  It is linked
+# dynamically even with STATIC_DEPS=1: Debian's libjansson.a is not position-independent.
+SO_VERSION := 0
+SO_SRCS := runtime/libnsbox.c runtime/client.c runtime/paths.c runtime/proto.c runtime/util.c runtime/error.c runtime/base64.c
+SO_OBJS := $(SO_SRCS:%.c=$(B)/pic/%.o)
+SO_LIBS := $(shell $(PKG_CONFIG) --libs jansson)
+SO_REQUIRES := Requires.private: jansson
+# a sanitizer build leaves the sanitizer's symbols to the program's runtime
+SO_LDFLAGS := -shared -Wl,-soname,libnsbox.so.$(SO_VERSION) -Wl,--version-script=runtime/libnsbox.sym \
+	$(filter-out -pie,$(LDFLAGS)) $(if $(strip $(SANITIZE)),,-Wl,--no-undefined)
+$(B)/pic/%.o: %.c $(B)/.flags
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+$(B)/libnsbox.so.$(VERSION): $(SO_OBJS) runtime/libnsbox.sym
+	$(CC) $(SO_LDFLAGS) -o $@ $(SO_OBJS) $(SO_LIBS)
+$(B)/libnsbox.so.$(SO_VERSION) $(B)/libnsbox.so: $(B)/libnsbox.so.$(VERSION)
+	ln -sf libnsbox.so.$(VERSION) $@
+$(B)/nsbox.pc: contrib/pkgconfig/nsbox.pc.in $(B)/.flags
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
+		-e 's|@REQUIRES_PRIVATE@|$(SO_REQUIRES)|' $< > $@
+# The example, against the in-tree header and library (it runs from the build tree: rpath).
+$(B)/examples/nsbox-example: examples/nsbox-example.c include/nsbox.h $(B)/libnsbox.so $(B)/libnsbox.so.$(SO_VERSION)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude $(LDFLAGS) -o $@ $< -L$(B) -lnsbox -Wl,-rpath,'$$ORIGIN/..'
 
 $(B)/nsbox: $(CLI_SRCS:%.c=$(B)/%.o) $(B)/libnsbox.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
@@ -117,7 +148,7 @@ $(B)/tests/bench-session: tests/bench/session.c $(B)/libnsbox.a
 bench: $(B)/nsbox $(B)/nsboxd $(B)/tests/bench-session
 	NSBOX=$(abspath $(B)/nsbox) NSBOXD=$(abspath $(B)/nsboxd) NSBOX_BUILD=$(abspath $(B)) tests/bench/run
 
-install: $(B)/nsbox $(B)/nsboxd
+install: $(B)/nsbox $(B)/nsboxd $(B)/libnsbox.so.$(VERSION) $(B)/nsbox.pc
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(POLICYDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(DATADIR)/nsbox/rootfs
@@ -138,15 +169,24 @@ install: $(B)/nsbox $(B)/nsboxd
 	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/user/nsboxd.service.in > $(DESTDIR)$(USERUNITDIR)/nsboxd.service
 	install -m 0644 contrib/systemd/user/nsboxd.socket $(DESTDIR)$(USERUNITDIR)/nsboxd.socket
 	chmod 0644 $(DESTDIR)$(UNITDIR)/nsboxd.service $(DESTDIR)$(USERUNITDIR)/nsboxd.service
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man3
+	install -m 0755 $(B)/libnsbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so.$(VERSION)
+	ln -sf libnsbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so.$(SO_VERSION)
+	ln -sf libnsbox.so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so
+	install -m 0644 include/nsbox.h $(DESTDIR)$(INCLUDEDIR)/nsbox.h
+	install -m 0644 $(B)/nsbox.pc $(DESTDIR)$(PKGCONFIGDIR)/nsbox.pc
+	install -m 0644 man/libnsbox.3 $(DESTDIR)$(MANDIR)/man3/libnsbox.3
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/nsbox $(DESTDIR)$(BINDIR)/nsboxd $(DESTDIR)$(MANDIR)/man1/nsbox.1 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5 \
 		$(DESTDIR)$(MANDIR)/man7/nsbox-protocol.7 $(DESTDIR)$(MANDIR)/man8/nsboxd.8 \
 		$(DESTDIR)$(UNITDIR)/nsboxd.service $(DESTDIR)$(UNITDIR)/nsboxd.socket \
 		$(DESTDIR)$(USERUNITDIR)/nsboxd.service $(DESTDIR)$(USERUNITDIR)/nsboxd.socket
+	rm -f $(DESTDIR)$(LIBDIR)/libnsbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so \
+		$(DESTDIR)$(INCLUDEDIR)/nsbox.h $(DESTDIR)$(PKGCONFIGDIR)/nsbox.pc $(DESTDIR)$(MANDIR)/man3/libnsbox.3
 	rm -rf $(DESTDIR)$(DATADIR)/nsbox
 
 clean:
 	rm -rf $(B)
 
--include $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(CLI_SRCS:%.c=$(B)/%.d)
+-include $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(CLI_SRCS:%.c=$(B)/%.d) $(SO_OBJS:.o=.d)

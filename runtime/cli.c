@@ -44,6 +44,7 @@ static const char usage_main[] =
         "  replay [--from NAME] FILE         re-run a recorded trajectory, report where it diverges\n"
         "  gc                                remove store layers nothing uses\n"
         "  tools [--format json|openai|mcp]  the tool schemas, for an LLM's tool list\n"
+        "  mcp [OPTIONS]                     Model Context Protocol server on stdio (Claude Code, ...)\n"
         "\n"
         "  nsbox --help | nsbox --version | nsbox COMMAND --help\n"
         "See nsbox(1), nsboxd(8), nsbox-policy(5) and nsbox-protocol(7).\n";
@@ -204,6 +205,7 @@ int main(int argc, char **argv)
                 { "resume", nsbox_cmd_resume }, { "tools", nsbox_cmd_tools }, { "snapshot", nsbox_cmd_snapshot },
                 { "reset", nsbox_cmd_reset },   { "gc", nsbox_cmd_gc },     { "replay", nsbox_cmd_replay },
                 { "set-timeout", nsbox_cmd_set_timeout }, { "stats", nsbox_cmd_stats },
+                { "mcp", nsbox_cmd_mcp },
         };
         for (size_t i = 0; i < sizeof(session_cmds) / sizeof(session_cmds[0]); i++)
                 if (!strcmp(cmd, session_cmds[i].name))

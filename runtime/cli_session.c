@@ -110,7 +110,7 @@ static char *absolute(const char *path)
         return r;
 }
 
-static int create_params(const nsbox_run_options *o, json_t **ret)
+int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
 {
         json_t *p = json_object();
         char *abs = NULL;
@@ -243,7 +243,7 @@ int nsbox_cmd_create(int argc, char **argv)
                 goto out;
         }
         json_t *params = NULL, *res = NULL;
-        if (create_params(&o, &params) < 0) {
+        if (nsbox_cli_create_params(&o, &params) < 0) {
                 status = EXIT_NSBOX;
                 goto out;
         }

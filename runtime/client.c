@@ -17,6 +17,7 @@
 #include "proto.h"
 
 #define AUTOSTART_TIMEOUT_MS 10000
+#define RBUF_SIZE 65536
 
 static int connect_to(const char *path)
 {
@@ -33,7 +34,8 @@ static int connect_to(const char *path)
         return fd;
 }
 
-/* nsboxd next to this nsbox (a build tree, or the same bin directory), else from PATH. */
+/* nsboxd next to this nsbox (a build tree, or the same bin directory); for a program linked with
+ * libnsbox, the one installed with it; else from PATH. */
 static void find_daemon(char *buf, size_t size)
 {
         char self[PATH_MAX];
@@ -48,6 +50,11 @@ static void find_daemon(char *buf, size_t size)
                                 return;
                 }
         }
+#ifdef NSBOX_BINDIR
+        snprintf(buf, size, "%s/nsboxd", NSBOX_BINDIR);
+        if (access(buf, X_OK) == 0)
+                return;
+#endif
         snprintf(buf, size, "nsboxd");
 }
 
@@ -136,38 +143,56 @@ void nsbox_client_close(nsbox_client *c)
                 close(c->fd);
         c->fd = -1;
         sb_release(&c->in);
+        free(c->rbuf);
+        c->rbuf = NULL;
+        c->rhave = c->rat = 0;
+}
+
+/* send(2) with MSG_NOSIGNAL: a daemon gone away is an error to report, never SIGPIPE in a
+ * program that links libnsbox. */
+static int send_full(int fd, const char *buf, size_t n)
+{
+        while (n > 0) {
+                ssize_t k = send(fd, buf, n, MSG_NOSIGNAL);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                buf += k;
+                n -= (size_t)k;
+        }
+        return 0;
 }
 
 /* One line from the daemon into c->in (without the newline). */
 static int read_line(nsbox_client *c)
 {
         c->in.len = 0;
-        static char buf[65536];
-        static size_t have, at;
+        if (!c->rbuf && !(c->rbuf = malloc(RBUF_SIZE)))
+                return -ENOMEM;
         for (;;) {
-                while (at < have) {
-                        char *nl = memchr(buf + at, '\n', have - at);
-                        size_t n = nl ? (size_t)(nl - (buf + at)) : have - at;
-                        if (sb_append(&c->in, buf + at, n) < 0)
+                while (c->rat < c->rhave) {
+                        char *nl = memchr(c->rbuf + c->rat, '\n', c->rhave - c->rat);
+                        size_t n = nl ? (size_t)(nl - (c->rbuf + c->rat)) : c->rhave - c->rat;
+                        if (sb_append(&c->in, c->rbuf + c->rat, n) < 0)
                                 return -ENOMEM;
-                        at += n + (nl ? 1 : 0);
+                        c->rat += n + (nl ? 1 : 0);
                         if (nl)
                                 return 0;
                 }
-                ssize_t k = read(c->fd, buf, sizeof(buf));
+                ssize_t k = read(c->fd, c->rbuf, RBUF_SIZE);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0)
                         return k < 0 ? -errno : -EPIPE;
-                have = (size_t)k;
-                at = 0;
+                c->rhave = (size_t)k;
+                c->rat = 0;
         }
 }
 
 int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox_client_event_fn on_event, void *userdata,
                       json_t **ret_result, const char **ret_code, nsbox_error *err)
 {
-        static char code[64];
         long long id = c->next_id++;
         json_t *req = json_pack("{ss sI ss so}", "jsonrpc", "2.0", "id", (json_int_t)id, "method", method, "params",
                                 params ? params : json_object());
@@ -176,9 +201,9 @@ int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox
         json_decref(req);
         if (!text)
                 return nsbox_err(err, ENOMEM, "%s", method);
-        int r = write_full(c->fd, text, len);
+        int r = send_full(c->fd, text, len);
         if (r == 0)
-                r = write_full(c->fd, "\n", 1);
+                r = send_full(c->fd, "\n", 1);
         free(text);
         if (r < 0)
                 return nsbox_err(err, -r, "send to nsboxd");
@@ -204,9 +229,10 @@ int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox
                 }
                 json_t *e = json_object_get(msg, "error");
                 if (e) {
-                        snprintf(code, sizeof(code), "%s", json_string_value(json_object_get(json_object_get(e, "data"), "code")) ?: "internal");
+                        snprintf(c->code, sizeof(c->code), "%s",
+                                 json_string_value(json_object_get(json_object_get(e, "data"), "code")) ?: "internal");
                         if (ret_code)
-                                *ret_code = code;
+                                *ret_code = c->code;
                         r = nsbox_err(err, 0, "%s", json_string_value(json_object_get(e, "message")) ?: "nsboxd reported an error");
                         json_decref(msg);
                         return r;

@@ -62,7 +62,7 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
 {
         *o = (nsbox_run_options){ .policy = "default", .count = 1 };
         const char *cmd = argv[0];
-        bool create = !strcmp(cmd, "create");
+        bool create = !strcmp(cmd, "create") || !strcmp(cmd, "mcp"); /* mcp: its default sandbox's */
         optind = 0; /* full reset: the parser may run more than once in a process (tests) */
         opterr = 0;
         int c;

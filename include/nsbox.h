@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libnsbox: sandboxes of nsboxd from C.
+ *
+ * A connection to the calling user's nsboxd (started for you when none runs, as the nsbox
+ * command does) creates sandboxes, makes tool calls in them (exec, read_file, write_file,
+ * edit_file, grep, git_commit, ... : nsbox-protocol(7)) and destroys them.  Parameters and
+ * results are JSON texts, so this header is all a program needs:
+ *
+ *     cc prog.c $(pkg-config --cflags --libs nsbox)
+ *
+ * Errors: every function that can fail returns 0 or a negative errno-style value, and leaves
+ * its output parameters untouched on failure.  The connection then holds the stable code of
+ * the failure (nsbox_error_code: "file_not_found", "not_found", "invalid_argument", ...) and
+ * a one-line message (nsbox_error_message), until its next call.  Bad input (a NULL argument,
+ * a params text that is not a JSON object) fails with -EINVAL and "invalid_argument" before
+ * anything is sent.  See libnsbox(3) for the codes and the errno each maps to.
+ *
+ * Threads: a connection is used by one thread at a time; use one connection per thread.
+ * Strings returned through char ** are the caller's, to release with free(3). */
+#ifndef NSBOX_H
+#define NSBOX_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NSBOX_API __attribute__((visibility("default")))
+
+/* A connection to nsboxd.  Opaque. */
+typedef struct nsbox nsbox;
+
+/* Flags of nsbox_connect. */
+#define NSBOX_CONNECT_NO_AUTOSTART 1u /* fail with -ECONNREFUSED/-ENOENT when no nsboxd listens */
+
+/* The library's version, e.g. "0.1.0". */
+NSBOX_API const char *nsbox_version(void);
+
+/* Connect to nsboxd at $NSBOX_SOCKET, else the user's socket (nsbox-protocol(7), CONNECTION),
+ * starting nsboxd when none listens (unless NSBOX_CONNECT_NO_AUTOSTART).  The one exception to
+ * "untouched on failure": *ret is set even then (to NULL only when out of memory), so that
+ * nsbox_error_message can say why; nsbox_close it all the same. */
+NSBOX_API int nsbox_connect(unsigned flags, nsbox **ret);
+/* Close the connection.  Sandboxes live on until destroyed or their timeout (NULL is a no-op). */
+NSBOX_API void nsbox_close(nsbox *nb);
+
+/* The stable code and the message of the connection's last failure; NULL after a success. */
+NSBOX_API const char *nsbox_error_code(const nsbox *nb);
+NSBOX_API const char *nsbox_error_message(const nsbox *nb);
+
+/* Create a sandbox.  options_json: NULL, or a JSON object of nsboxd's create params, e.g.
+ * {"policy": "strict", "memory": "512M", "timeout": 600, "labels": {"job": "42"}}.
+ * *ret_id gets its id (32 hex digits). */
+NSBOX_API int nsbox_create(nsbox *nb, const char *options_json, char **ret_id);
+/* Destroy sandbox id (or a unique prefix of at least 4 characters): its processes are killed
+ * and its files discarded. */
+NSBOX_API int nsbox_destroy(nsbox *nb, const char *id);
+
+/* One tool call in sandbox id.  params_json: NULL ({}) or the tool's params as a JSON object,
+ * e.g. nsbox_call(nb, id, "read_file", "{\"path\": \"main.c\"}", &result).  *ret_result gets
+ * the tool's result object as JSON text.  A tool's own failure (a missing file: -ENOENT,
+ * "file_not_found") is an error like any other. */
+NSBOX_API int nsbox_call(nsbox *nb, const char *id, const char *tool, const char *params_json, char **ret_result);
+
+/* Output of a running command: stream is 1 (stdout) or 2 (stderr); data is not NUL-terminated. */
+typedef void (*nsbox_output_fn)(int stream, const char *data, size_t len, void *userdata);
+
+/* Run a command (the exec tool: params {cmd: [argv] | shell: "...", cwd, env, stdin, timeout}),
+ * passing its output to on_output as it comes (may be NULL to drop it).  *ret_result (may be
+ * NULL) gets {pid, exit_code, signal, timed_out, duration_ms, ...} without stdout and stderr.
+ * Returns 0 when the command ran, whatever its exit status; *ret_exit_code (may be NULL) gets
+ * its exit status as a shell reports it (128+N when killed by signal N). */
+NSBOX_API int nsbox_exec(nsbox *nb, const char *id, const char *params_json, nsbox_output_fn on_output, void *userdata,
+                         int *ret_exit_code, char **ret_result);
+
+/* Any method of nsboxd (nsbox-protocol(7), METHODS: list, pause, resume, snapshot, reset,
+ * set_timeout, stats, ...) with params_json (NULL: {}); *ret_result gets its result as JSON text. */
+NSBOX_API int nsbox_request(nsbox *nb, const char *method, const char *params_json, char **ret_result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NSBOX_H */

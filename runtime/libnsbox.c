@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libnsbox's public API (include/nsbox.h) on top of the nsboxd client (client.c): JSON texts in
+ * and out, so that the header names no jansson type; errors kept on the connection as a stable
+ * code and a message.  Only the functions marked NSBOX_API are exported from libnsbox.so. */
+#include "../include/nsbox.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64.h"
+#include "client.h"
+#include "proto.h"
+#include "util.h"
+
+#ifndef NSBOX_VERSION
+#define NSBOX_VERSION "0.1.0"
+#endif
+
+struct nsbox {
+        nsbox_client cl;
+        char code[64]; /* "" after a success */
+        char *msg;
+};
+
+/* The stable codes of nsbox-protocol(7) and the errno each call returns for them (negated). */
+static const struct {
+        const char *code;
+        int errnum;
+} code_errnos[] = {
+        { "file_not_found", ENOENT }, { "permission_denied", EACCES }, { "is_directory", EISDIR },
+        { "not_a_directory", ENOTDIR }, { "invalid_path", EINVAL },    { "invalid_argument", EINVAL },
+        { "too_large", E2BIG },        { "timeout", ETIMEDOUT },       { "not_found", ESRCH },
+        { "conflict", EBUSY },         { "capacity", EAGAIN },         { "unavailable", ESHUTDOWN },
+        { "internal", EIO },
+};
+
+static int code_errno(const char *code)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(code_errnos); i++)
+                if (!strcmp(code, code_errnos[i].code))
+                        return code_errnos[i].errnum;
+        return EIO; /* a code newer than this library */
+}
+
+static void clear_error(nsbox *nb)
+{
+        nb->code[0] = '\0';
+        free(nb->msg);
+        nb->msg = NULL;
+}
+
+static int fail(nsbox *nb, int errnum, const char *code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(nsbox *nb, int errnum, const char *code, const char *fmt, ...)
+{
+        clear_error(nb);
+        snprintf(nb->code, sizeof(nb->code), "%s", code);
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&nb->msg, fmt, ap) < 0)
+                nb->msg = NULL;
+        va_end(ap);
+        return -errnum;
+}
+
+/* params text -> object ({} for NULL): bad JSON fails before anything is sent. */
+static int parse_object(nsbox *nb, const char *what, const char *text, json_t **ret)
+{
+        if (!text) {
+                *ret = json_object();
+                return *ret ? 0 : fail(nb, ENOMEM, "internal", "%s: out of memory", what);
+        }
+        json_error_t je;
+        json_t *j = nsbox_json_loadb(text, strlen(text), &je);
+        if (!j)
+                return fail(nb, EINVAL, "invalid_argument", "%s: not JSON: %s at line %d column %d", what, je.text, je.line,
+                            je.column);
+        if (!json_is_object(j)) {
+                json_decref(j);
+                return fail(nb, EINVAL, "invalid_argument", "%s: expected a JSON object", what);
+        }
+        *ret = j;
+        return 0;
+}
+
+/* One call to nsboxd; params is taken. */
+static int call(nsbox *nb, const char *method, json_t *params, nsbox_client_event_fn ev, void *ud, json_t **ret)
+{
+        if (nb->cl.fd < 0) {
+                json_decref(params);
+                return fail(nb, ENOTCONN, "internal", "%s: not connected to nsboxd (the connection was lost)", method);
+        }
+        nsbox_error err = { 0 };
+        const char *code = NULL;
+        int r = nsbox_client_call(&nb->cl, method, params, ev, ud, ret, &code, &err);
+        if (r < 0) {
+                if (code) {
+                        r = fail(nb, code_errno(code), code, "%s", err.msg ? err.msg : "failed");
+                } else {
+                        /* the connection is unusable now: later calls say so at once */
+                        r = fail(nb, err.errnum ? err.errnum : EPIPE, "internal", "%s: %s", method, err.msg ? err.msg : "failed");
+                        nsbox_client_close(&nb->cl);
+                }
+                nsbox_error_clear(&err);
+                return r;
+        }
+        clear_error(nb);
+        return 0;
+}
+
+static int dump(nsbox *nb, json_t *result, char **ret)
+{
+        char *text = json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
+        if (!text)
+                return fail(nb, ENOMEM, "internal", "out of memory");
+        *ret = text;
+        return 0;
+}
+
+#define CHECK_ARG(nb, cond, what)                                                                       \
+        do {                                                                                            \
+                if (!(cond))                                                                            \
+                        return fail(nb, EINVAL, "invalid_argument", "%s: %s must not be NULL", __func__, what); \
+        } while (0)
+
+NSBOX_API const char *nsbox_version(void)
+{
+        return NSBOX_VERSION;
+}
+
+NSBOX_API int nsbox_connect(unsigned flags, nsbox **ret)
+{
+        if (!ret)
+                return -EINVAL;
+        nsbox *nb = calloc(1, sizeof(*nb));
+        *ret = nb;
+        if (!nb)
+                return -ENOMEM;
+        nb->cl.fd = -1;
+        if (flags & ~NSBOX_CONNECT_NO_AUTOSTART)
+                return fail(nb, EINVAL, "invalid_argument", "nsbox_connect: unknown flags 0x%x", flags);
+        nsbox_error err = { 0 };
+        int r = nsbox_client_connect(!(flags & NSBOX_CONNECT_NO_AUTOSTART), &nb->cl, &err);
+        if (r < 0) {
+                nb->cl.fd = -1;
+                r = fail(nb, err.errnum ? err.errnum : -r, "unavailable", "%s", err.msg ? err.msg : "connect to nsboxd");
+                nsbox_error_clear(&err);
+                return r;
+        }
+        return 0;
+}
+
+NSBOX_API void nsbox_close(nsbox *nb)
+{
+        if (!nb)
+                return;
+        nsbox_client_close(&nb->cl);
+        clear_error(nb);
+        free(nb);
+}
+
+NSBOX_API const char *nsbox_error_code(const nsbox *nb)
+{
+        return nb && nb->code[0] ? nb->code : NULL;
+}
+
+NSBOX_API const char *nsbox_error_message(const nsbox *nb)
+{
+        return nb && nb->code[0] ? (nb->msg ? nb->msg : nb->code) : NULL;
+}
+
+NSBOX_API int nsbox_request(nsbox *nb, const char *method, const char *params_json, char **ret_result)
+{
+        if (!nb)
+                return -EINVAL;
+        CHECK_ARG(nb, method, "method");
+        CHECK_ARG(nb, ret_result, "ret_result");
+        json_t *params = NULL, *res = NULL;
+        int r = parse_object(nb, method, params_json, &params);
+        if (r == 0)
+                r = call(nb, method, params, NULL, NULL, &res);
+        if (r == 0)
+                r = dump(nb, res, ret_result);
+        json_decref(res);
+        return r;
+}
+
+NSBOX_API int nsbox_create(nsbox *nb, const char *options_json, char **ret_id)
+{
+        if (!nb)
+                return -EINVAL;
+        CHECK_ARG(nb, ret_id, "ret_id");
+        json_t *params = NULL, *res = NULL;
+        int r = parse_object(nb, "create", options_json, &params);
+        if (r == 0)
+                r = call(nb, "create", params, NULL, NULL, &res);
+        if (r == 0) {
+                const char *id = json_string_value(json_object_get(res, "id"));
+                char *copy = id ? strdup(id) : NULL;
+                if (copy)
+                        *ret_id = copy;
+                else
+                        r = fail(nb, id ? ENOMEM : EIO, "internal", "create: %s", id ? "out of memory" : "nsboxd's reply has no id");
+        }
+        json_decref(res);
+        return r;
+}
+
+NSBOX_API int nsbox_destroy(nsbox *nb, const char *id)
+{
+        if (!nb)
+                return -EINVAL;
+        CHECK_ARG(nb, id, "id");
+        json_t *res = NULL;
+        int r = call(nb, "destroy", json_pack("{ss}", "sandbox", id), NULL, NULL, &res);
+        json_decref(res);
+        return r;
+}
+
+NSBOX_API int nsbox_call(nsbox *nb, const char *id, const char *tool, const char *params_json, char **ret_result)
+{
+        if (!nb)
+                return -EINVAL;
+        CHECK_ARG(nb, id, "id");
+        CHECK_ARG(nb, tool, "tool");
+        CHECK_ARG(nb, ret_result, "ret_result");
+        json_t *params = NULL, *res = NULL;
+        int r = parse_object(nb, tool, params_json, &params);
+        if (r == 0)
+                r = call(nb, "call", json_pack("{ss ss so}", "sandbox", id, "tool", tool, "params", params), NULL, NULL, &res);
+        if (r == 0)
+                r = dump(nb, res, ret_result);
+        json_decref(res);
+        return r;
+}
+
+struct exec_stream {
+        nsbox_output_fn fn;
+        void *userdata;
+        strbuf bytes;
+};
+
+/* An event notification of the running exec: decode its chunk and hand it on. */
+static void on_event(json_t *params, void *userdata)
+{
+        struct exec_stream *st = userdata;
+        const char *event = json_string_value(json_object_get(params, "event"));
+        json_t *data = json_object_get(params, "data_b64");
+        if (!st->fn || !event || !json_is_string(data))
+                return;
+        int stream = !strcmp(event, "stdout") ? 1 : !strcmp(event, "stderr") ? 2 : 0;
+        if (!stream)
+                return;
+        st->bytes.len = 0;
+        if (b64_decode(json_string_value(data), json_string_length(data), &st->bytes) < 0)
+                return; /* nsboxd sends valid base64; a chunk that is not is not the command's output */
+        if (st->bytes.len)
+                st->fn(stream, st->bytes.buf, st->bytes.len, st->userdata);
+}
+
+NSBOX_API int nsbox_exec(nsbox *nb, const char *id, const char *params_json, nsbox_output_fn on_output, void *userdata,
+                         int *ret_exit_code, char **ret_result)
+{
+        if (!nb)
+                return -EINVAL;
+        CHECK_ARG(nb, id, "id");
+        CHECK_ARG(nb, params_json, "params_json");
+        json_t *params = NULL, *res = NULL;
+        int r = parse_object(nb, "exec", params_json, &params);
+        if (r < 0)
+                return r;
+        struct exec_stream st = { .fn = on_output, .userdata = userdata };
+        sb_init(&st.bytes, 0);
+        r = call(nb, "call", json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", params, "stream", 1), on_event, &st,
+                 &res);
+        sb_release(&st.bytes);
+        json_t *code = json_object_get(res, "exit_code");
+        if (r == 0 && !json_is_integer(code))
+                r = fail(nb, EIO, "internal", "exec: nsboxd's result has no exit_code");
+        char *text = NULL;
+        if (r == 0 && ret_result)
+                r = dump(nb, res, &text);
+        if (r == 0) {
+                if (ret_exit_code)
+                        *ret_exit_code = (int)json_integer_value(code);
+                if (ret_result)
+                        *ret_result = text;
+        }
+        json_decref(res);
+        return r;
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# libnsbox, as a C programmer sees it: make install, then the example built with
+# `pkg-config --cflags --libs nsbox` runs against a real nsboxd (started by the library); bad
+# input through the C API gets clean errors and leaves the daemon as it was.
+# Runs as root and as an unprivileged user (tests/run does both).
+. "$(dirname "$0")/../lib.sh"
+
+SESSION_DIR=$(mktemp -d /tmp/nsbox-lib.XXXXXX) || exit 1
+export NSBOX_SOCKET="$SESSION_DIR/d.sock"
+stop_session_daemon() {
+        local st=$? pid
+        for NSBOX_SOCKET in "$SESSION_DIR"/*.sock; do
+                pid=$(daemon_pid)
+                [ -n "$pid" ] && kill -TERM "$pid" 2> /dev/null && { wait_pids_gone 5 "$pid" > /dev/null || kill -KILL "$pid"; }
+        done
+        rm -rf "$SESSION_DIR"
+        return $st
+}
+trap stop_session_daemon EXIT
+
+errno_of() { python3 -c "import errno, sys; print(getattr(errno, sys.argv[1]))" "$1"; }
+sandboxes() { "$NSBOX" ls --json | python3 -c 'import json, sys; print(" ".join(s["id"] for s in json.load(sys.stdin)))'; }
+
+test_example_builds_with_pkg_config_against_the_installed_library_and_runs() {
+        local prefix="$TEST_TMP/prefix" b="$TEST_TMP/build"
+        make -s -C "$NSBOX_SRC" B="$b" PREFIX="$prefix" install > "$TEST_TMP/make.log" 2>&1 || fail "make install: $(tail -5 "$TEST_TMP/make.log")"
+        local f
+        for f in lib/libnsbox.so.0 lib/libnsbox.so include/nsbox.h lib/pkgconfig/nsbox.pc share/man/man3/libnsbox.3; do
+                [ -e "$prefix/$f" ] || fail "make install did not install $f"
+        done
+        assert_eq "libnsbox.so.0" "$(objdump -p "$prefix/lib/libnsbox.so" | awk '/SONAME/ {print $2}')" "soname"
+        # only the functions of the header are exported
+        local exported declared
+        exported=$(nm -D --defined-only "$prefix/lib/libnsbox.so" | awk '$2 == "T" {sub(/@.*/, "", $3); print $3}' | sort | tr '\n' ' ')
+        declared=$(grep -o 'NSBOX_API [^(]*(' "$prefix/include/nsbox.h" | grep -o 'nsbox_[a-z_]*' | sort | tr '\n' ' ')
+        assert_eq "$declared" "$exported" "exported symbols"
+        # users link with -lnsbox alone: jansson is the library's own dependency
+        export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+        assert_status 0 pkg-config --cflags --libs nsbox
+        assert_eq "-I$prefix/include -L$prefix/lib -lnsbox" "$(echo $OUT)" "pkg-config --cflags --libs nsbox"
+        assert_eq "$(cd "$NSBOX_SRC" && sed -n 's/^VERSION := //p' Makefile)" "$(pkg-config --modversion nsbox)" "pkg-config --modversion"
+        # shellcheck disable=SC2046
+        cc -Wall -Wextra -Werror -o "$TEST_TMP/example" "$NSBOX_SRC/examples/nsbox-example.c" $(pkg-config --cflags --libs nsbox) \
+                > "$TEST_TMP/cc.log" 2>&1 || fail "cc nsbox-example.c: $(cat "$TEST_TMP/cc.log")"
+        # no nsboxd runs on this socket: the library starts the installed one
+        local sock="$SESSION_DIR/inst.sock"
+        OUT=$(cd / && NSBOX_SOCKET="$sock" LD_LIBRARY_PATH="$prefix/lib" "$TEST_TMP/example" 2>&1)
+        assert_eq 0 "$?" "nsbox-example exit status; output: $OUT"
+        local id; id=$(sed -n 's/^sandbox: //p' <<< "$OUT")
+        [[ $id =~ ^[0-9a-f]{32}$ ]] || fail "sandbox id: '$id' in $OUT"
+        assert_contains "$OUT" "stdout: hello from user" "streamed stdout"
+        assert_contains "$OUT" "stderr: to stderr" "streamed stderr"
+        assert_contains "$OUT" "exit: 3" "exit status of the command"
+        assert_contains "$OUT" '"content":"echo hello from $(id -un)\n"' "read_file result"
+        assert_contains "$OUT" "bad json: -22 invalid_argument: read_file: not JSON" "bad JSON"
+        assert_contains "$OUT" "unknown tool: -3 not_found: unknown tool 'no_such_tool'" "unknown tool"
+        assert_contains "$OUT" "unknown sandbox: -3 not_found: no sandbox 'ffffffffffffffffffffffffffffffff'" "unknown sandbox"
+        assert_contains "$OUT" "missing file: -2 file_not_found" "missing file"
+        assert_contains "$OUT" "destroyed: $id" "destroy"
+        assert_contains "$OUT" "after destroy: -3 not_found" "a call after destroy"
+        local dpid; dpid=$(NSBOX_SOCKET="$sock" daemon_pid)
+        [ -n "$dpid" ] || fail "no nsboxd answers on $sock"
+        assert_eq "$prefix/bin/nsboxd" "$(readlink "/proc/$dpid/exe")" "the daemon the library started"
+        assert_eq "" "$(NSBOX_SOCKET="$sock" sandboxes)" "sandboxes left"
+}
+
+# Bad input through the C API: each call fails with an errno, a stable code and one line, and
+# nothing reaches the daemon (same sandboxes, still answering).
+test_bad_input_gets_clean_errors_and_leaves_the_daemon_as_it_was() {
+        cat > "$TEST_TMP/bad.c" <<'C'
+#include <nsbox.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void show(nsbox *nb, const char *what, int r)
+{
+        const char *m = nsbox_error_message(nb);
+        printf("%s: %d %s %s\n", what, r, nsbox_error_code(nb) ? nsbox_error_code(nb) : "-", m && !strchr(m, '\n') && *m ? "one-line" : "NO-MESSAGE");
+}
+int main(int argc, char **argv)
+{
+        nsbox *nb = NULL;
+        char *s = NULL, *id = NULL;
+        int r = nsbox_connect(0, &nb);
+        if (r < 0) { printf("connect: %d %s\n", r, nsbox_error_message(nb)); return 1; }
+        show(nb, "create bad options", nsbox_create(nb, "{\"memory\": ", &id));
+        show(nb, "create not an object", nsbox_create(nb, "[1]", &id));
+        show(nb, "create unknown option", nsbox_create(nb, "{\"no_such_option\": 1}", &id));
+        printf("id untouched: %s\n", id ? "no" : "yes");
+        show(nb, "call NULL tool", nsbox_call(nb, "x", NULL, NULL, &s));
+        show(nb, "call unknown sandbox", nsbox_call(nb, "ffffffffffffffffffffffffffffffff", "exec", "{\"shell\": \"true\"}", &s));
+        show(nb, "request unknown method", nsbox_request(nb, "no_such_method", NULL, &s));
+        show(nb, "destroy unknown", nsbox_destroy(nb, "ffffffffffffffffffffffffffffffff"));
+        show(nb, "exec bad json", nsbox_exec(nb, "x", "{", NULL, NULL, NULL, NULL));
+        show(nb, "list", nsbox_request(nb, "list", NULL, &s));
+        printf("list result: %s\n", s);
+        free(s);
+        nsbox_close(nb);
+        nb = NULL;
+        setenv("NSBOX_SOCKET", argv[1], 1); /* where nothing listens */
+        r = nsbox_connect(NSBOX_CONNECT_NO_AUTOSTART, &nb);
+        show(nb, "connect no autostart", r);
+        nsbox_close(nb);
+        (void)argc;
+        return 0;
+}
+C
+        # shellcheck disable=SC2046
+        cc -Wall -Wextra -Werror -I"$NSBOX_SRC/include" -o "$TEST_TMP/bad" "$TEST_TMP/bad.c" -L"$NSBOX_BUILD" -lnsbox \
+                -Wl,-rpath,"$NSBOX_BUILD" > "$TEST_TMP/cc.log" 2>&1 || fail "cc bad.c: $(cat "$TEST_TMP/cc.log")"
+        "$NSBOX" ls > /dev/null || fail "nsbox ls could not start nsboxd"
+        local before dpid; before=$(sandboxes); dpid=$(daemon_pid)
+        OUT=$("$TEST_TMP/bad" "$SESSION_DIR/nobody.sock" 2>&1)
+        assert_eq 0 "$?" "status; output: $OUT"
+        assert_contains "$OUT" "create bad options: -22 invalid_argument one-line"
+        assert_contains "$OUT" "create not an object: -22 invalid_argument one-line"
+        assert_contains "$OUT" "create unknown option: -22 invalid_argument one-line"
+        assert_contains "$OUT" "id untouched: yes"
+        assert_contains "$OUT" "call NULL tool: -22 invalid_argument one-line"
+        assert_contains "$OUT" "call unknown sandbox: -3 not_found one-line"
+        assert_contains "$OUT" "request unknown method: -3 not_found one-line"
+        assert_contains "$OUT" "destroy unknown: -3 not_found one-line"
+        assert_contains "$OUT" "exec bad json: -22 invalid_argument one-line"
+        assert_contains "$OUT" "list: 0 - NO-MESSAGE" "a success after failures clears the error"
+        assert_eq "$before" "$(sandboxes)" "sandboxes after the bad calls"
+        assert_eq "$dpid" "$(daemon_pid)" "the daemon that answers"
+        assert_contains "$OUT" "connect no autostart: -$(errno_of ENOENT) unavailable one-line" "NO_AUTOSTART where nothing listens"
+        [ ! -e "$SESSION_DIR/nobody.sock" ] || fail "NO_AUTOSTART started a daemon"
+}
+
+run_tests
