@@ -205,6 +205,10 @@ static int daemon_call(mcp_server *s, const char *method, json_t *params, json_t
 
 static int create_sandbox(mcp_server *s, json_t *params, json_t **ret, const char **ret_code, nsbox_error *err)
 {
+        /* the session's sandboxes end with its connection to nsboxd: killed with SIGKILL, the
+         * session still leaves nothing behind */
+        if (json_is_object(params))
+                json_object_set_new(params, "close_with_client", json_true());
         if (daemon_call(s, "create", params, ret, ret_code, err) < 0)
                 return -1;
         const char *id = json_string_value(json_object_get(*ret, "id"));

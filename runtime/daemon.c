@@ -118,6 +118,7 @@ typedef struct sandbox {
         nsbox_limits limits;
         bool ready, paused;
         bool fresh;               /* handed over from a pool; its refill waits for its first reply */
+        uint64_t bound_client;    /* close_with_client: destroyed when this client (serial) goes */
         time_t created;
         uint64_t expires_ns, ready_deadline_ns;
         uint64_t create_client;
@@ -521,6 +522,8 @@ static json_t *sandbox_json(const daemon_state *d, const sandbox *s)
                               (json_int_t)s->n_calls);
         if (!o)
                 return NULL;
+        if (s->bound_client)
+                json_object_set_new(o, "close_with_client", json_true());
         uint64_t now = now_ns();
         if (s->expires_ns)
                 json_object_set_new(o, "expires_in", json_real(s->expires_ns > now ? (double)(s->expires_ns - now) / 1e9 : 0));
@@ -1120,7 +1123,7 @@ static int sandbox_start(daemon_state *d, sandbox *s, client *c, json_t *id)
 /* ---- create: templates, pools, capacity, lifetimes -------------------------------------------- */
 
 /* create's params that shape no sandbox: they go with a template too */
-static const char *const lifecycle_keys[] = { "labels", "timeout", "idle_timeout", "on_expiry", "wait", "template", NULL };
+static const char *const lifecycle_keys[] = { "labels", "timeout", "idle_timeout", "on_expiry", "wait", "template", "close_with_client", NULL };
 
 static bool is_lifecycle(const char *k)
 {
@@ -1137,6 +1140,7 @@ typedef struct create_req {
         uint64_t timeout_ms, idle_ms;
         int expiry; /* -1: the configuration's; 0 destroy; 1 pause */
         uint64_t wait_ms;
+        bool close_with_client;
 } create_req;
 
 static int seconds_param(json_t *params, const char *key, double max, bool *has, uint64_t *ret_ms, strbuf *why)
@@ -1182,6 +1186,14 @@ static int lifecycle_params(json_t *params, create_req *rq, strbuf *why)
                 }
                 rq->expiry = !strcmp(v, "pause");
         }
+        json_t *cwc = json_object_get(params, "close_with_client");
+        if (cwc && !json_is_null(cwc)) {
+                if (!json_is_boolean(cwc)) {
+                        sb_appendf(why, "'close_with_client' must be true or false");
+                        return -EINVAL;
+                }
+                rq->close_with_client = json_is_true(cwc);
+        }
         return 0;
 }
 
@@ -1221,7 +1233,7 @@ static int parse_req(daemon_state *d, json_t *params, create_req *rq, strbuf *wh
                 }
                 json_object_foreach(params, k, v)
                         if (!is_lifecycle(k) && given(v)) {
-                                sb_appendf(why, "'%.64s' cannot be given with a template (only labels, timeout, idle_timeout, on_expiry, wait)", k);
+                                sb_appendf(why, "'%.64s' cannot be given with a template (only labels, timeout, idle_timeout, on_expiry, close_with_client, wait)", k);
                                 return -EINVAL;
                         }
                 rq->tpl = (int)(tp - d->conf->templates);
@@ -1570,6 +1582,7 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                                 p->owner = c->uid;
                                 p->created = time(NULL);
                                 set_lifetimes(d, p, &rq);
+                                p->bound_client = rq.close_with_client ? c->serial : 0;
                                 d->tpl[rq.tpl].hits++;
                                 p->fresh = true;
                                 pool_later(d, now_ns() + POOL_REFILL_DELAY_NS);
@@ -1614,6 +1627,7 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
         s->goc = goc;
         s->req_start_ns = start_ns;
         set_lifetimes(d, s, &rq);
+        s->bound_client = rq.close_with_client ? c->serial : 0;
         sandbox_start(d, s, c, id);
 out:
         sb_release(&why);
@@ -2384,6 +2398,13 @@ static void client_remove(daemon_state *d, client *c)
                                 json_decref(req);
                         }
                 }
+        /* sandboxes created with close_with_client go with their client: a session (nsbox mcp,
+         * a library user) killed with SIGKILL leaves nothing behind */
+        for (sandbox *s = d->sandboxes, *next; s; s = next) {
+                next = s->next;
+                if (s->bound_client == c->serial)
+                        sandbox_remove(d, s, "not_found", "was destroyed: the client it was created with (close_with_client) disconnected");
+        }
         epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
         close(c->fd);
         sb_release(&c->in);

@@ -223,6 +223,45 @@ PY
         local left; left=$(wait_gone '^sleep 987.654') || fail "the command outlived the session: $left"
 }
 
+# kill -9 of the session: nothing cleans up in nsbox mcp; its sandboxes were created with
+# close_with_client, so nsboxd destroys them when the session's connection closes.
+test_sigkill_of_the_session_leaves_no_sandbox() {
+        local out
+        out=$(python3 - "$NSBOX" "$INIT" <<'PY'
+import json, os, signal, subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def send(m):
+    p.stdin.write(json.dumps(m) + "\n")
+    p.stdin.flush()
+send(json.loads(sys.argv[2]))
+p.stdout.readline()
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "create_sandbox", "arguments": {}}})
+print("created", json.loads(json.loads(p.stdout.readline())["result"]["content"][0]["text"]).get("close_with_client"))
+send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "exec", "arguments": {"shell": "sleep 876.543"}}})
+for _ in range(600):
+    if "sleep 876.543" in subprocess.run(["pgrep", "-af", "^sleep 876.543"], capture_output=True, text=True).stdout:
+        break
+    time.sleep(0.1)
+else:
+    print("sleep never ran")
+print("running", len(json.loads(subprocess.run([sys.argv[1], "ls", "--json"], capture_output=True, text=True).stdout)))
+p.send_signal(signal.SIGKILL)
+print("status", p.wait(timeout=60))
+PY
+)
+        assert_contains "$out" "created True" "create_sandbox's reply: close_with_client"
+        assert_contains "$out" "running 2" "sandboxes while the exec ran (the default one and create_sandbox's)"
+        assert_contains "$out" "status -9" "nsbox mcp after SIGKILL"
+        local i left=""
+        for i in $(seq 100); do
+                left=$(sandboxes)
+                [ -z "$left" ] && break
+                sleep 0.1
+        done
+        assert_eq "" "$left" "sandboxes 10 s after the session was killed"
+        left=$(wait_gone '^sleep 876.543') || fail "the command outlived the killed session: $left"
+}
+
 test_bad_option_is_a_one_line_error() {
         assert_status 125 "$NSBOX" mcp --memory lots
         assert_one_line_error "$OUT"
