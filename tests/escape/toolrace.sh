@@ -123,8 +123,8 @@ print(json.dumps(calls))' "$TEST_TMP")
         python3 -c "$CALLER" "$NSBOX_SOCKET" "$id" 40 "$calls" >"$TEST_TMP/out/calls.out" 2>&1 ||
                 fail "the calls through nsboxd failed: $(tail -n 3 "$TEST_TMP/out/calls.out")"
         # and the same through the command line
-        local i l
-        for i in $(seq 10); do
+        local l
+        for _ in $(seq 10); do
                 for l in l1 l2 l3 l4; do
                         "$NSBOX" call "$id" read_file "{\"path\": \"$l\"}" 2>&1
                         "$NSBOX" call "$id" write_file "{\"path\": \"$l\", \"content\": \"pwned\\n\"}" 2>&1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # docs/threat-model.md's table of promise → test names matches the tests that exist: every name
 # it gives is a test of the file it names, and every escape test is in it.
+# shellcheck source-path=SCRIPTDIR
 . "$(dirname "$0")/../lib.sh"
 : "${NSBOX_SRC:?NSBOX_SRC must point at the source tree}"
 
@@ -55,6 +56,7 @@ test_threat_model_table_names_only_tests_that_exist() {
         echo "    $(cat "$TEST_TMP/count") in $doc" >&2
         assert_eq "" "$out" "problems with the table of $doc"
         # control: a name that does not exist, a test left out, a malformed name are each found
+        # shellcheck disable=SC2016 # the backquotes are the table's
         sed -e 's/`escape\/cross.sh:two_run_sandboxes_cannot_reach_each_other`, //' \
                 -e 's/`vm\/guest.sh:pids_forkbomb`/`vm\/guest.sh:pids_forkbomb_absent`/' \
                 -e 's/`escape\/syscalls.sh:bpf_is_refused`/`escape\/syscalls.sh:bpf_is_gone`, `syscalls:bpf`/' "$doc" >"$TEST_TMP/bad.md"
