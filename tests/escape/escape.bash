@@ -15,9 +15,38 @@
 #                   refuses destructive attacks there.
 PROBE=$NSBOX_BUILD/tests/probe
 [ -x "$PROBE" ] || { echo "escape tests need $PROBE (make $PROBE)" >&2; exit 1; }
-PROBE_OPTS=()   # extra nsbox options for probe_in_sandbox
-PROBE_OUT=      # the last probe line (probe_in_sandbox)
+PROBE_OPTS=()   # extra nsbox options for probe_in_sandbox and probe_in_daemon
+PROBE_OUT=      # the last probe line (probe_in_sandbox, probe_in_daemon)
+PROBE_OUTS=()   # every probe line of the last assert_held, one per kind of sandbox
 CONTROL_OUT=    # the last control's output (control_host)
+
+# Every file has its own nsboxd, on a socket of its own (short: a unix socket path is < 108
+# bytes), started by the first `nsbox create` and stopped with its sandboxes when the file ends.
+ESCAPE_DIR=$(mktemp -d /tmp/nsbox-esc.XXXXXX) || exit 1
+chmod 0755 "$ESCAPE_DIR"
+export NSBOX_SOCKET="$ESCAPE_DIR/d.sock"
+stop_escape_daemon() {
+        local st=$? pid
+        pid=$(daemon_pid)
+        if [ -n "$pid" ]; then
+                kill -TERM "$pid" 2>/dev/null
+                wait_pids_gone 5 "$pid" >/dev/null || kill -KILL "$pid" 2>/dev/null
+        fi
+        rm -rf "$ESCAPE_DIR"
+        return $st
+}
+trap stop_escape_daemon EXIT
+
+# A sandbox of nsboxd, removed when the test ends (see at_exit): its id in the variable VAR.
+DAEMON_SANDBOXES=""
+new_daemon_sandbox() { # VAR [nsbox create options]
+        local _var=$1 _sid; shift
+        _sid=$("$NSBOX" create "$@" 2>&1) || fail "nsbox create $*: $_sid"
+        [[ $_sid =~ ^[0-9a-f]{32}$ ]] || fail "nsbox create printed '$_sid', not a 32-hex-digit id"
+        DAEMON_SANDBOXES="$DAEMON_SANDBOXES $_sid"
+        at_exit "\"\$NSBOX\" rm -f $_sid >/dev/null 2>&1"
+        printf -v "$_var" %s "$_sid"
+}
 
 # The probe in a sandbox, the probe directory bound at /probe; extra nsbox options in PROBE_OPTS.
 # Sets PROBE_OUT, prints it on stdout and stderr, returns the probe's (or nsbox's) status.
@@ -26,17 +55,41 @@ probe_in_sandbox() { # attack [args...]
         PROBE_OUT=$("$NSBOX" run "${PROBE_OPTS[@]}" --bind "$NSBOX_BUILD/tests:/probe" -- /probe/probe "$@" </dev/null 2>&1)
         st=$?
         printf '%s\n' "$PROBE_OUT"
-        printf '    sandbox: %s [exit %s]\n' "$PROBE_OUT" "$st" >&2
+        printf '    nsbox run: probe %s: %s [exit %s]\n' "$*" "$PROBE_OUT" "$st" >&2
         return "$st"
 }
 
-# The attack must fail inside the sandbox.
-assert_held() { # attack [args...]
-        local st
-        probe_in_sandbox "$@"
+# The same in a sandbox of nsboxd (nsbox create, then nsbox exec), removed afterwards.
+probe_in_daemon() { # attack [args...]
+        local st id
+        id=$("$NSBOX" create "${PROBE_OPTS[@]}" --bind "$NSBOX_BUILD/tests:/probe" 2>&1) ||
+                { PROBE_OUT="nsbox create failed: $id"; echo "    $PROBE_OUT" >&2; return 125; }
+        PROBE_OUT=$("$NSBOX" exec "$id" -- /probe/probe "$@" </dev/null 2>&1)
         st=$?
-        [ "$st" = 0 ] || fail "attack '$1' was not refused inside the sandbox (probe exit $st)"
-        assert_contains "$PROBE_OUT" "attack $1: refused:" "probe output"
+        "$NSBOX" rm -f "$id" >/dev/null 2>&1
+        printf '%s\n' "$PROBE_OUT"
+        printf '    nsboxd sandbox (create + exec): probe %s: %s [exit %s]\n' "$*" "$PROBE_OUT" "$st" >&2
+        return "$st"
+}
+
+# The attack must fail inside the sandbox: in one of `nsbox run` and one of nsboxd.
+assert_held() { # attack [args...]
+        local st kind
+        PROBE_OUTS=()
+        for kind in sandbox daemon; do
+                "probe_in_$kind" "$@" >/dev/null
+                st=$?
+                PROBE_OUTS+=("$PROBE_OUT")
+                [ "$st" = 0 ] || fail "attack '$1' was not refused inside the $kind sandbox (probe exit $st): $PROBE_OUT"
+                assert_contains "$PROBE_OUT" "attack $1: refused:" "probe output ($kind sandbox)"
+        done
+}
+
+# Each probe line of the last assert_held says TEXT.
+assert_probe_says() { # text
+        local o
+        [ "${#PROBE_OUTS[@]}" -gt 0 ] || fail "assert_probe_says: no probe ran"
+        for o in "${PROBE_OUTS[@]}"; do assert_contains "$o" "$1" "probe output"; done
 }
 
 control_host() { # attack [args...]; sets CONTROL_OUT

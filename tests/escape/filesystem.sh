@@ -93,7 +93,7 @@ ok" "writes to /workspace, /tmp and /dev/shm"
 
 test_proc_sys_is_not_writable() {
         assert_held proc_sys_write
-        assert_contains "$PROBE_OUT" "/proc/sys is a read-only mount"
+        assert_probe_says "/proc/sys is a read-only mount"
         if [ "$TEST_AS" = user ]; then control_host proc_sys_write; fi # as a user: nothing can be written, /proc/sys is rw
 }
 
@@ -163,7 +163,7 @@ test_readonly_bind_cannot_be_written_or_remounted() {
         before=$(cd "$SCRATCH/ro" && sha256sum file && ls -la --time-style=+%s)
         PROBE_OPTS=(--bind "$SCRATCH/ro:/data")
         assert_held remount_rw /data
-        assert_contains "$PROBE_OUT" "'/data' still read-only"
+        assert_probe_says "'/data' still read-only"
         PROBE_OPTS=()
         out=$("$NSBOX" run --bind "$SCRATCH/ro:/data" -- sh -c 'echo pwned >/data/file; echo pwned >>/data/file; touch /data/new;
                 mkdir /data/dir; rm -f /data/file; mv /data/file /data/moved; chmod 0600 /data/file; ln -s x /data/link; true' 2>&1)

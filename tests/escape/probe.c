@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <linux/bpf.h>
 #include <linux/capability.h>
+#include <linux/if_alg.h>
 #include <linux/if_ether.h>
 #include <linux/io_uring.h>
 #include <linux/keyctl.h>
@@ -29,6 +30,7 @@
 #include <linux/sched.h>
 #include <linux/tiocl.h>
 #include <linux/userfaultfd.h>
+#include <linux/vm_sockets.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -66,6 +68,7 @@
 #endif
 #define X32_SYSCALL_BIT 0x40000000L
 #define HIGH_BITS 0xffffffff00000000UL
+#define ONE_HIGH_BIT 0x100000000UL
 
 /* ---- the result line ---------------------------------------------------------------------- */
 
@@ -750,6 +753,11 @@ static void tiocsti_on(int fd, const char *name)
         snprintf(what, sizeof(what), "TIOCSTI|0xffffffff00000000 on %s", name);
         r = CALL(syscall(SYS_ioctl, fd, (unsigned long)TIOCSTI | HIGH_BITS, &c));
         expect_eperm(what, r, e);
+        /* CVE-2019-10063: the kernel takes the command as 32 bits, a filter that compares all 64
+         * lets 0x100005412 through */
+        snprintf(what, sizeof(what), "ioctl 0x%lx (TIOCSTI|1<<32) on %s", (unsigned long)TIOCSTI | ONE_HIGH_BIT, name);
+        r = CALL(syscall(SYS_ioctl, fd, (unsigned long)TIOCSTI | ONE_HIGH_BIT, &c));
+        expect_eperm(what, r, e);
 }
 
 /* In a child: a new pty as the controlling terminal of a new session, where TIOCSTI is allowed
@@ -772,7 +780,7 @@ static long pty_tiocsti(long high)
                 return -2;
         }
         char c = '#';
-        unsigned long cmd = (unsigned long)TIOCSTI | (high ? HIGH_BITS : 0);
+        unsigned long cmd = (unsigned long)TIOCSTI | (high == 1 ? HIGH_BITS : high == 2 ? ONE_HIGH_BIT : 0);
         return syscall(SYS_ioctl, s, cmd, &c);
 }
 
@@ -788,9 +796,10 @@ static void atk_tiocsti(int argc, char **argv)
                 tiocsti_on(t, "/dev/tty");
                 close(t);
         }
-        for (long high = 0; high < 2; high++) {
-                const char *what = high ? "TIOCSTI|0xffffffff00000000 on an own pty (controlling tty)"
-                                        : "TIOCSTI on an own pty (controlling tty)";
+        for (long high = 0; high < 3; high++) {
+                const char *what = high == 1   ? "TIOCSTI|0xffffffff00000000 on an own pty (controlling tty)"
+                                   : high == 2 ? "ioctl 0x100005412 (TIOCSTI|1<<32) on an own pty (controlling tty)"
+                                               : "TIOCSTI on an own pty (controlling tty)";
                 child_result c = in_child(pty_tiocsti, high);
                 if (!c.ran)
                         note("%s: the child did not report (signal %d)", what, c.sig);
@@ -1346,6 +1355,171 @@ static void atk_fd_leak(int argc, char **argv)
                 note("cwd %s", cwd);
 }
 
+/* CVE-2024-21626 (runc): a directory fd or a cwd that leads out of the root.  Inside the root,
+ * ".." stops at "/": 64 of them from any directory of the sandbox end at the sandbox's own "/",
+ * from a host directory that leaked in they end at the host's "/", another inode.  Every fd and
+ * cwd of every process the probe can see is tried, and through each the host marker (argv[2])
+ * is opened the way the exploit does, /proc/PID/fd/N/../../..MARKER (so the marker must not be
+ * in the probe's own root: a host file, or one outside a chroot). */
+static struct stat root_st;
+static int dirs_tried, dirs_unreadable, dirs_out;
+
+/* The first few ways out are enough to show; the rest are counted. */
+#define escape_found(...)                         \
+        do {                                      \
+                if (dirs_out++ < 4)               \
+                        breach(__VA_ARGS__);      \
+                else                              \
+                        escaped = true;           \
+        } while (0)
+
+static void try_dir(const char *path, const char *marker)
+{
+        struct stat st;
+        if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+                return; /* a pipe, a socket, a file: nothing to walk up from */
+        dirs_tried++;
+        char up[PATH_MAX];
+        for (int depth = 3; depth <= 64; depth += 61) {
+                int n = snprintf(up, sizeof(up), "%s", path);
+                for (int i = 0; i < depth && n < (int)sizeof(up) - 8; i++)
+                        n += snprintf(up + n, sizeof(up) - (size_t)n, "/..");
+                if (depth == 64) {
+                        if (stat(up, &st) < 0)
+                                note("%s/..(x64): %s", path, strerror(errno));
+                        else if (st.st_dev != root_st.st_dev || st.st_ino != root_st.st_ino)
+                                escape_found("%s leads out of the root (64 '..' end at device %u:%u inode %lu, not the root)", path,
+                                       major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino);
+                }
+                if (!marker || n + strlen(marker) >= sizeof(up))
+                        continue;
+                snprintf(up + n, sizeof(up) - (size_t)n, "%s", marker);
+                int fd = open(up, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        char buf[128];
+                        ssize_t r = read(fd, buf, sizeof(buf) - 1);
+                        buf[r > 0 ? r : 0] = '\0';
+                        buf[strcspn(buf, "\n")] = '\0';
+                        escape_found("opened the host marker as %s: '%s'", up, buf);
+                        close(fd);
+                }
+        }
+}
+
+static void atk_fd_escape(int argc, char **argv)
+{
+        const char *marker = argc > 2 ? argv[2] : NULL;
+        if (stat("/", &root_st) < 0) {
+                breach("stat /: %s", strerror(errno));
+                return;
+        }
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof(cwd)))
+                breach("getcwd: %s (the cwd is outside the root)", strerror(errno));
+        else if (cwd[0] != '/')
+                breach("the cwd is outside the root: %s", cwd);
+        else
+                note("cwd %s", cwd);
+        try_dir(".", marker);
+        DIR *procs = opendir("/proc");
+        if (!procs) {
+                breach("/proc: %s", strerror(errno));
+                return;
+        }
+        int pids = 0, fds = 0;
+        char self[32];
+        snprintf(self, sizeof(self), "%d", (int)getpid());
+        /* itself first: what it was given is the likeliest leak */
+        for (struct dirent *p, self_ent = { .d_name = "self" }; (p = pids ? readdir(procs) : &self_ent);) {
+                if (pids && (p->d_name[0] < '0' || p->d_name[0] > '9' || !strcmp(p->d_name, self)))
+                        continue;
+                pids++;
+                char path[PATH_MAX];
+                static const char *const links[] = { "cwd", "root" };
+                for (size_t i = 0; i < 2; i++) {
+                        snprintf(path, sizeof(path), "/proc/%s/%s", p->d_name, links[i]);
+                        try_dir(path, marker);
+                }
+                snprintf(path, sizeof(path), "/proc/%s/fd", p->d_name);
+                DIR *d = opendir(path);
+                if (!d) {
+                        dirs_unreadable++;
+                        continue;
+                }
+                for (struct dirent *f; (f = readdir(d));) {
+                        if (f->d_name[0] == '.')
+                                continue;
+                        char fdp[PATH_MAX];
+                        snprintf(fdp, sizeof(fdp), "/proc/%s/fd/%s", p->d_name, f->d_name);
+                        fds++;
+                        try_dir(fdp, marker);
+                }
+                closedir(d);
+        }
+        closedir(procs);
+        if (dirs_out > 4)
+                note("... %d ways out in all", dirs_out);
+        note("%d processes, %d fds, %d directories (fds, cwds, roots) walked up, %d fd lists unreadable", pids, fds, dirs_tried,
+             dirs_unreadable);
+        if (!fds)
+                breach("no fd could be looked at: the attack was not run");
+}
+
+/* A socket family the policy refuses, by name.  The first try is the real socket; the second
+ * asks for an invalid type, which the kernel refuses with EINVAL before it looks at the family:
+ * EAFNOSUPPORT or EPERM there can only be the filter's, so a kernel without the family (no
+ * module) cannot pass for a refusal. */
+static void socket_family(int family, int type, int proto, const char *name)
+{
+        int e;
+        char what[96];
+        long r = CALL(syscall(SYS_socket, family, type | SOCK_CLOEXEC, proto));
+        snprintf(what, sizeof(what), "socket(%s)", name);
+        expect_fail(what, r, e);
+        if (r >= 0) {
+                if (family == AF_ALG) {
+                        struct sockaddr_alg sa = { .salg_family = AF_ALG, .salg_type = "hash", .salg_name = "sha256" };
+                        long b = CALL(bind((int)r, (struct sockaddr *)&sa, sizeof(sa)));
+                        note("bind hash/sha256: %s", b < 0 ? strerror(e) : "ok");
+                } else if (family == AF_VSOCK) {
+                        struct sockaddr_vm vm = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_HOST, .svm_port = 22 };
+                        long c = CALL(connect((int)r, (struct sockaddr *)&vm, sizeof(vm)));
+                        note("connect to the host's cid port 22: %s", c < 0 ? strerror(e) : "connected");
+                }
+                close((int)r);
+        }
+        r = CALL(syscall(SYS_socket, family, 99 | SOCK_CLOEXEC, proto));
+        snprintf(what, sizeof(what), "socket(%s, invalid type 99)", name);
+        if (r < 0 && (e == EAFNOSUPPORT || e == EPERM))
+                note("%s: %s (the filter's answer)", what, strerror(e));
+        else if (r < 0)
+                breach("%s reached the kernel (%s): no filter rule for %s", what, strerror(e), name);
+        else
+                breach("%s SUCCEEDED (returned %ld)", what, r);
+        if (r >= 0)
+                close((int)r);
+}
+
+static void atk_af_packet(int argc, char **argv)
+{
+        (void)argc, (void)argv;
+        socket_family(AF_PACKET, SOCK_RAW, 0x0300 /* htons(ETH_P_ALL) */, "AF_PACKET, SOCK_RAW, ETH_P_ALL");
+        socket_family(AF_PACKET, SOCK_DGRAM, 0, "AF_PACKET, SOCK_DGRAM");
+}
+
+static void atk_af_vsock(int argc, char **argv)
+{
+        (void)argc, (void)argv;
+        socket_family(AF_VSOCK, SOCK_STREAM, 0, "AF_VSOCK, SOCK_STREAM");
+        socket_family(AF_VSOCK, SOCK_DGRAM, 0, "AF_VSOCK, SOCK_DGRAM");
+}
+
+static void atk_af_alg(int argc, char **argv)
+{
+        (void)argc, (void)argv;
+        socket_family(AF_ALG, SOCK_SEQPACKET, 0, "AF_ALG, SOCK_SEQPACKET");
+}
+
 static void atk_host_pids(int argc, char **argv)
 {
         DIR *d = opendir("/proc");
@@ -1487,6 +1661,10 @@ static const attack attacks[] = {
         { "proc_exe_write", atk_proc_exe_write, true, "open /proc/self/exe and /proc/1/exe for writing (also via O_PATH)" },
         { "proc1_mem", atk_proc1_mem, false, "read pid 1's mem, environ, cwd, root, fds" },
         { "fd_leak", atk_fd_leak, false, "only fds 0-2 open; cwd inside the sandbox" },
+        { "fd_escape", atk_fd_escape, false, "every visible fd, cwd and root walked up: none leads out of the root (argv[2]: a host file)" },
+        { "af_packet", atk_af_packet, false, "socket(AF_PACKET) raw and dgram; an invalid type shows who refused" },
+        { "af_vsock", atk_af_vsock, false, "socket(AF_VSOCK) stream and dgram, connect to the host's cid" },
+        { "af_alg", atk_af_alg, false, "socket(AF_ALG), bind hash/sha256" },
         { "host_pids", atk_host_pids, false, "few pids in /proc; pid 1 is not the host's init (argv[2])" },
         { "dev_nodes", atk_dev_nodes, false, "/dev holds only the expected nodes" },
 };

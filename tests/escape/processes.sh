@@ -78,7 +78,7 @@ test_process_vm_readv_of_pid1_is_refused() {
 
 test_pid1_memory_and_fds_are_unreadable() {
         assert_held proc1_mem
-        assert_contains "$PROBE_OUT" "read /proc/1/mem: Permission denied"
+        assert_probe_says "read /proc/1/mem: Permission denied"
         # harmless: reads only
         if [ "$TEST_AS" = root ]; then control_host proc1_mem; else control_userns --mount --pid --fork --mount-proc -- proc1_mem; fi
 }
@@ -87,27 +87,50 @@ test_pid1_memory_and_fds_are_unreadable() {
 # this); the probe checks that init still runs and is not stopped.
 test_kill_pid1_leaves_init_running() {
         assert_held kill_pid1
-        assert_contains "$PROBE_OUT" "pid 1 still alive"
+        assert_probe_says "pid 1 still alive"
 }
 
-test_tiocsti_is_refused() {
+# CVE-2019-10063 (flatpak): a filter that compares the whole 64-bit ioctl command lets
+# TIOCSTI through with high bits set (the kernel uses the low 32): 0x100005412 and
+# 0xffffffff00005412, on fd 0, /dev/tty and a pty the sandbox makes its controlling terminal.
+test_cve_2019_10063_tiocsti_high_bit_ioctl_fails() {
         assert_held tiocsti
-        assert_contains "$PROBE_OUT" "TIOCSTI on an own pty (controlling tty): Operation not permitted"
+        assert_probe_says "TIOCSTI on an own pty (controlling tty): Operation not permitted"
+        assert_probe_says "ioctl 0x100005412 (TIOCSTI|1<<32) on an own pty (controlling tty): Operation not permitted"
+        assert_probe_says "TIOCSTI|0xffffffff00000000 on an own pty (controlling tty): Operation not permitted"
         control_host tiocsti # harmless: stdin is /dev/null; the pty is the probe's own
+        assert_contains "$CONTROL_OUT" "ioctl 0x100005412 (TIOCSTI|1<<32) on an own pty (controlling tty) SUCCEEDED" "control"
 }
 
-# The caller's terminal: a pty from script(1) is nsbox's stdin, and the sandbox tries to push
-# input into it.  Outside a sandbox the same probe succeeds on it (it is the controlling tty).
-test_tiocsti_into_the_callers_terminal_is_refused() {
-        command -v script >/dev/null || skip "script (util-linux) is not installed"
-        local out st
+# CVE-2017-5226 (bubblewrap): the caller's terminal.  A pty from script(1) is nsbox's stdin, and
+# the sandbox tries to push input into it; and an nsboxd started from that terminal (by its
+# first nsbox create) must not hand it to its sandboxes either.  Outside a sandbox the same
+# probe succeeds on it (it is the controlling tty).
+test_cve_2017_5226_tiocsti_into_callers_terminal_fails() {
+        command -v script >/dev/null || fail "this test needs script (util-linux) for a terminal"
+        local out st sock="$TEST_TMP/tty.sock"
         out=$(script -qec "'$NSBOX' run --bind '$NSBOX_BUILD/tests:/probe' -- /probe/probe tiocsti" /dev/null </dev/null 2>&1)
         st=$?
         out=$(printf '%s' "$out" | tr -d '\r')
-        echo "    sandbox on a pty: $out [exit $st]" >&2
+        echo "    nsbox run on a pty: $out [exit $st]" >&2
         [ "$st" = 0 ] || fail "TIOCSTI into the caller's terminal was not refused (exit $st)"
         assert_contains "$out" "fd 0 is a terminal"
         assert_contains "$out" "TIOCSTI on fd 0: Operation not permitted"
+        assert_contains "$out" "ioctl 0x100005412 (TIOCSTI|1<<32) on fd 0: Operation not permitted"
+        assert_not_contains "$out" "#" "the terminal's output (an injected '#' would be echoed)"
+        # nsboxd started from the terminal: its sandbox's command has neither it nor /dev/tty
+        # shellcheck disable=SC2016
+        printf '%s\n' 'id=$("$NSBOX" create --bind "$NSBOX_BUILD/tests:/probe") && "$NSBOX" exec "$id" -- /probe/probe tiocsti' \
+                'echo "[exit $?]"; "$NSBOX" rm -f "$id"' >"$TEST_TMP/tty.sh"
+        out=$(NSBOX_SOCKET=$sock script -qec "sh '$TEST_TMP/tty.sh'" /dev/null </dev/null 2>&1)
+        # the daemon this started is stopped by the file's own: a socket of its own
+        NSBOX_SOCKET=$sock daemon_pid >"$TEST_TMP/tty.pid"
+        [ -s "$TEST_TMP/tty.pid" ] && at_exit "kill $(cat "$TEST_TMP/tty.pid") 2>/dev/null"
+        out=$(printf '%s' "$out" | tr -d '\r')
+        echo "    nsboxd sandbox, daemon started on a pty: $out" >&2
+        assert_contains "$out" "[exit 0]" "the probe in the nsboxd sandbox"
+        assert_contains "$out" "fd 0 is not a terminal"
+        assert_contains "$out" "open /dev/tty: No such device or address"
         assert_not_contains "$out" "#" "the terminal's output (an injected '#' would be echoed)"
         # control: the probe run directly on such a pty injects into it
         out=$(script -qec "'$PROBE' tiocsti" /dev/null </dev/null 2>&1)
@@ -141,20 +164,79 @@ test_host_fd_does_not_leak() {
         exec 7</etc/passwd
         exec 8<>"$TEST_TMP/fd8"
         assert_held fd_leak
-        assert_contains "$PROBE_OUT" "cwd /workspace"
+        assert_probe_says "cwd /workspace"
         control_host fd_leak # only lists its fds
         assert_contains "$CONTROL_OUT" "fd 7 is open: /etc/passwd" "control"
 }
 
-test_nsbox_binary_is_not_writable_through_proc_exe() {
+# runc CVE-2019-5736: a process of the sandbox opens /proc/self/exe or /proc/1/exe (the agent,
+# i.e. the nsbox binary) and writes the host's binary through it.  Both binaries stay as they were.
+test_cve_2019_5736_proc_self_exe_overwrite_fails() {
         local before after
-        before=$(sha256sum <"$NSBOX")
+        before=$(sha256sum "$NSBOX" "$NSBOX_BUILD/nsboxd")
         assert_held proc_exe_write
-        assert_contains "$PROBE_OUT" "/proc/1/exe O_PATH: Permission denied"
-        after=$(sha256sum <"$NSBOX")
-        assert_eq "$before" "$after" "sha256 of $NSBOX"
+        assert_probe_says "/proc/1/exe O_PATH: Permission denied"
+        assert_probe_says "open /proc/self/exe O_WRONLY:"
+        after=$(sha256sum "$NSBOX" "$NSBOX_BUILD/nsboxd")
+        assert_eq "$before" "$after" "sha256 of the nsbox binaries"
         # control: as pid 1 of its own pid namespace, the probe reaches its own /proc/1/exe
         control_userns --mount --pid --fork --mount-proc -- proc_exe_write
+}
+
+# runc CVE-2024-21626: a host directory fd leaked into the sandbox (or a cwd set through
+# /proc/self/fd/N) walks up to the host's root.  The caller holds directory fds on the host (its
+# test directory, /, its home) and runs from a host directory; in the sandbox every fd, cwd and
+# root of every process it can see must lead nowhere out of its root, nor open the host marker
+# as /proc/PID/fd/N/../../..MARKER.  Then the exploit itself: a command whose working directory
+# is /proc/self/fd/N, for N from 3 to 40, through nsbox exec --cwd and nsbox run --workdir.
+test_cve_2024_21626_leaked_fd_and_cwd_lead_nowhere() {
+        local marker="$TEST_TMP/cve-2024-21626.marker" secret="nsbox-secret-$$-$RANDOM" before n out st id ran=0
+        chmod 0755 "$TEST_TMP"
+        printf '%s\n' "$secret" >"$marker"
+        chmod 0644 "$marker"
+        before=$(sha256sum "$marker")
+        exec 7<"$TEST_TMP" 8</ 9<"$(caller_home)"
+        cd "$TEST_TMP" || fail "cd $TEST_TMP"
+        assert_held fd_escape "$marker"
+        assert_probe_says "directories (fds, cwds, roots) walked up"
+        local o
+        for o in "${PROBE_OUTS[@]}"; do assert_not_contains "$o" "$secret" "probe output"; done
+        new_daemon_sandbox id --bind "$NSBOX_BUILD/tests:/probe"
+        for n in $(seq 3 40); do
+                out=$("$NSBOX" exec --cwd "/proc/self/fd/$n" "$id" -- /probe/probe fd_escape "$marker" </dev/null 2>&1)
+                st=$?
+                case $out in *"attack fd_escape"*) ran=$((ran + 1)) ;; esac
+                [ "$st" = 1 ] && fail "nsbox exec --cwd /proc/self/fd/$n: the command's cwd leads out of the sandbox: $out"
+                assert_not_contains "$out" "$secret" "nsbox exec --cwd /proc/self/fd/$n"
+                out=$("$NSBOX" run --workdir "/proc/self/fd/$n" --bind "$NSBOX_BUILD/tests:/probe" -- /probe/probe fd_escape "$marker" </dev/null 2>&1)
+                st=$?
+                case $out in *"attack fd_escape"*) ran=$((ran + 1)) ;; esac
+                [ "$st" = 1 ] && fail "nsbox run --workdir /proc/self/fd/$n: the command's cwd leads out of the sandbox: $out"
+                assert_not_contains "$out" "$secret" "nsbox run --workdir /proc/self/fd/$n"
+        done
+        echo "    cwd /proc/self/fd/N, N=3..40: the probe ran in $ran of 76 commands (the others were refused)," \
+                "none of them outside the sandbox" >&2
+        assert_eq "$before" "$(sha256sum "$marker")" "the host marker"
+        control_chroot_fd_escape "$marker"
+}
+
+# Control: the probe chroot()ed into a directory of TEST_TMP, holding fd 7 on TEST_TMP (outside
+# that root): it must see fd 7 lead out, and read the marker through it.  Only reads.
+control_chroot_fd_escape() { # marker
+        local root="$TEST_TMP/chroot" out st ns=(--mount)
+        mkdir -p "$root/usr" "$root/proc"
+        ln -sfn usr/lib "$root/lib"
+        ln -sfn usr/lib64 "$root/lib64"
+        cp "$PROBE" "$root/probe"
+        [ "$TEST_AS" = user ] && ns=(--user --map-root-user --mount)
+        # shellcheck disable=SC2016
+        out=$(unshare "${ns[@]}" --propagation private sh -c 'mount --rbind /usr "$1/usr" && mount --rbind /proc "$1/proc" &&
+                exec 7<"$2" && exec "$4" "$1" /probe fd_escape "$3"' sh "$root" "$TEST_TMP" "$1" "$(command -v chroot || echo /usr/sbin/chroot)" </dev/null 2>&1)
+        st=$?
+        echo "    control (chroot with a directory fd from outside): $out [exit $st]" >&2
+        [ "$st" = 1 ] || fail "control: the chroot()ed probe should see fd 7 lead out of its root (exit 1), got $st: $out"
+        assert_contains "$out" "/fd/7 leads out of the root" "control"
+        assert_contains "$out" "opened the host marker" "control"
 }
 
 run_tests

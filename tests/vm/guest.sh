@@ -39,6 +39,8 @@ nsboxd_leaf:root:nsboxd_leaf
 limits_written:root:limits_written
 daemon_oom:root:daemon_oom
 exec_pids_limited:root:exec_pids_limited
+run_pids_forkbomb:root:run_pids_forkbomb
+daemon_disk_enospc:root:daemon_disk_enospc
 rm_while_paused:root:rm_while_paused
 smoke_run_user:user:smoke_run
 memory_oom:user:memory_oom
@@ -49,6 +51,8 @@ pause_resume:user:pause_resume
 no_cgroup_leaks:user:no_cgroup_leaks
 limits_written:user:limits_written
 daemon_oom:user:daemon_oom
+run_pids_forkbomb:user:run_pids_forkbomb
+daemon_disk_enospc:user:daemon_disk_enospc
 exec_pids_limited:user:exec_pids_limited
 rm_while_paused:user:rm_while_paused
 "
@@ -611,6 +615,62 @@ t_exec_pids_limited() {
         out=$(nsbox call "$id" exec '{"cmd": ["true"]}' 2>&1 | tr -d ' \n')
         expect "reason of an exec after the limit was hit" exited "$(jget "$out" reason)"
         nsbox rm "$id" || check "nsbox rm failed"
+        finish
+}
+
+# A fork bomb under nsbox run (pids_forkbomb is nsboxd's): pids.max holds it, the guest's
+# process count stays bounded, the command's shell still finishes, the result says
+# pids_limited, and no bomb process outlives the sandbox.
+t_run_pids_forkbomb() {
+        P=$VMTEST_CGPARENT
+        before=$(all_procs | wc -l)
+        nsbox run --pids 64 --json -- sh -c 'sleep 4 & s=$!; (b(){ b|b& }; b) 2>/dev/null & wait $s; echo survived' \
+                > "$T/out" 2> "$T/err" &
+        pid=$!
+        sleep 2
+        during=$(all_procs | wc -l)
+        wait $pid
+        ST=$?
+        JSON=$(tail -n 1 "$T/err")
+        case $JSON in "{"*"}") ;; *) JSON= ;; esac
+        note "processes in the guest: $before before, $during during the bomb"
+        note "exit status $ST; stdout: $(oneline < "$T/out"); stderr: $(tail -n 3 "$T/err" | oneline 600)"
+        no_nsbox_error "nsbox run --pids 64 -- fork bomb"
+        require_json "nsbox run --pids 64 --json -- fork bomb"
+        expect "exit status" 0 "$ST"
+        expect "stdout" survived "$(cat "$T/out")"
+        expect pids_limited true "$(jget "$JSON" pids_limited)"
+        [ "$during" -le $((before + 64 + 8)) ] ||
+                check "$during processes in the guest during the bomb, $before before: more than the sandbox's 64 (+8 for nsbox)"
+        wait_for 10 no_procs_matching 'b|b&' ||
+                check "fork bomb processes left 10 s after nsbox run ended: $(procs_matching 'b|b&' | wc -l)"
+        left=$(cg_leftovers "$P")
+        [ -z "$left" ] || check "left under $P: $(echo "$left" | oneline)"
+        finish
+}
+
+# Disk fill in an nsboxd sandbox (disk_enospc is nsbox run's): ENOSPC inside, the guest's /tmp
+# grows by no more than the limit, the agent's write_file says too_large, the sandbox still
+# answers, and its space is given back by nsbox rm.
+t_daemon_disk_enospc() {
+        used() { df -k /tmp | awk 'NR == 2 { print $3 }'; }
+        before=$(used)
+        id=$(nsbox create --disk 32M 2> "$T/err") || fail "nsbox create --disk 32M: $(oneline < "$T/err")"
+        out=$(nsbox exec "$id" -- sh -c 'dd if=/dev/zero of=/workspace/big bs=1M count=100; echo "rc=$?"' 2>&1)
+        grew=$(($(used) - before))
+        note "exec dd 100 MiB: $(echo "$out" | oneline); the guest's /tmp grew by $grew KiB"
+        echo "$out" | grep -q "No space left on device" ||
+                check "writing 100 MiB to /workspace in a --disk 32M sandbox did not report 'No space left on device'"
+        echo "$out" | grep -q '^rc=0$' && check "dd of 100 MiB to /workspace succeeded"
+        [ "$grew" -le $((36 * 1024)) ] || check "the guest's /tmp grew by $grew KiB, more than the 32 MiB limit"
+        r=$(nsbox call "$id" write_file "{\"path\": \"more.txt\", \"content\": \"$(head -c 65536 /dev/zero | tr '\0' x)\"}" 2>&1)
+        note "write_file 64 KiB on the full disk: $(echo "$r" | oneline)"
+        echo "$r" | grep -q too_large || check "write_file on a full disk did not say too_large: $(echo "$r" | oneline)"
+        out=$(nsbox exec "$id" -- echo alive 2>&1)
+        expect "an exec afterwards" alive "$out"
+        nsbox rm "$id" || check "nsbox rm $id failed"
+        wait_for 10 sh -c "[ \$(df -k /tmp | awk 'NR == 2 { print \$3 }') -le $((before + 4096)) ]" ||
+                check "after nsbox rm the guest's /tmp is still $(($(used) - before)) KiB bigger than before"
         finish
 }
 
