@@ -6,6 +6,7 @@
 #   make install PREFIX=/usr DESTDIR=/tmp/pkg
 #   make SANITIZE=address,undefined check
 #   make fuzz                 libFuzzer harnesses (tests/fuzz), FUZZ_SECONDS (60) each; needs clang
+#   make valgrind             the unit tier under valgrind (not part of check)
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
@@ -74,7 +75,7 @@ UNIT_OBJS += $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz-replay/%.o)
 PROBE_SRCS := $(wildcard tests/escape/*.c)
 PROBES := $(PROBE_SRCS:tests/escape/%.c=$(B)/tests/%)
 
-.PHONY: all check unit integration escape vm bench install uninstall clean fuzz fuzz-binaries
+.PHONY: all check unit integration escape vm bench install uninstall clean fuzz fuzz-binaries valgrind
 all: $(B)/nsbox $(B)/nsboxd
 
 # Objects depend on the flags they were built with: `make install PREFIX=/usr` after a plain
@@ -123,6 +124,12 @@ fuzz-binaries: $(FUZZ_NAMES:%=$(B)/fuzz/%)
 $(B)/fuzz/%: tests/fuzz/%.c $(B)/libnsbox.a $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libnsbox.a $(PKG_LIBS) $(GIT_LIBS)
+
+# The unit tier in one process under valgrind (CK_FORK=no: valgrind follows no forked test).
+# Not part of check: valgrind 3.19 (Debian 12) has no openat2(2), which the tools need (README).
+valgrind: $(B)/tests/unit
+	@command -v valgrind >/dev/null || { echo "make valgrind: valgrind is missing (apt-get install valgrind)"; exit 1; }
+	NSBOX_SRC=$(CURDIR) NSBOX_BUILD=$(abspath $(B)) TIERS=valgrind tests/run
 
 # Escape probes run inside sandboxes: plain C programs issuing the attacks directly.
 # They are never sanitizer builds: a sanitizer runtime inside the sandbox would add its own
@@ -173,6 +180,6 @@ uninstall:
 	rm -rf $(DESTDIR)$(DATADIR)/nsbox
 
 clean:
-	rm -rf $(B)
+	rm -rf $(B) $(FUZZ_B)
 
 -include $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(FUZZ_NAMES:%=$(B)/fuzz/%.d) $(CLI_SRCS:%.c=$(B)/%.d)
