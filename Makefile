@@ -5,6 +5,8 @@
 #   make bench                benchmarks against peers (not part of check)
 #   make install PREFIX=/usr DESTDIR=/tmp/pkg
 #   make SANITIZE=address,undefined check
+#   make fuzz                 libFuzzer harnesses (tests/fuzz), FUZZ_SECONDS (60) each; needs clang
+#   make valgrind             the unit tier under valgrind (not part of check)
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
@@ -68,10 +70,15 @@ LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c,$(wildcard runtime/*.c)) r
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(B)/unit-obj/%.o)
+# The fuzz harnesses are also built into the unit tier, which replays their corpus and the
+# inputs that once crashed them (tests/unit/fuzz_test.c).
+FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
+FUZZ_NAMES := $(FUZZ_SRCS:tests/fuzz/%.c=%)
+UNIT_OBJS += $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz-replay/%.o)
 PROBE_SRCS := $(wildcard tests/escape/*.c)
 PROBES := $(PROBE_SRCS:tests/escape/%.c=$(B)/tests/%)
 
-.PHONY: all check unit integration escape vm bench install uninstall clean
+.PHONY: all check unit integration escape vm bench install uninstall clean fuzz fuzz-binaries valgrind
 all: $(B)/nsbox $(B)/nsboxd $(B)/libnsbox.so $(B)/examples/nsbox-example
 
 # Objects depend on the flags they were built with: `make install PREFIX=/usr` after a plain
@@ -128,6 +135,32 @@ $(B)/tests/unit: $(UNIT_OBJS) $(B)/libnsbox.a
 $(B)/unit-obj/%.o: tests/unit/%.c $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
+$(B)/fuzz-replay/%.o: tests/fuzz/%.c $(B)/.flags
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DNSBOX_FUZZ_REPLAY -c -o $@ $<
+
+# Fuzzing: the library and each harness built by clang with libFuzzer, ASan and UBSan into
+# build-fuzz/ (tests/fuzz/run says what is missing, runs each target FUZZ_SECONDS and fails on a
+# crash).  clang does not know every gcc warning of WARNINGS, and -Wformat=2 in clang also
+# flags vasprintf(fmt) in a printf-like function (runtime/error.c), libseccomp's SCMP_A0() and
+# unused static inline helpers; gcc's -Werror build (make) stays the one that keeps them clean.
+FUZZ_SECONDS ?= 60
+FUZZ_B := build-fuzz
+fuzz:
+	@tests/fuzz/run --check-tools
+	$(MAKE) B=$(FUZZ_B) CC=clang SANITIZE=fuzzer-no-link,address,undefined \
+		WARNINGS='$(WARNINGS) -Wno-unknown-warning-option -Wno-format-nonliteral -Wno-missing-field-initializers -Wno-unused-function' fuzz-binaries
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run $(abspath $(FUZZ_B))/fuzz $(FUZZ_NAMES)
+fuzz-binaries: $(FUZZ_NAMES:%=$(B)/fuzz/%)
+$(B)/fuzz/%: tests/fuzz/%.c $(B)/libnsbox.a $(B)/.flags
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libnsbox.a $(PKG_LIBS) $(GIT_LIBS)
+
+# The unit tier in one process under valgrind (CK_FORK=no: valgrind follows no forked test).
+# Not part of check: valgrind 3.19 (Debian 12) has no openat2(2), which the tools need (README).
+valgrind: $(B)/tests/unit
+	@command -v valgrind >/dev/null || { echo "make valgrind: valgrind is missing (apt-get install valgrind)"; exit 1; }
+	NSBOX_SRC=$(CURDIR) NSBOX_BUILD=$(abspath $(B)) TIERS=valgrind tests/run
 
 # Escape probes run inside sandboxes: plain C programs issuing the attacks directly.
 # They are never sanitizer builds: a sanitizer runtime inside the sandbox would add its own
@@ -187,6 +220,6 @@ uninstall:
 	rm -rf $(DESTDIR)$(DATADIR)/nsbox
 
 clean:
-	rm -rf $(B)
+	rm -rf $(B) $(FUZZ_B)
 
--include $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(CLI_SRCS:%.c=$(B)/%.d) $(SO_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(FUZZ_NAMES:%=$(B)/fuzz/%.d) $(CLI_SRCS:%.c=$(B)/%.d) $(SO_OBJS:.o=.d)

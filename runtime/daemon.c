@@ -573,7 +573,7 @@ static json_t *sandbox_json(const daemon_state *d, const sandbox *s)
 }
 
 /* create's params become the same command line `nsbox run` takes, checked by the same parser. */
-static int create_argv(json_t *params, strbuf *why, char ***ret)
+int nsbox_daemon_create_argv(json_t *params, strbuf *why, char ***ret)
 {
         _cleanup_strv_ char **v = NULL;
         int r = 0;
@@ -1280,7 +1280,7 @@ static int sandbox_prepare(daemon_state *d, const client *c, json_t *params, san
                 json_object_del(shape, *l);
         int r = !shape ? -ENOMEM : check_client_paths(c, shape, &why);
         if (r == 0)
-                r = create_argv(shape, &why, &argv);
+                r = nsbox_daemon_create_argv(shape, &why, &argv);
         if (r < 0) {
                 r = nsbox_err_as(err, r == -ENOMEM ? ENOMEM : EINVAL, "create: %s", why.buf ? why.buf : "out of memory");
                 sb_release(&why);
@@ -2133,31 +2133,66 @@ static void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
         s->last_active_ns = now_ns();
 }
 
-static void handle_request(daemon_state *d, client *c, const char *line, size_t len)
+int nsbox_rpc_parse(const char *line, size_t len, nsbox_rpc_request *ret)
 {
+        *ret = (nsbox_rpc_request){ .id = NULL };
         json_error_t je;
         json_t *msg = nsbox_json_loadb(line, len, &je);
         if (!msg) {
-                reply_error(c, json_null(), RPC_PARSE_ERROR, "invalid_argument", "malformed JSON: %s", je.text);
-                return;
+                ret->rpc_code = RPC_PARSE_ERROR;
+                snprintf(ret->why, sizeof(ret->why), "malformed JSON: %s", je.text);
+                return -EINVAL;
         }
         json_t *id = json_object_get(msg, "id"), *method = json_object_get(msg, "method"), *params = json_object_get(msg, "params");
         if (!json_is_object(msg) || !json_is_string(method) || (id && !json_is_string(id) && !json_is_integer(id) && !json_is_null(id)) ||
             strcmp(json_string_value(json_object_get(msg, "jsonrpc")) ? json_string_value(json_object_get(msg, "jsonrpc")) : "", "2.0")) {
-                reply_error(c, json_is_string(id) || json_is_integer(id) ? id : json_null(), RPC_INVALID_REQUEST, "invalid_argument",
-                            "not a JSON-RPC 2.0 request (expected {\"jsonrpc\": \"2.0\", \"id\": ..., \"method\": ..., \"params\": {...}})");
+                ret->rpc_code = RPC_INVALID_REQUEST;
+                ret->id = json_incref(json_is_string(id) || json_is_integer(id) ? id : NULL);
+                snprintf(ret->why, sizeof(ret->why), "%s",
+                         "not a JSON-RPC 2.0 request (expected {\"jsonrpc\": \"2.0\", \"id\": ..., \"method\": ..., \"params\": {...}})");
                 json_decref(msg);
-                return;
+                return -EINVAL;
         }
         if (params && !json_is_object(params)) {
-                reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "'params' must be an object");
+                ret->rpc_code = RPC_INVALID_PARAMS;
+                ret->id = json_incref(id);
+                snprintf(ret->why, sizeof(ret->why), "'params' must be an object");
                 json_decref(msg);
+                return -EINVAL;
+        }
+        ret->msg = msg;
+        ret->id = json_incref(id);
+        ret->method = json_string_value(method);
+        ret->params = params ? json_incref(params) : json_object();
+        if (!ret->params) {
+                nsbox_rpc_request_release(ret);
+                ret->rpc_code = RPC_SERVER_ERROR;
+                snprintf(ret->why, sizeof(ret->why), "out of memory");
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void nsbox_rpc_request_release(nsbox_rpc_request *rq)
+{
+        json_decref(rq->params);
+        json_decref(rq->id);
+        json_decref(rq->msg);
+        rq->msg = rq->id = rq->params = NULL;
+        rq->method = NULL;
+}
+
+static void handle_request(daemon_state *d, client *c, const char *line, size_t len)
+{
+        nsbox_rpc_request rq;
+        if (nsbox_rpc_parse(line, len, &rq) < 0) {
+                /* a request that is not one is answered with its id when it has a usable one */
+                reply_error(c, rq.rpc_code == RPC_PARSE_ERROR ? json_null() : rq.id, rq.rpc_code, "invalid_argument", "%s", rq.why);
+                json_decref(rq.id);
                 return;
         }
-        json_t *empty = json_object();
-        if (!params)
-                params = empty;
-        const char *m = json_string_value(method);
+        json_t *id = rq.id, *params = rq.params;
+        const char *m = rq.method;
         if (d->stopping && strcmp(m, "ping") && strcmp(m, "list") && strcmp(m, "stats") && strcmp(m, "tools"))
                 reply_error(c, id, RPC_SERVER_ERROR, "unavailable", "nsboxd is stopping: '%.100s' refused", m);
         else if (!strcmp(m, "create") || !strcmp(m, "get_or_create"))
@@ -2191,8 +2226,7 @@ static void handle_request(daemon_state *d, client *c, const char *line, size_t 
                         reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "tools: 'format' must be json, openai or mcp");
         } else
                 reply_error(c, id, RPC_METHOD_NOT_FOUND, "not_found", "unknown method '%.100s'", m);
-        json_decref(empty);
-        json_decref(msg);
+        nsbox_rpc_request_release(&rq);
 }
 
 /* ---- agent frames ----------------------------------------------------------------------------- */

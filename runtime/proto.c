@@ -413,6 +413,23 @@ static json_t *restore_one(json_t *s, void *userdata, bool *ret_failed)
         return r;
 }
 
+/* Only values are put back (map_strings): a key stays as it is, for jansson to read. */
+static bool is_key(const char *after, const char *end)
+{
+        while (after < end && (*after == ' ' || *after == '\t' || *after == '\n' || *after == '\r'))
+                after++;
+        return after < end && *after == ':';
+}
+
+/* jansson refuses a control character in a string; a lifted string must be refused alike. */
+static bool has_control(const char *s, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char)s[i] < 0x20)
+                        return true;
+        return false;
+}
+
 json_t *nsbox_json_loadb(const char *text, size_t len, json_error_t *je)
 {
         if (len < NSBOX_JSON_BIG)
@@ -445,7 +462,8 @@ json_t *nsbox_json_loadb(const char *text, size_t len, json_error_t *je)
                 }
                 if (e >= end)
                         break; /* unterminated: jansson reports it */
-                if (!escapes && (size_t)(e - s) >= NSBOX_JSON_BIG && nb < MAX_BLOBS) {
+                if (!escapes && (size_t)(e - s) >= NSBOX_JSON_BIG && nb < MAX_BLOBS && !is_key(e + 1, end) &&
+                    !has_control(s, (size_t)(e - s))) {
                         if (sb_append(&small, copied, (size_t)(s - copied)) < 0 || sb_appendf(&small, "\\u0001%s%zu", tag, nb) < 0) {
                                 sb_release(&small);
                                 return NULL;

@@ -4,6 +4,7 @@
  * down with O_NOFOLLOW: symlinks are reported or skipped, never entered. */
 #include "tool.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -19,6 +20,7 @@
 #define GREP_MAX_CONTEXT 20u
 #define GREP_BINARY_PROBE 8192u     /* a NUL in this many first bytes: a binary file, skipped */
 #define GREP_LINE_MAX (64u << 10)   /* a longer line is matched on its first GREP_LINE_MAX bytes */
+#define GREP_REGEX_MAX_PARTS 65536u /* what a pattern's repetitions may expand to in regcomp */
 
 static int oom(tool_error *e)
 {
@@ -470,6 +472,93 @@ static void grepper_release(grepper *g, bool compiled)
         free((char *)(g->fixed && g->ignore_case ? g->needle : NULL));
 }
 
+/* glibc's regcomp copies a repeated subexpression once per repetition it must count ("x{5}" is
+ * five copies of x, "x+" two), and copies copies when repetitions stack or nest: "x++++..." or
+ * "((x{99}){99}){99}" took gigabytes before it returned.  An upper bound of the copies, in parts
+ * (each character, bracket expression or anchor one), checked before regcomp; it saturates just
+ * above max.  A pattern regcomp would refuse anyway may be counted loosely. */
+static uint64_t regex_parts(const char *p, uint64_t max)
+{
+        enum { DEPTH = 64 };
+        uint64_t sum[DEPTH + 1] = { 0 }, last[DEPTH + 1] = { 0 };
+        unsigned depth = 0;
+#define CAP(x) ((x) > max ? max + 1 : (x))
+        while (*p) {
+                uint64_t f = 0; /* a repetition's factor, 0 when *p is no repetition */
+                const char *next = p + 1;
+                if (*p == '*' || *p == '?')
+                        f = 1;
+                else if (*p == '+')
+                        f = 2;
+                else if (*p == '{') {
+                        /* {m}, {m,}, {m,n}, {,n}: the copies are n, else m + 1 */
+                        char *end;
+                        uint64_t m = strtoull(p + 1, &end, 10), n = m;
+                        bool comma = *end == ',';
+                        if (comma) {
+                                const char *ns = end + 1;
+                                n = isdigit((unsigned char)*ns) ? strtoull(ns, &end, 10) : m + 1;
+                                if (!isdigit((unsigned char)*ns))
+                                        end = (char *)ns;
+                        }
+                        if (*end == '}') {
+                                f = n ? n : 1;
+                                next = end + 1;
+                        }
+                }
+                if (f) {
+                        sum[depth] -= last[depth];
+                        last[depth] = CAP(last[depth] * (f > max ? max + 1 : f));
+                        sum[depth] = CAP(sum[depth] + last[depth]);
+                        p = next;
+                        continue;
+                }
+                uint64_t atom = 1;
+                if (*p == '\\') {
+                        next = p[1] ? p + 2 : p + 1;
+                } else if (*p == '[') {
+                        /* to the ']' that closes it: one first ']' is a member; so are [:x:] [=x=] [.x.] */
+                        const char *q = p + 1;
+                        if (*q == '^')
+                                q++;
+                        if (*q == ']')
+                                q++;
+                        while (*q && *q != ']') {
+                                if (*q == '[' && (q[1] == ':' || q[1] == '=' || q[1] == '.')) {
+                                        const char *close = strchr(q + 2, q[1]);
+                                        while (close && close[1] != ']')
+                                                close = strchr(close + 1, q[1]);
+                                        q = close ? close + 2 : q + 1;
+                                } else {
+                                        q++;
+                                }
+                        }
+                        next = *q ? q + 1 : q;
+                } else if (*p == '(') {
+                        if (depth < DEPTH) {
+                                depth++;
+                                sum[depth] = last[depth] = 0;
+                                p = next;
+                                continue;
+                        }
+                        return max + 1; /* deeper than anyone needs */
+                } else if (*p == ')' && depth > 0) {
+                        atom = sum[depth] ? sum[depth] : 1;
+                        depth--;
+                }
+                last[depth] = atom;
+                sum[depth] = CAP(sum[depth] + atom);
+                p = next;
+        }
+        /* an unclosed group counts in full */
+        while (depth > 0) {
+                sum[depth - 1] = CAP(sum[depth - 1] + sum[depth]);
+                depth--;
+        }
+#undef CAP
+        return sum[0];
+}
+
 int tool_grep(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_error *e)
 {
         static const char tool[] = "grep";
@@ -487,6 +576,10 @@ int tool_grep(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_error 
                 return -1;
         if (!*pattern)
                 return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: 'pattern' must not be empty", tool);
+        if (!fixed && regex_parts(pattern, GREP_REGEX_MAX_PARTS) > GREP_REGEX_MAX_PARTS)
+                return tool_fail(e, TOOL_INVALID_ARGUMENT,
+                                 "%s: regular expression '%.100s' is too complex: its repetitions expand to more than %u parts",
+                                 tool, pattern, GREP_REGEX_MAX_PARTS);
         if (max_count < 1)
                 return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: 'max_count' must be at least 1", tool);
         if (glob && !*glob)

@@ -437,6 +437,30 @@ START_TEST(test_grep_refuses_bad_parameters)
 }
 END_TEST
 
+/* Found by tests/fuzz/tool: "d++++..." made glibc's regcomp take gigabytes.  Patterns whose
+ * repetitions would expand past the limit are refused before regcomp; large but sane ones and
+ * brackets holding repetition characters still work. */
+START_TEST(test_grep_refuses_regex_repetitions_that_would_explode)
+{
+        tree();
+        char stacked[128];
+        snprintf(stacked, sizeof(stacked), "needle%.60s", "++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++");
+        ASSERT_FAILS(TOOL_INVALID_ARGUMENT, "is too complex: its repetitions expand to more than 65536 parts", tool_grep,
+                     "{s:s}", "pattern", stacked);
+        ASSERT_FAILS(TOOL_INVALID_ARGUMENT, "too complex", tool_grep, "{s:s}", "pattern", "((x{99}){99}){99}");
+        ASSERT_FAILS(TOOL_INVALID_ARGUMENT, "too complex", tool_grep, "{s:s}", "pattern", "(a|b{300}){300}");
+        ASSERT_FAILS(TOOL_INVALID_ARGUMENT, "too complex", tool_grep, "{s:s, s:b}", "pattern", "x{65537}", "ignore_case", 1);
+        /* the same pattern as a fixed string is only text */
+        ASSERT_OK(tool_grep, "{s:s, s:b, s:s}", "pattern", stacked, "fixed", 1, "path", "/w");
+        ck_assert_str_eq(grep_matches(), "");
+        ASSERT_OK(tool_grep, "{s:s, s:s}", "pattern", "ne{1,2}dle{1}", "path", "/w/src/x.c");
+        ck_assert_str_eq(grep_matches(), "/w/src/x.c:1:/* needle */");
+        ASSERT_OK(tool_grep, "{s:s, s:s}", "pattern", "[+*{]+x{0,1000}needle", "path", "/w");
+        ASSERT_OK(tool_grep, "{s:s, s:s}", "pattern", "(n(e)+){1,200}dle", "path", "/w/src/x.c");
+        ck_assert_str_eq(grep_matches(), "/w/src/x.c:1:/* needle */");
+}
+END_TEST
+
 Suite *search_suite(void)
 {
         Suite *s = suite_create("search");
@@ -463,5 +487,6 @@ Suite *search_suite(void)
         unit_add(tc, test_grep_text_that_is_not_utf8_is_replaced);
         unit_add(tc, test_grep_paths_through_links_and_dotdot_stay_in_root);
         unit_add(tc, test_grep_refuses_bad_parameters);
+        unit_add(tc, test_grep_refuses_regex_repetitions_that_would_explode);
         return s;
 }
