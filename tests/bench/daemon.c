@@ -131,15 +131,28 @@ typedef struct {
         json_int_t id;
 } conn;
 
-static void conn_open(conn *c)
+static int conn_try_open(conn *c)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
         c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-                die("connect to '%s': %s", sock_path, strerror(errno));
+        if (c->fd < 0)
+                return -errno;
+        if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                int r = -errno;
+                close(c->fd);
+                return r;
+        }
         sb_init(&c->in, 0);
         c->id = 0;
+        return 0;
+}
+
+static void conn_open(conn *c)
+{
+        int r = conn_try_open(c);
+        if (r < 0)
+                die("connect to '%s': %s", sock_path, strerror(-r));
 }
 
 static void conn_close(conn *c)
@@ -267,14 +280,13 @@ static void start_daemon(const char *nsboxd, const char *name, const char *confi
                 execl(nsboxd, "nsboxd", "--config", cfg, "--socket", sock_path, (char *)NULL);
                 _exit(127);
         }
-        struct stat st;
-        for (int i = 0; stat(sock_path, &st) < 0; i++) {
+        /* the socket exists a moment before nsboxd listens on it: connect until it answers */
+        conn c;
+        for (int i = 0; conn_try_open(&c) < 0; i++) {
                 if (i > 1000 || waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid)
                         die("nsboxd did not start (see %s)", log);
                 usleep(10000);
         }
-        conn c;
-        conn_open(&c);
         json_t *p = rpc(&c, "ping", json_object());
         if (json_integer_value(json_object_get(p, "pid")) != daemon_pid)
                 die("'%s' is answered by another nsboxd", sock_path);
@@ -840,7 +852,9 @@ static void bench_density(const char *nsboxd, int target)
         long avail1 = mem_available_settled();
         /* each sandbox still there, its shell still waiting */
         int waiting = 0, procs = 0, unreadable = 0, with_memcg = 0;
-        long pss = 0, memcg = 0;
+        long pss = 0, memcg = 0, first_kib = 0, last_kib = 0;
+        samples per_sb = { 0 }; /* PSS of each sandbox's processes: it grows with nsboxd's heap, which
+                                 * a sandbox started later inherits more of (copy on write) */
         json_t *pids = json_array();
         json_t *l = rpc(&c, "list", json_object());
         json_t *sb;
@@ -848,7 +862,12 @@ static void bench_density(const char *nsboxd, int target)
         json_array_foreach(json_object_get(l, "sandboxes"), i, sb) {
                 pid_t pid = (pid_t)json_integer_value(json_object_get(sb, "pid"));
                 json_array_append_new(pids, json_integer(pid));
-                pss += tree_pss(pid, 0, &procs, &unreadable);
+                long one = tree_pss(pid, 0, &procs, &unreadable);
+                pss += one;
+                add(&per_sb, (uint64_t)one * 1000); /* KiB, kept as "us" by the percentile helpers */
+                if (i == 0)
+                        first_kib = one;
+                last_kib = one;
                 const char *cg = json_string_value(json_object_get(sb, "cgroup"));
                 char path[4200], val[64];
                 snprintf(path, sizeof(path), "%s/memory.current", cg ? cg : "");
@@ -890,6 +909,9 @@ static void bench_density(const char *nsboxd, int target)
                 printf("   memory per sandbox: PSS %.2f MiB (%ld KiB in %d processes, nsboxd %+ld KiB)\n", per_pss, pss, procs, d_pss1 - d_pss0);
         else
                 printf("   memory per sandbox: PSS unreadable for %d of %d processes (run make bench as root to read it)\n", unreadable, procs);
+        if (per_pss >= 0)
+                printf("   PSS of one sandbox's processes: min %.0f, median %.0f, max %.0f KiB; the first started %ld KiB, the last %ld KiB\n",
+                       pct_us(&per_sb, 0), pct_us(&per_sb, 0.5), pct_us(&per_sb, 1), first_kib, last_kib);
         if (with_memcg)
                 printf("   cgroup memory.current per sandbox: %.2f MiB (%d sandboxes with one)\n", (double)memcg / with_memcg / 1024, with_memcg);
         else
@@ -907,6 +929,10 @@ static void bench_density(const char *nsboxd, int target)
                               (json_int_t)(avail2 - avail1), "before", census_json(&base), "peak", census_json(&held), "after",
                               census_json(&after), "leftovers", left);
         json_object_set_new(o, "pss_mib_per_sandbox", per_pss >= 0 ? json_real(per_pss) : json_null());
+        json_object_set_new(o, "pss_kib_one_sandbox",
+                            json_pack("{sf sf sf sI sI}", "min", pct_us(&per_sb, 0), "median", pct_us(&per_sb, 0.5), "max",
+                                      pct_us(&per_sb, 1), "first_started", (json_int_t)first_kib, "last_started", (json_int_t)last_kib));
+        free(per_sb.v);
         json_object_set_new(o, "memory_current_mib_per_sandbox", with_memcg ? json_real((double)memcg / with_memcg / 1024) : json_null());
         json_object_set_new(o, "memavailable_mib_per_sandbox", json_real(live ? (double)(avail0 - avail1) / live / 1024 : 0));
         json_object_set_new(o, "stopped_by", stopped_by ? json_string(stopped_by) : json_null());
