@@ -693,6 +693,9 @@ static void bench_warm(const char *nsboxd, int runs, int big_runs, char *big)
         destroy(&c, id);
         free(id);
         free(enc);
+        samples *all[] = { &acq, &acq_create, &cold, &quiet, &ex, &rd, &wb, &rb };
+        for (size_t k = 0; k < sizeof(all) / sizeof(*all); k++)
+                free(all[k]->v);
         conn_close(&c);
         stop_daemon();
         json_object_set_new(figures, "warm", w);
@@ -1105,25 +1108,35 @@ int main(int argc, char **argv)
                 die("usage: bench-daemon NSBOXD [--user NAME] [--runs N] [--big-runs N] [--density N] [--churn-seconds S] [--only LIST] [--json FILE]");
         if (access(nsboxd, X_OK) < 0)
                 die("'%s': %s", nsboxd, strerror(errno));
+        /* everything checked before anything is made */
+        bool drop = false;
+        {
+                _cleanup_free_ char *list = strdup(only);
+                char *save = NULL;
+                for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save))
+                        if (strcmp(w, "warm") && strcmp(w, "concurrency") && strcmp(w, "density") && strcmp(w, "churn"))
+                                die("--only '%s': expected some of warm,concurrency,density,churn", w);
+        }
+        if (user) {
+                struct passwd *pw = getpwnam(user);
+                if (!pw)
+                        die("--user '%s': no such user", user);
+                if (geteuid() != 0 && pw->pw_uid != geteuid())
+                        die("--user %s: only root can run the bench as another user", user);
+                user_uid = pw->pw_uid;
+                user_gid = pw->pw_gid;
+                drop = geteuid() == 0 && user_uid != 0;
+        }
         signal(SIGPIPE, SIG_IGN);
         snprintf(run_dir, sizeof(run_dir), "/tmp/nsbox-bench-d.XXXXXX");
         if (!mkdtemp(run_dir))
                 die("mkdtemp: %s", strerror(errno));
         atexit(cleanup_run_dir);
-        if (user && geteuid() == 0 && strcmp(user, "root")) {
-                struct passwd *pw = getpwnam(user);
-                if (!pw)
-                        die("user '%s': no such user", user);
-                user_uid = pw->pw_uid;
-                user_gid = pw->pw_gid;
+        if (drop) {
                 if (chown(run_dir, user_uid, user_gid) < 0 || setgroups(1, &user_gid) < 0)
                         die("'%s': %s", run_dir, strerror(errno));
                 dropped = true;
                 as_user();
-        } else if (user && strcmp(user, "root") && geteuid() != 0) {
-                struct passwd *pw = getpwuid(geteuid());
-                if (!pw || strcmp(pw->pw_name, user))
-                        die("--user %s: only root can run the bench as another user", user);
         }
         figures = json_pack("{si si si sf}", "runs", runs, "big_runs", big_runs, "density_target", density, "churn_seconds", churn_s);
         json_object_set_new(figures, "uid", json_integer(dropped ? (json_int_t)user_uid : (json_int_t)geteuid()));
