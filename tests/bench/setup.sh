@@ -21,6 +21,7 @@ command -v gnuplot >/dev/null || pkgs="$pkgs gnuplot-nox"
 if [ -n "$pkgs" ]; then
         if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
                 echo "bench setup: installing$pkgs"
+                # shellcheck disable=SC2086  # one word per package
                 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pkgs > "$out/apt.log" 2>&1 ||
                         echo "bench setup: apt-get install$pkgs failed (see $out/apt.log): those peers are skipped"
         else
