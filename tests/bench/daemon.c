@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -464,10 +465,29 @@ static int count_lines(const char *s)
         return n;
 }
 
+static int tree_entries;
+static int count_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+        (void)path, (void)st, (void)flag, (void)f;
+        tree_entries++;
+        return 0;
+}
+
+/* files and directories under nsboxd's runtime directory (its XDG_RUNTIME_DIR here), the
+ * directory itself included */
+static int run_dir_entries(void)
+{
+        tree_entries = 0;
+        as_root();
+        int r = nftw(run_dir, count_entry, 16, FTW_PHYS);
+        as_user();
+        return r < 0 ? -1 : tree_entries;
+}
+
 static char cg_parent[4096]; /* where nsboxd puts its sandboxes' cgroups, when it has any */
 
 typedef struct {
-        int children, fds, mounts, cgroups, state_files;
+        int children, fds, mounts, cgroups, state_files, run_dir_entries;
         long rss_kib;
 } census;
 
@@ -488,13 +508,15 @@ static census take_census(void)
         c.state_files = count_dir(state, NULL);
         as_user();
         c.rss_kib = status_kib(daemon_pid, "VmRSS");
+        c.run_dir_entries = run_dir_entries();
         return c;
 }
 
 static json_t *census_json(const census *c)
 {
-        return json_pack("{si si si si si sI}", "nsboxd_children", c->children, "nsboxd_fds", c->fds, "host_mounts", c->mounts, "cgroups",
-                         c->cgroups, "state_files", c->state_files, "nsboxd_rss_kib", (json_int_t)c->rss_kib);
+        return json_pack("{si si si si si sI si}", "nsboxd_children", c->children, "nsboxd_fds", c->fds, "host_mounts", c->mounts, "cgroups",
+                         c->cgroups, "state_files", c->state_files, "nsboxd_rss_kib", (json_int_t)c->rss_kib, "run_dir_entries",
+                         c->run_dir_entries);
 }
 
 /* wait (up to limit s) until nsboxd holds no more than base: it reaps and removes after replying */
@@ -503,7 +525,7 @@ static census settle(const census *base, int limit)
         census now = take_census();
         for (int i = 0; i < limit * 10; i++) {
                 if (now.children <= base->children && now.fds <= base->fds && now.cgroups <= base->cgroups &&
-                    now.state_files <= base->state_files && now.mounts <= base->mounts)
+                    now.state_files <= base->state_files && now.mounts <= base->mounts && now.run_dir_entries <= base->run_dir_entries)
                         break;
                 usleep(100000);
                 now = take_census();
@@ -823,6 +845,9 @@ static json_t *leftovers(const char *mounts_before, json_t *pids, const census *
                 json_array_append_new(out, json_sprintf("%d cgroups %s/sb-%d-*", now->cgroups - base->cgroups, cg_parent, (int)daemon_pid));
         if (now->state_files > base->state_files)
                 json_array_append_new(out, json_sprintf("%d files in %s.state", now->state_files - base->state_files, sock_path));
+        if (now->run_dir_entries > base->run_dir_entries)
+                json_array_append_new(out, json_sprintf("%d more files or directories under %s (nsboxd's runtime directory)",
+                                                        now->run_dir_entries - base->run_dir_entries, run_dir));
         if (now->fds > base->fds)
                 json_array_append_new(out, json_sprintf("%d more fds open in nsboxd", now->fds - base->fds));
         return out;
@@ -941,7 +966,7 @@ static void bench_density(const char *nsboxd, int target)
                live ? (double)(avail0 - avail1) / live / 1024 : 0.0, (double)(avail2 - avail1) / 1024);
         printf("   all destroyed in %.2f s; nsboxd held %d fds, %d children, %ld KiB RSS at the peak\n", destroy_s, held.fds, held.children,
                held.rss_kib);
-        printf("   left after destroying them all: %s\n", json_array_size(left) ? "" : "nothing (processes, mounts, cgroups, state files)");
+        printf("   left after destroying them all: %s\n", json_array_size(left) ? "" : "nothing (processes, mounts, cgroups, state files, runtime directory entries, fds)");
         json_array_foreach(left, i, sb) printf("     %s\n", json_string_value(sb));
         json_t *o = json_pack("{si si si si sf sf s{sI sI si si} sI sI so so so so}", "target", target, "started", n, "listed", live,
                               "shells_waiting", waiting, "start_all_s", start_s, "destroy_all_s", destroy_s, "pss", "sandboxes_kib",
@@ -1048,9 +1073,9 @@ static void bench_churn(const char *nsboxd, double seconds)
         if (first_error)
                 printf("   first failure: %s\n", first_error);
         printf("   nsboxd before -> after: RSS %ld -> %ld KiB, fds %d -> %d, children %d -> %d; cgroups %d -> %d, state files %d -> %d, "
-               "sandboxes listed after %zu\n",
+               "runtime directory entries %d -> %d, sandboxes listed after %zu\n",
                before.rss_kib, after.rss_kib, before.fds, after.fds, before.children, after.children, before.cgroups, after.cgroups,
-               before.state_files, after.state_files, listed);
+               before.state_files, after.state_files, before.run_dir_entries, after.run_dir_entries, listed);
         json_t *o = json_pack("{sf si sf si so so so si}", "seconds", el, "cycles", cycles, "per_second", cycles / el, "failed", failed,
                               "cycle", dist(&all), "before", census_json(&before), "after", census_json(&after), "listed_after", (int)listed);
         json_object_set_new(o, "first_error", first_error ? json_string(first_error) : json_null());
