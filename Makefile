@@ -178,7 +178,11 @@ $(B)/tests/bench-session: tests/bench/session.c $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
 
-bench: $(B)/nsbox $(B)/nsboxd $(B)/tests/bench-session
+$(B)/tests/bench-daemon: tests/bench/daemon.c $(B)/libnsbox.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
+
+bench: $(B)/nsbox $(B)/nsboxd $(B)/tests/bench-session $(B)/tests/bench-daemon
 	NSBOX=$(abspath $(B)/nsbox) NSBOXD=$(abspath $(B)/nsboxd) NSBOX_BUILD=$(abspath $(B)) tests/bench/run
 
 install: $(B)/nsbox $(B)/nsboxd $(B)/libnsbox.so.$(VERSION) $(B)/nsbox.pc

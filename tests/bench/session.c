@@ -1,25 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* make bench, persistent sandboxes: tool-call latency and throughput on a warm sandbox, at the
- * two APIs a caller can use:
- *   agent  - the library (sandbox.h + proto.h): frames on the sandbox's socket, what libnsbox,
- *            nsboxd and embedders see;
- *   nsboxd - JSON-RPC over nsboxd's unix socket (base64 for file contents), what nsbox
- *            create/exec/call and the Python client see.
+/* make bench, persistent sandboxes: tool-call latency and throughput on a warm sandbox through
+ * the library (sandbox.h + proto.h): frames on the sandbox's socket, what libnsbox, nsboxd and
+ * embedders see.  The same operations through nsboxd's socket are tests/bench/daemon.c's.
  * Prints medians (and p90) per operation, and MB/s for 64 MiB written then read.
- *   session NSBOXD RUNS [--json FILE] */
+ *   session --agent RUNS [--json FILE] | session --freeze RUNS */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../runtime/base64.h"
 #include "../../runtime/options.h"
 #include "../../runtime/proto.h"
 #include "../../runtime/sandbox.h"
@@ -171,145 +163,10 @@ static void bench_agent(int runs, char *big)
         free(ns);
 }
 
-/* ---- nsboxd: JSON-RPC lines ---------------------------------------------------------------- */
-
-static int rpc_fd;
-static strbuf rpc_in;
-
-static json_t *rpc(const char *method, json_t *params)
-{
-        static json_int_t id;
-        json_t *req = json_pack("{ss sI ss so}", "jsonrpc", "2.0", "id", ++id, "method", method, "params", params);
-        size_t len = 0;
-        char *text = nsbox_json_dumps(req, &len);
-        json_decref(req);
-        if (!text || write_full(rpc_fd, text, len) < 0 || write_full(rpc_fd, "\n", 1) < 0)
-                die("send to nsboxd");
-        free(text);
-        for (;;) {
-                char *nl = rpc_in.buf ? memchr(rpc_in.buf, '\n', rpc_in.len) : NULL;
-                while (!nl) { /* only the new bytes are searched: replies are megabytes long */
-                        char buf[1 << 16];
-                        ssize_t n = read(rpc_fd, buf, sizeof(buf));
-                        if (n <= 0 || sb_append(&rpc_in, buf, (size_t)n) < 0)
-                                die("receive from nsboxd");
-                        nl = memchr(rpc_in.buf + rpc_in.len - (size_t)n, '\n', (size_t)n);
-                }
-                size_t linelen = (size_t)(nl - rpc_in.buf);
-                json_t *msg = nsbox_json_loadb(rpc_in.buf, linelen, NULL);
-                memmove(rpc_in.buf, nl + 1, rpc_in.len - linelen - 1);
-                rpc_in.len -= linelen + 1;
-                if (!msg)
-                        die("malformed reply from nsboxd");
-                if (!json_object_get(msg, "id")) {
-                        json_decref(msg);
-                        continue;
-                }
-                if (json_object_get(msg, "error")) {
-                        fprintf(stderr, "bench: %s: %s\n", method, json_dumps(msg, 0));
-                        exit(1);
-                }
-                json_t *r = json_incref(json_object_get(msg, "result"));
-                json_decref(msg);
-                return r;
-        }
-}
-
-static json_t *rpc_call(const char *sandbox, const char *tool, json_t *params)
-{
-        return rpc("call", json_pack("{ss ss so}", "sandbox", sandbox, "tool", tool, "params", params));
-}
-
-static void bench_daemon(const char *nsboxd, int runs, char *big)
-{
-        char dir[] = "/tmp/nsbox-bench-XXXXXX";
-        if (!mkdtemp(dir))
-                die("mkdtemp");
-        char sock[64];
-        snprintf(sock, sizeof(sock), "%s/s", dir);
-        pid_t d = fork();
-        if (d == 0) {
-                int null = open("/dev/null", O_WRONLY);
-                dup2(null, 2);
-                execl(nsboxd, "nsboxd", "--socket", sock, (char *)NULL);
-                _exit(127);
-        }
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-        rpc_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        for (int i = 0; connect(rpc_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0; i++) {
-                if (i > 500)
-                        die("nsboxd does not listen");
-                usleep(10000);
-        }
-        sb_init(&rpc_in, 0);
-        uint64_t *ns = calloc((size_t)runs, sizeof(*ns));
-        for (int i = 0; i < runs; i++) {
-                uint64_t t0 = now_ns();
-                json_t *s = rpc("create", json_object());
-                const char *id = json_string_value(json_object_get(s, "id"));
-                json_decref(rpc_call(id, "exec", json_pack("{s[s]}", "cmd", "true")));
-                ns[i] = now_ns() - t0;
-                json_decref(rpc("destroy", json_pack("{ss}", "sandbox", id)));
-                json_decref(s);
-        }
-        report("nsboxd", "create + first exec [true]", ns, (size_t)runs);
-        json_t *s = rpc("create", json_object());
-        char id[64];
-        snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(s, "id")));
-        json_decref(s);
-        for (int i = 0; i < runs; i++) {
-                uint64_t t0 = now_ns();
-                json_decref(rpc_call(id, "exec", json_pack("{s[s]}", "cmd", "true")));
-                ns[i] = now_ns() - t0;
-        }
-        report("nsboxd", "exec [true] round trip", ns, (size_t)runs);
-        char *enc = malloc(b64_encoded_len(CHUNK) + 1);
-        b64_encode(big, 4096, enc);
-        json_decref(rpc_call(id, "write_file", json_pack("{ss ss}", "path", "small", "content_b64", enc)));
-        for (int i = 0; i < runs; i++) {
-                uint64_t t0 = now_ns();
-                json_decref(rpc_call(id, "read_file", json_pack("{ss ss}", "path", "small", "encoding", "base64")));
-                ns[i] = now_ns() - t0;
-        }
-        report("nsboxd", "read_file 4 KiB", ns, (size_t)runs);
-        uint64_t t0 = now_ns();
-        for (size_t off = 0; off < BIG; off += CHUNK) {
-                b64_encode(big + off, CHUNK, enc);
-                json_decref(rpc_call(id, "write_file", json_pack("{ss ss sb}", "path", "big", "content_b64", enc, "append", off > 0)));
-        }
-        report_rate("nsboxd", "write_file 64 MiB (16 MiB calls)", BIG, now_ns() - t0);
-        t0 = now_ns();
-        strbuf back;
-        sb_init(&back, 0);
-        for (size_t off = 0; off < BIG; off += CHUNK) {
-                json_t *r = rpc_call(id, "read_file", json_pack("{ss ss sI sI}", "path", "big", "encoding", "base64", "byte_offset",
-                                                                (json_int_t)off, "byte_limit", (json_int_t)CHUNK));
-                json_t *c = json_object_get(r, "content");
-                back.len = 0;
-                if (b64_decode(json_string_value(c), json_string_length(c), &back) < 0 || back.len != CHUNK ||
-                    memcmp(back.buf, big + off, CHUNK))
-                        die("read back different bytes through nsboxd");
-                json_decref(r);
-        }
-        report_rate("nsboxd", "read_file 64 MiB (16 MiB calls)", BIG, now_ns() - t0);
-        sb_release(&back);
-        json_decref(rpc("destroy", json_pack("{ss}", "sandbox", id)));
-        free(enc);
-        free(ns);
-        kill(d, SIGTERM);
-        waitpid(d, NULL, 0);
-        unlink(sock);
-        char lock[80];
-        snprintf(lock, sizeof(lock), "%s.lock", sock);
-        unlink(lock);
-        rmdir(dir);
-}
-
 int main(int argc, char **argv)
 {
-        if (argc < 3)
-                die("usage: session NSBOXD RUNS [--json FILE] | session --freeze RUNS");
+        if (argc < 3 || (strcmp(argv[1], "--agent") && strcmp(argv[1], "--freeze")))
+                die("usage: session --agent RUNS [--json FILE] | session --freeze RUNS");
         int runs = atoi(argv[2]);
         if (runs < 5)
                 runs = 5;
@@ -331,7 +188,6 @@ int main(int argc, char **argv)
         }
         printf("== persistent sandboxes: %d runs per operation (%ld cores)\n", runs, sysconf(_SC_NPROCESSORS_ONLN));
         bench_agent(runs, big);
-        bench_daemon(argv[1], runs, big);
         if (argc >= 5 && !strcmp(argv[3], "--json"))
                 json_dump_file(figures, argv[4], JSON_INDENT(2));
         free(big);
