@@ -225,8 +225,29 @@ test_host_fd_does_not_leak() {
         exec 8<>"$TEST_TMP/fd8"
         assert_held fd_leak
         assert_probe_says "cwd /workspace"
+        check_fds_of_new_daemon
         control_host fd_leak # only lists its fds
         assert_contains "$CONTROL_OUT" "fd 7 is open: /etc/passwd" "control"
+}
+
+# The nsboxd of the file was started before fds 7 and 8 were opened.  One that a caller holding
+# them starts (nsbox create does, when no nsboxd answers) gives them to no sandbox either, and
+# keeps none of them itself.  Its fds can be listed by root only: it is not dumpable.
+check_fds_of_new_daemon() {
+        local sock=$ESCAPE_DIR/fd.sock dpid fds
+        NSBOX_SOCKET=$sock probe_in_daemon fd_leak >/dev/null
+        assert_contains "$PROBE_OUT" "attack fd_leak: refused:" "the probe in a sandbox of an nsboxd started holding fds 7 and 8"
+        assert_contains "$PROBE_OUT" "only fds 0, 1, 2 are open" "the probe in a sandbox of an nsboxd started holding fds 7 and 8"
+        dpid=$(NSBOX_SOCKET=$sock daemon_pid) || fail "no nsboxd answers on $sock"
+        at_exit "kill $dpid 2>/dev/null; wait_pids_gone 5 $dpid >/dev/null"
+        if [ "$TEST_AS" = root ]; then
+                fds=$(ls -l "/proc/$dpid/fd/" 2>&1) || fail "cannot list the fds of nsboxd $dpid: $fds"
+                echo "    nsboxd $dpid, started holding fds 7 and 8: $(printf '%s\n' "$fds" | awk 'NR > 1 {print $(NF - 2), $NF}' | tr '\n' ' ')" >&2
+                assert_not_contains "$fds" "/etc/passwd" "the fds of an nsboxd started by a caller holding /etc/passwd as fd 7"
+                assert_not_contains "$fds" "$TEST_TMP/fd8" "the fds of an nsboxd started by a caller holding $TEST_TMP/fd8 as fd 8"
+        else
+                echo "    nsboxd $dpid, started holding fds 7 and 8: its fds are not listed (it is not dumpable)" >&2
+        fi
 }
 
 # runc CVE-2019-5736: a process of the sandbox opens /proc/self/exe or /proc/1/exe (the agent,
