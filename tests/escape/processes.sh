@@ -56,7 +56,10 @@ test_host_process_cannot_be_signalled() {
 # (only -0: were it reachable, a real signal would end the file's other tests).
 check_host_process_unsignallable() { # kind host-pid
         local pid=$2 out dpid=""
-        if [ "$1" = daemon ]; then dpid=$(daemon_pid) || fail "no nsboxd answers on $NSBOX_SOCKET"; fi
+        if [ "$1" = daemon ]; then
+                "$NSBOX" ls >/dev/null 2>&1 # starts the file's nsboxd if no test did yet
+                dpid=$(daemon_pid) || fail "no nsboxd answers on $NSBOX_SOCKET"
+        fi
         out=$(in_kind "$1" -- sh -c "echo attempted; kill -9 $pid && echo KILLED; kill -0 $pid && echo SIGNALLABLE
                 [ -z '$dpid' ] || { kill -0 '$dpid' && echo NSBOXD-SIGNALLABLE; }; true")
         echo "    $KIND_NAME: kill -9 $pid${dpid:+, kill -0 $dpid (nsboxd)}: $out" >&2
