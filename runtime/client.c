@@ -15,6 +15,7 @@
 
 #include "paths.h"
 #include "proto.h"
+#include "util.h"
 
 #define AUTOSTART_TIMEOUT_MS 10000
 #define RBUF_SIZE 65536
@@ -84,6 +85,9 @@ static int start_daemon(const nsbox_paths *paths, nsbox_error *err)
                 if (chdir("/") < 0)
                         _exit(1);
                 int keep = fcntl(ready[1], F_DUPFD, 3); /* without O_CLOEXEC: nsboxd writes to it */
+                /* none of the caller's other fds: a daemon outlives its client, and would hold
+                 * them open (a pipe the caller waits on, its files, its locks) as long as it runs */
+                nsbox_close_all_but(&keep, 1);
                 char fdarg[32];
                 snprintf(fdarg, sizeof(fdarg), "--ready-fd=%d", keep);
                 sigset_t none;

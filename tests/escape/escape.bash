@@ -48,6 +48,53 @@ new_daemon_sandbox() { # VAR [nsbox create options]
         printf -v "$_var" %s "$_sid"
 }
 
+# The two kinds of sandbox every check runs in: one of `nsbox run`, and one of nsboxd (`nsbox
+# create` with the same options, then `nsbox exec`).
+KINDS="run daemon"
+kind_name() { # run|daemon
+        case $1 in
+        run) echo "nsbox run sandbox" ;;
+        daemon) echo "nsboxd sandbox" ;;
+        *) fail "kind_name: unknown kind '$1'" ;;
+        esac
+}
+
+# Run CHECK once per kind, as `CHECK KIND ARGS...`, each in a subshell of its own (its at_exit
+# commands run when that kind is done), with KIND_NAME set for its messages.  A check that fails
+# ends the test, and the last line says in which kind of sandbox.
+for_each_kind() { # check [args...]
+        local kind
+        for kind in $KINDS; do
+                # shellcheck disable=SC2030,SC2034
+                (AT_EXIT='' KIND_NAME=$(kind_name "$kind") && "$1" "$kind" "${@:2}") ||
+                        fail "^ failed in the $(kind_name "$kind")"
+        done
+}
+
+# Run CMD in a new sandbox of KIND with the nsbox options given, then remove it.  Prints what CMD
+# printed (stdout and stderr), returns its status, or 125 when the sandbox could not be made.
+# Standard input: the caller's for nsbox run; nsbox exec always gives /dev/null.
+in_kind() { # run|daemon [nsbox options...] -- cmd [args...]
+        local kind=$1 opts=() id st
+        shift
+        while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+        [ "${1:-}" = -- ] || fail "in_kind: no -- before the command"
+        shift
+        case $kind in
+        run)
+                "$NSBOX" run "${opts[@]}" -- "$@" 2>&1
+                ;;
+        daemon)
+                id=$("$NSBOX" create "${opts[@]}" 2>&1) || { echo "nsbox create ${opts[*]} failed: $id"; return 125; }
+                "$NSBOX" exec "$id" -- "$@" 2>&1
+                st=$?
+                "$NSBOX" rm -f "$id" >/dev/null 2>&1
+                return "$st"
+                ;;
+        *) fail "in_kind: unknown kind '$kind'" ;;
+        esac
+}
+
 # The probe in a sandbox, the probe directory bound at /probe; extra nsbox options in PROBE_OPTS.
 # Sets PROBE_OUT, prints it on stdout and stderr, returns the probe's (or nsbox's) status.
 probe_in_sandbox() { # attack [args...]

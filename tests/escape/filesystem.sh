@@ -4,6 +4,8 @@
 # read-only places stay read-only (the root, /usr, /proc/sys, /sys, a read-only --bind), no device
 # node can be made, and a setuid file gains nothing.  See escape.bash for the controls.
 # shellcheck source-path=SCRIPTDIR
+# KIND_NAME: set for each kind of sandbox in the subshell of for_each_kind (escape.bash)
+# shellcheck disable=SC2031
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/escape.bash"
 
@@ -17,29 +19,35 @@ host_path_variants() { # absolute host path
         echo "$1" "/workspace/../../../..$1" "../../../../..$1" "/proc/self/root$1" "/proc/1/root$1" "/proc/1/cwd/../../..$1"
 }
 
-# A marker in a host directory: unreadable and invisible from a sandbox.
+# A marker in a host directory: unreadable and invisible from a sandbox of either kind.
 check_marker_unreachable() { # dir
-        local dir=$1 name=".nsbox-escape-marker.$$" secret="nsbox-secret-$$-$RANDOM" out
+        local dir=$1 name=".nsbox-escape-marker.$$" secret="nsbox-secret-$$-$RANDOM"
         printf '%s\n' "$secret" >"$dir/$name" || fail "cannot plant a marker in $dir"
         chmod 0644 "$dir/$name"
         at_exit "rm -f '$dir/$name'"
+        for_each_kind check_marker_in "$dir" "$name" "$secret"
+        # control: the same reads on the host find it
+        assert_contains "$(sh -c "$read_each" sh "$dir/$name")" "READ $dir/$name: $secret" "control: the marker read on the host"
+}
+
+check_marker_in() { # kind dir name secret
+        local kind=$1 dir=$2 name=$3 secret=$4 out
         # shellcheck disable=SC2046
-        out=$("$NSBOX" run -- sh -c "$read_each" sh $(host_path_variants "$dir/$name") 2>&1)
-        echo "    sandbox: $out" >&2
-        assert_not_contains "$out" "$secret" "reads of the host marker $dir/$name"
-        assert_not_contains "$out" "READ " "reads of the host marker $dir/$name"
-        assert_contains "$out" "refused $dir/$name"
-        out=$("$NSBOX" run -- sh -c "ls -la /home /root $dir; find /home /workspace /tmp /var /run /mnt /opt -name '$name'; echo listed" 2>&1)
-        echo "    sandbox: ls/find: $out" >&2
-        assert_contains "$out" "listed" "the sandbox's output (did it run?)"
-        assert_not_contains "$out" "$name" "a listing of the sandbox's /home, /root, $dir"
+        out=$(in_kind "$kind" -- sh -c "$read_each" sh $(host_path_variants "$dir/$name"))
+        echo "    $KIND_NAME: $out" >&2
+        assert_not_contains "$out" "$secret" "reads of the host marker $dir/$name ($KIND_NAME)"
+        assert_not_contains "$out" "READ " "reads of the host marker $dir/$name ($KIND_NAME)"
+        assert_contains "$out" "refused $dir/$name" "the output of the $KIND_NAME"
+        out=$(in_kind "$kind" -- sh -c "ls -la /home /root $dir; find /home /workspace /tmp /var /run /mnt /opt -name '$name'; echo listed")
+        echo "    $KIND_NAME: ls/find: $out" >&2
+        assert_contains "$out" "listed" "the output of the $KIND_NAME (did it run?)"
+        assert_not_contains "$out" "$name" "a listing of /home, /root, $dir in the $KIND_NAME"
         # control: the same file, bound in, is readable by the sandbox's user (so only its
-        # absence keeps it out), and the same reads on the host find it
+        # absence keeps it out)
         scratch_dir
         cp -p "$dir/$name" "$SCRATCH/$name"
-        out=$("$NSBOX" run --bind "$SCRATCH:/bound" -- sh -c "$read_each" sh "/bound/$name" 2>&1)
-        assert_contains "$out" "READ /bound/$name: $secret" "control: the marker bound into a sandbox"
-        assert_contains "$(sh -c "$read_each" sh "$dir/$name")" "READ $dir/$name: $secret" "control: the marker read on the host"
+        out=$(in_kind "$kind" --bind "$SCRATCH:/bound" -- sh -c "$read_each" sh "/bound/$name")
+        assert_contains "$out" "READ /bound/$name: $secret" "control: the marker bound into the $KIND_NAME"
 }
 
 test_host_marker_in_home_is_unreachable() {
@@ -55,13 +63,7 @@ test_host_marker_in_test_tmp_is_unreachable() {
 }
 
 test_etc_shadow_is_unreadable() {
-        local out
-        out=$("$NSBOX" run -- sh -c "$read_each; ls -a /etc" sh /etc/shadow /etc/gshadow 2>&1)
-        echo "    sandbox: $out" >&2
-        assert_contains "$out" "refused /etc/shadow" "the sandbox's output (did it run?)"
-        assert_not_contains "$out" "READ " "reads of /etc/shadow"
-        assert_not_contains "$out" "root:" "reads of /etc/shadow"
-        printf '%s\n' "$out" | grep -qx 'g\{0,1\}shadow' && fail "/etc/shadow exists in the sandbox: $out"
+        for_each_kind check_etc_shadow
         # control: the host has one, and as root the same read finds root's entry
         [ -e /etc/shadow ] || echo "    control: the host has no /etc/shadow" >&2
         if [ "$TEST_AS" = root ] && [ -e /etc/shadow ]; then
@@ -69,26 +71,40 @@ test_etc_shadow_is_unreadable() {
         fi
 }
 
+check_etc_shadow() { # kind
+        local out
+        out=$(in_kind "$1" -- sh -c "$read_each; ls -a /etc" sh /etc/shadow /etc/gshadow)
+        echo "    $KIND_NAME: $out" >&2
+        assert_contains "$out" "refused /etc/shadow" "the output of the $KIND_NAME (did it run?)"
+        assert_not_contains "$out" "READ " "reads of /etc/shadow in the $KIND_NAME"
+        assert_not_contains "$out" "root:" "reads of /etc/shadow in the $KIND_NAME"
+        if printf '%s\n' "$out" | grep -qx 'g\{0,1\}shadow'; then fail "/etc/shadow exists in the $KIND_NAME: $out"; fi
+}
+
 test_write_outside_workdir_and_tmp_fails() {
-        local name=".nsbox-escape-write.$$" out d
         assert_held write_outside
+        for_each_kind check_write_outside ".nsbox-escape-write.$$"
+        # control: on the host, as a user, / is a writable mount (the probe refuses this as root)
+        if [ "$TEST_AS" = user ]; then control_host write_outside; fi
+}
+
+check_write_outside() { # kind name
+        local name=$2 out d
         # shellcheck disable=SC2016
-        out=$("$NSBOX" run -- sh -c 'for d in / /etc /usr /usr/bin /home /var /opt /run /mnt; do
+        out=$(in_kind "$1" -- sh -c 'for d in / /etc /usr /usr/bin /home /var /opt /run /mnt; do
                         echo x 2>/dev/null >"$d/$1" && echo "WROTE $d"; mkdir "$d/$1.d" 2>/dev/null && echo "MADE $d"; done
-                echo x >"/etc/$1" ; echo ok >/workspace/f && echo ok >/tmp/f && echo ok >/dev/shm/f && cat /workspace/f /tmp/f /dev/shm/f' sh "$name" 2>&1)
-        echo "    sandbox: $out" >&2
-        assert_not_contains "$out" "WROTE" "writes outside the workdir and tmp"
-        assert_not_contains "$out" "MADE" "mkdirs outside the workdir and tmp"
-        assert_contains "$out" "Read-only file system"
+                echo x >"/etc/$1" ; echo ok >/workspace/f && echo ok >/tmp/f && echo ok >/dev/shm/f && cat /workspace/f /tmp/f /dev/shm/f' sh "$name")
+        echo "    $KIND_NAME: $out" >&2
+        assert_not_contains "$out" "WROTE" "writes outside the workdir and tmp in the $KIND_NAME"
+        assert_not_contains "$out" "MADE" "mkdirs outside the workdir and tmp in the $KIND_NAME"
+        assert_contains "$out" "Read-only file system" "the output of the $KIND_NAME"
         # the writable places work: the refusals are not a broken sandbox
         assert_contains "$out" "ok
 ok
-ok" "writes to /workspace, /tmp and /dev/shm"
+ok" "writes to /workspace, /tmp and /dev/shm in the $KIND_NAME"
         for d in / /etc /usr /usr/bin /home /var /opt /run /mnt; do
-                [ -e "$d/$name" ] && fail "$d/$name appeared on the host"
+                if [ -e "$d/$name" ]; then fail "$d/$name appeared on the host after the $KIND_NAME ran"; fi
         done
-        # control: on the host, as a user, / is a writable mount (the probe refuses this as root)
-        if [ "$TEST_AS" = user ]; then control_host write_outside; fi
 }
 
 test_proc_sys_is_not_writable() {
@@ -115,7 +131,7 @@ test_mknod_is_refused() {
 # Symlinks to host paths, planted in a bound directory by the host and in the workspace by the
 # sandbox itself, resolve inside the sandbox: they read nothing of the host.
 test_symlink_in_workspace_reads_nothing_of_the_host() {
-        local name=".nsbox-escape-marker.$$" secret="nsbox-secret-$$-$RANDOM" home out
+        local name=".nsbox-escape-marker.$$" secret="nsbox-secret-$$-$RANDOM" home
         home=$(caller_home)
         scratch_dir
         mkdir "$SCRATCH/ws"
@@ -132,82 +148,92 @@ test_symlink_in_workspace_reads_nothing_of_the_host() {
                 at_exit "rm -f '$home/$name'"
                 ln -s "$home/$name" "$SCRATCH/ws/home"
         fi
-        out=$("$NSBOX" run --bind "$SCRATCH/ws:/workspace/ws" -- sh -c "$read_each" sh \
-                /workspace/ws/abs /workspace/ws/rel /workspace/ws/deep /workspace/ws/shadow /workspace/ws/home 2>&1)
-        echo "    sandbox, planted by the host: $out" >&2
-        assert_contains "$out" "refused /workspace/ws/abs"
-        assert_not_contains "$out" "$secret" "reads through symlinks planted by the host"
-        assert_not_contains "$out" "READ " "reads through symlinks planted by the host"
-        # shellcheck disable=SC2016
-        out=$("$NSBOX" run -- sh -c 'cd /workspace && ln -s "$1" l1 && ln -s "$2" l2 && ln -s "$3" l3 && for l in l1 l2 l3; do
-                        c=$(cat "$l" 2>&1) && echo "READ $l: $c" || echo "refused $l: $c"; done' sh \
-                "$TEST_TMP/$name" "$SCRATCH/$name" "${home:-/nonexistent}/$name" 2>&1)
-        echo "    sandbox, planted inside: $out" >&2
-        assert_contains "$out" "refused l1"
-        assert_not_contains "$out" "$secret" "reads through symlinks planted in the workspace"
+        for_each_kind check_symlinks "$name" "$secret" "$home"
         # control: on the host the planted links do lead to the marker
         assert_contains "$(sh -c "$read_each" sh "$SCRATCH/ws/abs" "$SCRATCH/ws/rel")" "READ $SCRATCH/ws/rel: $secret" \
                 "control: the links followed on the host"
+}
+
+check_symlinks() { # kind name secret home
+        local kind=$1 name=$2 secret=$3 home=$4 out
+        out=$(in_kind "$kind" --bind "$SCRATCH/ws:/workspace/ws" -- sh -c "$read_each" sh \
+                /workspace/ws/abs /workspace/ws/rel /workspace/ws/deep /workspace/ws/shadow /workspace/ws/home)
+        echo "    $KIND_NAME, links planted by the host: $out" >&2
+        assert_contains "$out" "refused /workspace/ws/abs" "the output of the $KIND_NAME"
+        assert_not_contains "$out" "$secret" "reads through symlinks planted by the host, in the $KIND_NAME"
+        assert_not_contains "$out" "READ " "reads through symlinks planted by the host, in the $KIND_NAME"
+        # shellcheck disable=SC2016
+        out=$(in_kind "$kind" -- sh -c 'cd /workspace && ln -s "$1" l1 && ln -s "$2" l2 && ln -s "$3" l3 && for l in l1 l2 l3; do
+                        c=$(cat "$l" 2>&1) && echo "READ $l: $c" || echo "refused $l: $c"; done' sh \
+                "$TEST_TMP/$name" "$SCRATCH/$name" "${home:-/nonexistent}/$name")
+        echo "    $KIND_NAME, links planted inside: $out" >&2
+        assert_contains "$out" "refused l1" "the output of the $KIND_NAME"
+        assert_not_contains "$out" "$secret" "reads through symlinks planted in the workspace of the $KIND_NAME"
 }
 
 # A read-only --bind: no write, create, delete, rename or chmod in it, no remount read-write,
 # and the host's files stay as they were.  The files are world-writable, so that only the
 # read-only mount stands in the way.
 test_readonly_bind_cannot_be_written_or_remounted() {
-        local before after out
+        readonly_dir
+        PROBE_OPTS=(--bind "$SCRATCH/ro:/data")
+        assert_held remount_rw /data
+        assert_probe_says "'/data' still read-only"
+        PROBE_OPTS=()
+        for_each_kind check_readonly_bind
+}
+
+readonly_dir() { # sets SCRATCH, with SCRATCH/ro/file
         scratch_dir
         mkdir "$SCRATCH/ro"
         printf 'original content\n' >"$SCRATCH/ro/file"
         chmod 0777 "$SCRATCH/ro"
         chmod 0666 "$SCRATCH/ro/file"
+}
+
+check_readonly_bind() { # kind
+        local before after out
+        readonly_dir
         before=$(cd "$SCRATCH/ro" && sha256sum file && ls -la --time-style=+%s)
-        PROBE_OPTS=(--bind "$SCRATCH/ro:/data")
-        assert_held remount_rw /data
-        assert_probe_says "'/data' still read-only"
-        PROBE_OPTS=()
-        out=$("$NSBOX" run --bind "$SCRATCH/ro:/data" -- sh -c 'echo pwned >/data/file; echo pwned >>/data/file; touch /data/new;
-                mkdir /data/dir; rm -f /data/file; mv /data/file /data/moved; chmod 0600 /data/file; ln -s x /data/link; true' 2>&1)
-        echo "    sandbox: $out" >&2
-        assert_contains "$out" "Read-only file system"
+        out=$(in_kind "$1" --bind "$SCRATCH/ro:/data" -- sh -c 'echo pwned >/data/file; echo pwned >>/data/file; touch /data/new;
+                mkdir /data/dir; rm -f /data/file; mv /data/file /data/moved; chmod 0600 /data/file; ln -s x /data/link; echo tried')
+        echo "    $KIND_NAME: $out" >&2
+        assert_contains "$out" "tried" "the output of the $KIND_NAME (did it run?)"
+        assert_contains "$out" "Read-only file system" "the output of the $KIND_NAME"
         after=$(cd "$SCRATCH/ro" && sha256sum file && ls -la --time-style=+%s)
-        assert_eq "$before" "$after" "the read-only bind's host directory"
+        assert_eq "$before" "$after" "the read-only bind's host directory after the $KIND_NAME"
         # control: the same writes through a read-write bind do change it
-        "$NSBOX" run --bind "$SCRATCH/ro:/data:rw" -- sh -c 'echo pwned >>/data/file' >/dev/null 2>&1
+        in_kind "$1" --bind "$SCRATCH/ro:/data:rw" -- sh -c 'echo pwned >>/data/file' >/dev/null
         after=$(cd "$SCRATCH/ro" && sha256sum file && ls -la --time-style=+%s)
-        assert_ne "$before" "$after" "control: the host directory after a write through a read-write bind"
+        assert_ne "$before" "$after" "control: the host directory after a write through a read-write bind of the $KIND_NAME"
 }
 
 test_rw_bind_writes_land_on_the_host() {
+        for_each_kind check_rw_bind
+}
+
+check_rw_bind() { # kind
         local out
         scratch_dir
         mkdir "$SCRATCH/rw"
         chmod 0777 "$SCRATCH/rw"
-        out=$("$NSBOX" run --bind "$SCRATCH/rw:/data:rw" -- sh -c "echo written-$$ >/data/out && mkdir /data/d && echo ok" 2>&1) ||
-                fail "writing to a read-write bind failed: $out"
-        assert_eq "written-$$" "$(cat "$SCRATCH/rw/out" 2>&1)" "the host file written through the bind"
-        [ -d "$SCRATCH/rw/d" ] || fail "the directory made through the bind is not on the host"
+        out=$(in_kind "$1" --bind "$SCRATCH/rw:/data:rw" -- sh -c "echo written-$$ >/data/out && mkdir /data/d && echo ok") ||
+                fail "writing to a read-write bind of the $KIND_NAME failed: $out"
+        echo "    $KIND_NAME: wrote /data/out and made /data/d: $out" >&2
+        assert_eq "written-$$" "$(cat "$SCRATCH/rw/out" 2>&1)" "the host file written through the bind of the $KIND_NAME"
+        [ -d "$SCRATCH/rw/d" ] || fail "the directory made through the bind of the $KIND_NAME is not on the host"
 }
 
-# A setuid-root file run in the sandbox (nosuid binds, no_new_privs, root unmapped): its uids and
-# capabilities stay the caller's.  The probe, setuid, does nothing but report.
-# A setuid-root file gains nothing in the sandbox (no_new_privs).  As root the test makes a
-# setuid-root copy of the probe; a user cannot, and uses the host's own setuid-root su instead.
+# A setuid-root file gains nothing in the sandbox (nosuid binds, no_new_privs, root unmapped):
+# its uids and capabilities stay the caller's.  As root the test makes a setuid-root copy of
+# the probe, which does nothing but report; a user cannot, and uses the host's own setuid-root
+# su instead.
 test_setuid_file_gains_nothing() {
         local out st
         if [ "$TEST_AS" = user ]; then
                 local su=/usr/bin/su
                 [ -u "$su" ] && [ "$(stat -c %u "$su")" = 0 ] || fail "this test needs the setuid-root $su (package login/util-linux)"
-                # su waits at its password prompt: its Uid line shows real, effective, saved and
-                # fs uids; with the setuid bit honoured the effective one would be 0
-                out=$("$NSBOX" run -- sh -c "ls -ln $su | cut -c1-10
-                        (sleep 3 | $su -c true root >/dev/null 2>&1 &)
-                        for i in 1 2 3 4 5 6 7 8 9 10; do
-                                for c in /proc/[0-9]*/comm; do [ \"\$(cat \$c 2>/dev/null)\" = su ] && grep '^Uid:' \${c%comm}status && exit 0; done
-                                sleep 0.2
-                        done; echo 'su not found'" 2>&1)
-                echo "    sandbox: $out" >&2
-                assert_contains "$out" "-rwsr-xr-x" "the setuid bit is visible inside"
-                assert_eq "Uid:	1000	1000	1000	1000" "$(printf '%s\n' "$out" | tail -n 1)" "uids of the running setuid su"
+                for_each_kind check_setuid_su "$su"
                 return
         fi
         scratch_dir
@@ -216,11 +242,7 @@ test_setuid_file_gains_nothing() {
         at_exit "rm -f '$SCRATCH/suid/probe'"
         chown 0:0 "$SCRATCH/suid/probe"
         chmod 4755 "$SCRATCH/suid/probe"
-        out=$("$NSBOX" run --bind "$SCRATCH/suid:/suid" -- /suid/probe suid 2>&1)
-        st=$?
-        echo "    sandbox: $out [exit $st]" >&2
-        [ "$st" = 0 ] || fail "the setuid file gained privileges in the sandbox (exit $st): $out"
-        assert_contains "$out" "attack suid: refused"
+        for_each_kind check_setuid_probe "$SCRATCH/suid"
         # control: run by an unprivileged user on the host, the setuid bit takes effect
         out=$(setpriv --reuid="${NSBOX_TEST_USER:-nobody}" --regid="${NSBOX_TEST_USER:-nogroup}" --clear-groups "$SCRATCH/suid/probe" suid 2>&1)
         st=$?
@@ -228,22 +250,78 @@ test_setuid_file_gains_nothing() {
         [ "$st" = 1 ] || fail "control: the setuid probe run on the host should report gained privileges (exit 1), got $st: $out"
 }
 
+check_setuid_probe() { # kind dir (holding the setuid-root probe)
+        local out st
+        out=$(in_kind "$1" --bind "$2:/suid" -- /suid/probe suid)
+        st=$?
+        echo "    $KIND_NAME: $out [exit $st]" >&2
+        [ "$st" = 0 ] || fail "the setuid file gained privileges in the $KIND_NAME (exit $st): $out"
+        assert_contains "$out" "attack suid: refused" "the probe's output in the $KIND_NAME"
+}
+
+check_setuid_su() { # kind su
+        local out su=$2
+        # su waits at its password prompt: its Uid line shows real, effective, saved and fs
+        # uids; with the setuid bit honoured the effective one would be 0
+        out=$(in_kind "$1" -- sh -c "ls -ln $su | cut -c1-10
+                (sleep 3 | $su -c true root >/dev/null 2>&1 &)
+                for i in 1 2 3 4 5 6 7 8 9 10; do
+                        for c in /proc/[0-9]*/comm; do [ \"\$(cat \$c 2>/dev/null)\" = su ] && grep '^Uid:' \${c%comm}status && exit 0; done
+                        sleep 0.2
+                done; echo 'su not found'")
+        echo "    $KIND_NAME: $out" >&2
+        assert_contains "$out" "-rwsr-xr-x" "the setuid bit is visible inside the $KIND_NAME"
+        assert_eq "Uid:	1000	1000	1000	1000" "$(printf '%s\n' "$out" | tail -n 1)" "uids of the running setuid su in the $KIND_NAME"
+}
+
 # The caller's stdin is a host file it opened read-only: reopening it through /proc/self/fd/0
 # must not give the sandbox a writable file (a write to a host file outside every bind).
 test_stdin_file_cannot_be_reopened_for_writing() {
-        local f=$TEST_TMP/stdin.txt before after out
+        local f=$TEST_TMP/stdin.txt before
         printf 'original stdin content\n' >"$f"
         chmod 0644 "$f"
         before=$(sha256sum <"$f")
-        out=$("$NSBOX" run -- sh -c 'echo PWNED >>/proc/self/fd/0 && echo "reopened fd 0 for writing"; echo PWNED >/dev/stdin && echo "truncated it"; echo tried' <"$f" 2>&1)
-        echo "    sandbox (stdin: a host file opened read-only): $out" >&2
-        assert_contains "$out" "tried" "the sandbox's output (did it run?)"
-        after=$(sha256sum <"$f")
-        assert_eq "$before" "$after" "sha256 of the caller's stdin file $f (opened read-only) after the sandbox ran; it now reads: $(head -c 200 "$f")"
+        for_each_kind check_stdin_reopen "$f"
         # control: on the host the same reopen works
         cp -p "$f" "$f.control"
         sh -c 'echo PWNED >>/proc/self/fd/0' <"$f.control" 2>/dev/null
         assert_ne "$before" "$(sha256sum <"$f.control")" "control: the file after a reopen on the host"
+}
+
+# shellcheck disable=SC2016
+REOPEN_STDIN='echo "fd 0: $(readlink /proc/self/fd/0)"; cat; echo PWNED >>/proc/self/fd/0 && echo "reopened fd 0 for writing"
+echo PWNED >/dev/stdin && echo "truncated it"; echo tried'
+
+check_stdin_reopen() { # kind file
+        local f=$2 before out params id
+        before=$(sha256sum <"$f")
+        if [ "$1" = run ]; then
+                out=$(in_kind run -- sh -c "$REOPEN_STDIN" <"$f")
+                echo "    $KIND_NAME (stdin: a host file opened read-only): $out" >&2
+                assert_contains "$out" "tried" "the output of the $KIND_NAME (did it run?)"
+                assert_eq "$before" "$(sha256sum <"$f")" "sha256 of the caller's stdin file $f (opened read-only) after the $KIND_NAME ran; it now reads: $(head -c 200 "$f")"
+                return
+        fi
+        # nsboxd: nsbox exec passes no stdin of its caller (the command reads /dev/null), and the
+        # exec tool's stdin param reaches the command through a pipe of the agent.  Both are
+        # tried with the caller's stdin a host file opened read-only: for nsbox call it holds the
+        # call's params, whose stdin the command reads back (so the pipe did carry it).
+        out=$(in_kind daemon -- sh -c "$REOPEN_STDIN" <"$f")
+        echo "    $KIND_NAME (nsbox exec, stdin: a host file opened read-only): $out" >&2
+        assert_contains "$out" "tried" "the output of the $KIND_NAME (did it run?)"
+        assert_contains "$out" "fd 0: /dev/null" "the command's stdin under nsbox exec"
+        assert_eq "$before" "$(sha256sum <"$f")" "sha256 of the caller's stdin file $f (opened read-only) after nsbox exec; it now reads: $(head -c 200 "$f")"
+        params=$TEST_TMP/params.json
+        python3 -c 'import json, sys; print(json.dumps({"shell": sys.argv[1], "stdin": "stdin-of-the-call\n"}))' "$REOPEN_STDIN" >"$params"
+        chmod 0644 "$params"
+        before=$(sha256sum <"$params")
+        new_daemon_sandbox id
+        out=$("$NSBOX" call "$id" exec - <"$params" 2>&1) || fail "nsbox call $id exec - failed: $out"
+        echo "    $KIND_NAME (nsbox call exec with stdin, params from a host file opened read-only): $out" >&2
+        assert_contains "$out" 'stdin-of-the-call\n' "the command's output (did its stdin arrive?)"
+        assert_contains "$out" 'fd 0: pipe:' "the command's stdin under the exec tool"
+        assert_contains "$out" 'tried' "the command's output (did it run?)"
+        assert_eq "$before" "$(sha256sum <"$params")" "sha256 of nsbox call's stdin file $params after the call; it now reads: $(head -c 300 "$params")"
 }
 
 run_tests

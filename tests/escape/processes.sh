@@ -4,6 +4,8 @@
 # takes no input from the sandbox, nothing survives the sandbox, no host fd leaks in, and the
 # nsbox binary cannot be reached through /proc/PID/exe.  See escape.bash for the controls.
 # shellcheck source-path=SCRIPTDIR
+# KIND_NAME: set for each kind of sandbox in the subshell of for_each_kind (escape.bash)
+# shellcheck disable=SC2031
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/escape.bash"
 
@@ -13,12 +15,9 @@ list_processes='for d in /proc/[0-9]*; do printf "%s " "${d#/proc/}"; tr "\0" " 
 
 test_host_processes_are_invisible() {
         sleep "31337.$$" &
-        local pid=$! out
+        local pid=$!
         at_exit "kill $pid 2>/dev/null"
-        out=$("$NSBOX" run -- sh -c "$list_processes" 2>&1) || fail "listing /proc in the sandbox failed: $out"
-        printf '    sandbox processes:\n%s\n' "$out" >&2
-        assert_not_contains "$out" "31337.$$" "the sandbox's process list"
-        printf '%s\n' "$out" | awk '{print $1}' | grep -qx "$pid" && fail "host pid $pid is in the sandbox's /proc"
+        for_each_kind check_host_processes_invisible "$pid"
         # control: the same listing on the host shows the sleep
         assert_contains "$(sh -c "$list_processes")" "31337.$$" "control: the host's process list"
         local init
@@ -27,41 +26,82 @@ test_host_processes_are_invisible() {
         control_host host_pids "$init" # only reads /proc
 }
 
+# The host's sleep, and the supervisor: neither nsbox run, nor nsbox exec, nor nsboxd (whose
+# command line is "nsboxd ...") is listed; only the sandbox's init and its command are.
+check_host_processes_invisible() { # kind host-pid
+        local out dpid
+        out=$(in_kind "$1" -- sh -c "$list_processes") || fail "listing /proc in the $KIND_NAME failed: $out"
+        printf '    %s processes:\n%s\n' "$KIND_NAME" "$out" >&2
+        assert_not_contains "$out" "31337.$$" "the process list of the $KIND_NAME"
+        if printf '%s\n' "$out" | awk '{print $1}' | grep -qx "$2"; then fail "host pid $2 is in the /proc of the $KIND_NAME"; fi
+        assert_not_contains "$out" "$NSBOX" "the process list of the $KIND_NAME (a host nsbox command line)"
+        assert_not_contains "$out" "nsboxd" "the process list of the $KIND_NAME"
+        assert_contains "$out" "1 nsbox-init" "the process list of the $KIND_NAME (its init)"
+        if [ "$1" = daemon ]; then
+                dpid=$(daemon_pid) || fail "no nsboxd answers on $NSBOX_SOCKET"
+                if printf '%s\n' "$out" | awk '{print $1}' | grep -qx "$dpid"; then fail "nsboxd's pid $dpid is in the /proc of the $KIND_NAME"; fi
+        fi
+}
+
 test_host_process_cannot_be_signalled() {
         sleep "31338.$$" &
-        local pid=$! out
+        local pid=$!
         at_exit "kill $pid 2>/dev/null"
-        out=$("$NSBOX" run -- sh -c "echo attempted; kill -9 $pid && echo KILLED; kill -0 $pid && echo SIGNALLABLE; true" 2>&1)
-        echo "    sandbox: kill -9 $pid: $out" >&2
-        assert_contains "$out" "attempted" "the sandbox's output (did it run?)"
-        assert_not_contains "$out" "KILLED" "kill -9 of host pid $pid from the sandbox"
-        assert_not_contains "$out" "SIGNALLABLE" "kill -0 of host pid $pid from the sandbox"
-        kill -0 "$pid" 2>/dev/null || fail "host process $pid died while the sandbox tried to kill it"
+        for_each_kind check_host_process_unsignallable "$pid"
         # control: from the host the same command reaches it (kill -0 only)
         sh -c "kill -0 $pid" || fail "control: the host cannot signal its own sleep"
 }
 
+# kill -9 of the host's sleep; from a sandbox of nsboxd also kill -0 of nsboxd, its supervisor
+# (only -0: were it reachable, a real signal would end the file's other tests).
+check_host_process_unsignallable() { # kind host-pid
+        local pid=$2 out dpid=""
+        if [ "$1" = daemon ]; then
+                "$NSBOX" ls >/dev/null 2>&1 # starts the file's nsboxd if no test did yet
+                dpid=$(daemon_pid) || fail "no nsboxd answers on $NSBOX_SOCKET"
+        fi
+        out=$(in_kind "$1" -- sh -c "echo attempted; kill -9 $pid && echo KILLED; kill -0 $pid && echo SIGNALLABLE
+                [ -z '$dpid' ] || { kill -0 '$dpid' && echo NSBOXD-SIGNALLABLE; }; true")
+        echo "    $KIND_NAME: kill -9 $pid${dpid:+, kill -0 $dpid (nsboxd)}: $out" >&2
+        assert_contains "$out" "attempted" "the output of the $KIND_NAME (did it run?)"
+        assert_not_contains "$out" "KILLED" "kill -9 of host pid $pid from the $KIND_NAME"
+        assert_not_contains "$out" "SIGNALLABLE" "kill -0 of host pid $pid${dpid:+ and of nsboxd, pid $dpid} from the $KIND_NAME"
+        kill -0 "$pid" 2>/dev/null || fail "host process $pid died while the $KIND_NAME tried to kill it"
+}
+
 # A neighbour sandbox traps SIGCONT; another sandbox sends SIGCONT to every process it can
-# (kill -1).  SIGCONT, because it harms nothing even if it reached the host.
+# (kill -1).  SIGCONT, because it harms nothing even if it reached the host.  Both sandboxes of
+# `nsbox run`, then both of nsboxd (the pairs across kinds: cross.sh).
 test_neighbour_sandbox_gets_no_signal() {
-        local log=$TEST_TMP/neighbour.log tag="nsbox-neighbour-$$" out
+        for_each_kind check_neighbour
+}
+
+check_neighbour() { # kind
+        local log=$TEST_TMP/neighbour.$1.log tag="nsbox-neighbour-$1-$$" out nb id
         # shellcheck disable=SC2016
-        "$NSBOX" run -- sh -c 'trap "echo GOT-SIGNAL" CONT; echo ready; i=0; while [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done' "$tag" \
-                >"$log" 2>&1 </dev/null &
-        local nb=$!
+        local neighbour='trap "echo GOT-SIGNAL" CONT; echo ready; i=0; while [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done'
+        if [ "$1" = run ]; then
+                "$NSBOX" run -- sh -c "$neighbour" "$tag" >"$log" 2>&1 </dev/null &
+        else
+                new_daemon_sandbox id
+                "$NSBOX" exec "$id" -- sh -c "$neighbour" "$tag" >"$log" 2>&1 </dev/null &
+        fi
+        nb=$!
         at_exit "kill $nb 2>/dev/null; wait $nb 2>/dev/null"
         for _ in $(seq 50); do grep -q ready "$log" && break; sleep 0.1; done
-        grep -q ready "$log" || fail "the neighbour sandbox did not start: $(cat "$log")"
-        out=$("$NSBOX" run -- sh -c 'kill -s CONT -- -1; echo "kill -1: $?"' 2>&1)
-        echo "    attacker: $out" >&2
+        grep -q ready "$log" || fail "the neighbour $KIND_NAME did not start: $(cat "$log")"
+        # shellcheck disable=SC2016
+        out=$(in_kind "$1" -- sh -c 'kill -s CONT -- -1; echo "kill -1: $?"')
+        echo "    attacker, $KIND_NAME: $out" >&2
         assert_contains "$out" "kill -1: " "the attacker's output (did it run?)"
         sleep 0.5
-        kill -0 "$nb" 2>/dev/null || fail "the neighbour sandbox died"
-        assert_not_contains "$(cat "$log")" "GOT-SIGNAL" "the neighbour's output"
-        # control: sent from the host, the neighbour gets it (pkill -f also hits its supervisor: harmless)
+        kill -0 "$nb" 2>/dev/null || fail "the neighbour $KIND_NAME died: $(cat "$log")"
+        assert_not_contains "$(cat "$log")" "GOT-SIGNAL" "the output of the neighbour $KIND_NAME"
+        # control: sent from the host, the neighbour gets it (pkill -f also hits its nsbox run or
+        # nsbox exec: harmless)
         pkill -CONT -f "$tag"
         for _ in $(seq 30); do grep -q GOT-SIGNAL "$log" && break; sleep 0.1; done
-        assert_contains "$(cat "$log")" "GOT-SIGNAL" "control: the neighbour's output after a SIGCONT from the host"
+        assert_contains "$(cat "$log")" "GOT-SIGNAL" "control: the output of the neighbour $KIND_NAME after a SIGCONT from the host"
 }
 
 test_ptrace_of_pid1_is_refused() {
@@ -141,18 +181,8 @@ test_cve_2017_5226_tiocsti_into_callers_terminal_fails() {
 }
 
 test_sandbox_processes_die_with_it() {
-        local tag=$$ left out d
-        # setsid + disown, nohup, and a double fork: three ways to outlive a parent.  Output to a
-        # file: a pipe would make the test wait for any survivor holding it open.
-        # The command lists what runs before it exits: proof the three did start.
-        # shellcheck disable=SC2016
-        "$NSBOX" run -- bash -c "setsid sleep 1000.$tag & disown; nohup sleep 1001.$tag >/dev/null 2>&1 & (sleep 1002.$tag &);
-                sleep 0.3; $list_processes; exit 0" >"$TEST_TMP/out" 2>&1 </dev/null || fail "nsbox run failed: $(cat "$TEST_TMP/out")"
-        out=$(cat "$TEST_TMP/out")
-        echo "    sandbox processes before it ended: $out" >&2
-        for d in 1000 1001 1002; do assert_contains "$out" "sleep $d.$tag" "the sandbox's processes"; done
-        at_exit "pkill -f 'sleep 100[012]\\.$tag'"
-        left=$(wait_gone "sleep 100[012]\\.$tag") || fail "processes outlived their sandbox: $left"
+        local tag=$$
+        for_each_kind check_processes_die
         # control: the same on the host leaves them running, and the check sees them
         bash -c "setsid sleep 1000.$tag & disown; exit 0" </dev/null >/dev/null 2>&1
         sleep 0.2
@@ -160,13 +190,67 @@ test_sandbox_processes_die_with_it() {
         pkill -f "sleep 100[012]\\.$tag"
 }
 
+# setsid + disown, nohup, and a double fork: three ways to outlive a parent.  Output to a file: a
+# pipe would make the test wait for any survivor holding it open.  The command lists what runs
+# before it exits: proof the three did start.  A sandbox of nsboxd outlives each command, and so
+# may what a command leaves in the background: there "dying with the sandbox" means after nsbox
+# rm, and the three must still run when nsbox exec has returned (else rm would prove nothing).
+check_processes_die() { # kind
+        local tag left out d id
+        # digits (the sleeps' argument), one tag per kind
+        if [ "$1" = run ]; then tag=$$1; else tag=$$2; fi
+        # shellcheck disable=SC2016
+        local cmd="setsid sleep 1000.$tag & disown; nohup sleep 1001.$tag >/dev/null 2>&1 & (sleep 1002.$tag &);
+                sleep 0.3; $list_processes; exit 0"
+        at_exit "pkill -f 'sleep 100[012]\\.$tag'"
+        if [ "$1" = run ]; then
+                "$NSBOX" run -- bash -c "$cmd" >"$TEST_TMP/out" 2>&1 </dev/null || fail "nsbox run failed: $(cat "$TEST_TMP/out")"
+        else
+                new_daemon_sandbox id
+                "$NSBOX" exec "$id" -- bash -c "$cmd" >"$TEST_TMP/out" 2>&1 </dev/null || fail "nsbox exec failed: $(cat "$TEST_TMP/out")"
+        fi
+        out=$(cat "$TEST_TMP/out")
+        echo "    $KIND_NAME, processes before its command ended: $(printf '%s' "$out" | tr '\n' ' ')" >&2
+        for d in 1000 1001 1002; do assert_contains "$out" "sleep $d.$tag" "the processes of the $KIND_NAME"; done
+        if [ "$1" = daemon ]; then
+                for d in 1000 1001 1002; do
+                        pgrep -f "sleep $d\\.$tag" >/dev/null ||
+                                fail "cannot check: sleep $d.$tag did not outlive nsbox exec in the $KIND_NAME, which still lives"
+                done
+                out=$("$NSBOX" rm "$id" 2>&1) || fail "nsbox rm $id: $out"
+                echo "    $KIND_NAME: the three ran after nsbox exec returned; nsbox rm $id" >&2
+        fi
+        left=$(wait_gone "sleep 100[012]\\.$tag") || fail "processes outlived their $KIND_NAME: $left"
+}
+
 test_host_fd_does_not_leak() {
         exec 7</etc/passwd
         exec 8<>"$TEST_TMP/fd8"
         assert_held fd_leak
         assert_probe_says "cwd /workspace"
+        check_fds_of_new_daemon
         control_host fd_leak # only lists its fds
         assert_contains "$CONTROL_OUT" "fd 7 is open: /etc/passwd" "control"
+}
+
+# The nsboxd of the file was started before fds 7 and 8 were opened.  One that a caller holding
+# them starts (nsbox create does, when no nsboxd answers) gives them to no sandbox either, and
+# keeps none of them itself.  Its fds can be listed by root only: it is not dumpable.
+check_fds_of_new_daemon() {
+        local sock=$ESCAPE_DIR/fd.sock dpid fds
+        NSBOX_SOCKET=$sock probe_in_daemon fd_leak >/dev/null
+        assert_contains "$PROBE_OUT" "attack fd_leak: refused:" "the probe in a sandbox of an nsboxd started holding fds 7 and 8"
+        assert_contains "$PROBE_OUT" "only fds 0, 1, 2 are open" "the probe in a sandbox of an nsboxd started holding fds 7 and 8"
+        dpid=$(NSBOX_SOCKET=$sock daemon_pid) || fail "no nsboxd answers on $sock"
+        at_exit "kill $dpid 2>/dev/null; wait_pids_gone 5 $dpid >/dev/null"
+        if [ "$TEST_AS" = root ]; then
+                fds=$(ls -l "/proc/$dpid/fd/" 2>&1) || fail "cannot list the fds of nsboxd $dpid: $fds"
+                echo "    nsboxd $dpid, started holding fds 7 and 8: $(printf '%s\n' "$fds" | awk 'NR > 1 {print $(NF - 2), $NF}' | tr '\n' ' ')" >&2
+                assert_not_contains "$fds" "/etc/passwd" "the fds of an nsboxd started by a caller holding /etc/passwd as fd 7"
+                assert_not_contains "$fds" "$TEST_TMP/fd8" "the fds of an nsboxd started by a caller holding $TEST_TMP/fd8 as fd 8"
+        else
+                echo "    nsboxd $dpid, started holding fds 7 and 8: its fds are not listed (it is not dumpable)" >&2
+        fi
 }
 
 # runc CVE-2019-5736: a process of the sandbox opens /proc/self/exe or /proc/1/exe (the agent,
