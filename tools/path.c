@@ -175,7 +175,12 @@ static int follow_link(dir_stack *st, int linkfd, unsigned *links, char **todo, 
  * directory fds, so the kernel never follows a link by itself: each link is read with readlinkat
  * on the fd of the link that was opened and its text resolved here, inside the root.  The last
  * component is opened with the caller's flags plus O_NOFOLLOW.  Returns an fd or -errno; -EAGAIN
- * when the tree changed between looking at a name and opening it (the caller retries). */
+ * when the tree changed between looking at a name and opening it (the caller retries).
+ * Where it differs from openat2, it never leaves the root either: a ".." in a link's text goes
+ * back to the directory the walk came through (openat2: that directory's parent now, EAGAIN if
+ * a rename raced) without checking search permission on the one it leaves; "name/" naming
+ * nothing is ENOENT even with O_CREAT (openat2: EISDIR); each directory level holds one fd while
+ * the walk is below it (a path deeper than RLIMIT_NOFILE fails with EMFILE). */
 static int resolve_in_root(int root_fd, const char *rel, int flags, mode_t mode)
 {
         __attribute__((cleanup(cleanup_dir_stack))) dir_stack st = { 0 };
