@@ -14,6 +14,7 @@
 
 #include "../../runtime/paths.h"
 #include "../../runtime/policy.h"
+#include "../../tools/path.h"
 #include "../../tools/tool.h"
 #include "fuzz.h"
 
@@ -74,6 +75,40 @@ static void check_inside(int fd, const char *what, const char *abs)
                    "%s '%s' opened '%s', outside the root '%s'", what, abs, target, root_dir);
 }
 
+/* openat2 and the user-space resolver used without it (tools/path.c) open the same file, or fail
+ * with the same message. */
+static void check_both_resolvers(const tool_ctx *ctx, const char *abs, int flags)
+{
+        int fds[2] = { -1, -1 }, rs[2];
+        tool_error es[2] = { 0 };
+        for (int i = 0; i < 2; i++) {
+                tool_path_force_fallback(i == 1);
+                rs[i] = tool_open(ctx, abs, flags, 0, &fds[i], &es[i]);
+        }
+        tool_path_force_fallback(false);
+        /* openat2 gives up with EAGAIN when renames anywhere on the machine keep racing a walk's
+         * ".." checks (32 tries); the fallback has no such check, and this tree never changes */
+        if (rs[0] && strstr(es[0].message, strerror(EAGAIN))) {
+                if (rs[1] == 0)
+                        close(fds[1]);
+                return;
+        }
+        FUZZ_CHECK(rs[0] == rs[1], "'%s' (flags %#x): openat2 %s, the fallback %s", abs, (unsigned)flags,
+                   rs[0] ? es[0].message : "opened it", rs[1] ? es[1].message : "opened it");
+        if (rs[0] == 0) {
+                struct stat a, b;
+                FUZZ_CHECK(fstat(fds[0], &a) == 0 && fstat(fds[1], &b) == 0, "fstat: %s", strerror(errno));
+                FUZZ_CHECK(a.st_dev == b.st_dev && a.st_ino == b.st_ino, "'%s' (flags %#x): the resolvers opened different files",
+                           abs, (unsigned)flags);
+                check_inside(fds[1], "tool_open (fallback)", abs);
+                close(fds[0]);
+                close(fds[1]);
+        } else {
+                FUZZ_CHECK(es[0].code == es[1].code && !strcmp(es[0].message, es[1].message),
+                           "'%s' (flags %#x): openat2 '%s', the fallback '%s'", abs, (unsigned)flags, es[0].message, es[1].message);
+        }
+}
+
 static void check_canonical(const char *abs, const char *from)
 {
         size_t n = strlen(abs);
@@ -111,6 +146,9 @@ FUZZ_ENTRY(path)
                 } else {
                         FUZZ_CHECK(e.message[0] && !strchr(e.message, '\n'), "tool_open failed without a one-line message");
                 }
+                check_both_resolvers(&ctx, abs, O_PATH);
+                check_both_resolvers(&ctx, abs, O_PATH | O_NOFOLLOW);
+                check_both_resolvers(&ctx, abs, O_RDONLY | O_DIRECTORY);
                 const char *name = NULL;
                 if (tool_open_parent(&ctx, abs, &fd, &name, &e) == 0) {
                         check_inside(fd, "tool_open_parent", abs);
