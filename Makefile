@@ -6,7 +6,7 @@
 #   make install PREFIX=/usr DESTDIR=/tmp/pkg
 #   make SANITIZE=address,undefined check
 #   make fuzz                 libFuzzer harnesses (tests/fuzz), FUZZ_SECONDS (60) each; needs clang
-#   make valgrind             the unit tier under valgrind (not part of check)
+#   make valgrind             the unit tier under valgrind (part of check, except with SANITIZE)
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
@@ -156,8 +156,9 @@ $(B)/fuzz/%: tests/fuzz/%.c $(B)/libnsbox.a $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libnsbox.a $(PKG_LIBS) $(GIT_LIBS)
 
-# The unit tier in one process under valgrind (CK_FORK=no: valgrind follows no forked test).
-# Not part of check: valgrind 3.19 (Debian 12) has no openat2(2), which the tools need (README).
+# The unit tier in one process under valgrind (CK_FORK=no: one leak check for the whole run, not
+# one per forked test).  Also a tier of check, left out of a SANITIZE build (valgrind cannot run
+# an ASan binary).
 valgrind: $(B)/tests/unit
 	@command -v valgrind >/dev/null || { echo "make valgrind: valgrind is missing (apt-get install valgrind)"; exit 1; }
 	NSBOX_SRC=$(CURDIR) NSBOX_BUILD=$(abspath $(B)) TIERS=valgrind tests/run
@@ -172,7 +173,7 @@ $(B)/tests/%: tests/escape/%.c $(B)/.flags
 	$(CC) $(PROBE_CFLAGS) $(PROBE_LDFLAGS) -o $@ $<
 
 check: $(B)/nsbox $(B)/nsboxd $(B)/tests/unit $(PROBES)
-	NSBOX=$(abspath $(B)/nsbox) NSBOX_BUILD=$(abspath $(B)) tests/run
+	NSBOX=$(abspath $(B)/nsbox) NSBOX_BUILD=$(abspath $(B)) $(if $(SANITIZE),TIERS="$${TIERS:-unit integration escape vm}") tests/run
 
 $(B)/tests/bench-session: tests/bench/session.c $(B)/libnsbox.a
 	@mkdir -p $(dir $@)

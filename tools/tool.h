@@ -5,9 +5,10 @@
  * carrying one of the protocol's stable codes (nsbox-protocol(7)).
  *
  * Paths: every path a request names is resolved inside ctx->root_fd with openat2(2)
- * RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, relative paths from ctx->cwd.  In a sandbox the root
- * is the sandbox's own "/" (the host is not in its mount namespace at all); unit tests point it
- * at a temporary directory, and "..", absolute paths and planted symlinks stay inside it. */
+ * RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS (or, where openat2 gives ENOSYS, the same resolution
+ * in user space: tools/path.c), relative paths from ctx->cwd.  In a sandbox the root is the
+ * sandbox's own "/" (the host is not in its mount namespace at all); unit tests point it at a
+ * temporary directory, and "..", absolute paths and planted symlinks stay inside it. */
 #pragma once
 
 #include <jansson.h>
@@ -93,7 +94,8 @@ size_t tool_utf8_cut(const char *s, size_t n, size_t max);
 
 /* Paths (tools/path.c).  tool_path_normalize makes path absolute inside the root, lexically
  * ("a/../b" from cwd "/w" -> "/w/b"; ".." never goes above "/"); rejects "" and embedded NULs
- * (invalid_path).  tool_open resolves with RESOLVE_IN_ROOT; tool_open_parent opens the directory
+ * (invalid_path).  tool_open resolves with RESOLVE_IN_ROOT (ELOOP past 40 links or at a /proc
+ * magic link); tool_open_parent opens the directory
  * that contains path's last component and returns that component (for mkdirat, unlinkat,
  * renameat, O_CREAT).  *ret_name points into *ret_abs. */
 int tool_path_normalize(const tool_ctx *ctx, const char *path, char **ret_abs, tool_error *e);

@@ -14,6 +14,7 @@
 
 #include "../../runtime/paths.h"
 #include "../../runtime/policy.h"
+#include "../../tools/path.h"
 #include "../../tools/tool.h"
 #include "fuzz.h"
 
@@ -74,6 +75,57 @@ static void check_inside(int fd, const char *what, const char *abs)
                    "%s '%s' opened '%s', outside the root '%s'", what, abs, target, root_dir);
 }
 
+/* One tool_open, forced through the fallback or not: 0 with *ret_fd, or -1 with e. */
+static int open_with(bool fallback, const tool_ctx *ctx, const char *abs, int flags, int *ret_fd, tool_error *e)
+{
+        tool_path_force_fallback(fallback);
+        int r = tool_open(ctx, abs, flags, 0, ret_fd, e);
+        tool_path_force_fallback(false);
+        return r;
+}
+
+static bool same_outcome(int r0, int fd0, const tool_error *e0, int r1, int fd1, const tool_error *e1)
+{
+        if (r0 != r1)
+                return false;
+        if (r0)
+                return e0->code == e1->code && !strcmp(e0->message, e1->message);
+        struct stat a, b;
+        FUZZ_CHECK(fstat(fd0, &a) == 0 && fstat(fd1, &b) == 0, "fstat: %s", strerror(errno));
+        return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* openat2 and the user-space resolver used without it (tools/path.c) open the same file, or fail
+ * with the same message.  openat2 is asked again when they differ: under load it gives EAGAIN
+ * when renames anywhere on the machine race a walk's ".." checks, and ELOOP when a walk through
+ * more than 20 links is redone after an RCU walk failed (the link count is not reset); this
+ * tree never changes, so one answer that agrees is openat2's own. */
+static void check_both_resolvers(const tool_ctx *ctx, const char *abs, int flags)
+{
+        int fd1 = -1;
+        tool_error e1 = { 0 };
+        int r1 = open_with(true, ctx, abs, flags, &fd1, &e1);
+        if (r1 == 0)
+                check_inside(fd1, "tool_open (fallback)", abs);
+        int r0 = -1, fd0 = -1;
+        tool_error e0 = { 0 };
+        bool same = false;
+        for (int tries = 0; tries < 8 && !same; tries++) {
+                if (fd0 >= 0)
+                        close(fd0);
+                fd0 = -1;
+                e0 = (tool_error){ 0 };
+                r0 = open_with(false, ctx, abs, flags, &fd0, &e0);
+                same = same_outcome(r0, fd0, &e0, r1, fd1, &e1);
+        }
+        FUZZ_CHECK(same, "'%s' (flags %#x): openat2 %s, the fallback %s", abs, (unsigned)flags,
+                   r0 ? e0.message : "opened a file", r1 ? e1.message : "opened a file");
+        if (fd0 >= 0)
+                close(fd0);
+        if (fd1 >= 0)
+                close(fd1);
+}
+
 static void check_canonical(const char *abs, const char *from)
 {
         size_t n = strlen(abs);
@@ -111,6 +163,9 @@ FUZZ_ENTRY(path)
                 } else {
                         FUZZ_CHECK(e.message[0] && !strchr(e.message, '\n'), "tool_open failed without a one-line message");
                 }
+                check_both_resolvers(&ctx, abs, O_PATH);
+                check_both_resolvers(&ctx, abs, O_PATH | O_NOFOLLOW);
+                check_both_resolvers(&ctx, abs, O_RDONLY | O_DIRECTORY);
                 const char *name = NULL;
                 if (tool_open_parent(&ctx, abs, &fd, &name, &e) == 0) {
                         check_inside(fd, "tool_open_parent", abs);

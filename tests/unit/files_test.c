@@ -12,10 +12,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../../runtime/base64.h"
+#include "../../tools/path.h"
 #include "../../tools/tool.h"
 #include "tool_fixture.h"
 #include "unit.h"
@@ -24,6 +30,17 @@
 
 static void base_setup(void) { fixture_base_setup("files"); }
 static void test_setup(void) { fixture_test_setup(); }
+/* The same tests with tool_open's user-space resolver (the one used without openat2). */
+static void fallback_setup(void)
+{
+        fixture_test_setup();
+        tool_path_force_fallback(true);
+}
+static void fallback_teardown(void)
+{
+        tool_path_force_fallback(false);
+        test_teardown();
+}
 
 static void put_host(const char *host, const char *content, mode_t mode)
 {
@@ -362,6 +379,244 @@ START_TEST(test_path_open_resolves_dotdot_and_absolute_links_inside_root)
                 ck_assert_str_eq(buf, "inside\n");
                 close(fd);
         }
+}
+END_TEST
+
+/* tool_open(abs, flags) fails with errno want (through the error's code and message). */
+#define ASSERT_OPEN_FAILS(abs, flags, want)                                                          \
+        do {                                                                                         \
+                int _fd = -1;                                                                        \
+                tool_error _e = { 0 };                                                               \
+                int _r = tool_open(&ctx, (abs), (flags), 0644, &_fd, &_e);                           \
+                if (_r == 0)                                                                         \
+                        close(_fd);                                                                  \
+                ck_assert_msg(_r == -1, "open '%s' succeeded", (abs));                               \
+                UNIT_ASSERT_CONTAINS(_e.message, strerror(want));                                    \
+        } while (0)
+
+/* tool_open(abs, O_RDONLY) succeeds and reads want (a macro: a failure names the test). */
+#define ASSERT_READS(abs, want)                                                                      \
+        do {                                                                                         \
+                char _buf[64] = { 0 };                                                               \
+                int _fd = -1;                                                                        \
+                tool_error _e = { 0 };                                                               \
+                ck_assert_msg(tool_open(&ctx, (abs), O_RDONLY, 0, &_fd, &_e) == 0, "open '%s': %s", (abs), _e.message); \
+                ssize_t _n = read(_fd, _buf, sizeof(_buf) - 1);                                      \
+                close(_fd);                                                                          \
+                ck_assert_msg(_n >= 0 && !strcmp(_buf, (want)), "'%s' read '%s', not '%s'", (abs), _buf, (want)); \
+        } while (0)
+
+START_TEST(test_path_open_counts_links_as_the_kernel_does)
+{
+        /* 40 links in a row are followed, the 41st is ELOOP: MAXSYMLINKS on both resolvers */
+        put("file", "end\n");
+        char name[16], target[16];
+        for (int i = 1; i <= 41; i++) {
+                snprintf(name, sizeof(name), "l%d", i);
+                snprintf(target, sizeof(target), i == 41 ? "file" : "l%d", i + 1);
+                lnk(target, name);
+        }
+        ASSERT_READS("/l2", "end\n");
+        ASSERT_OPEN_FAILS("/l1", O_RDONLY, ELOOP);
+        lnk("self", "self");
+        lnk("b", "a");
+        lnk("a", "b");
+        ASSERT_OPEN_FAILS("/self", O_RDONLY, ELOOP);
+        ASSERT_OPEN_FAILS("/a/x", O_RDONLY, ELOOP);
+        ASSERT_FAILS(TOOL_INVALID_PATH, "Too many levels of symbolic links", tool_read_file, "{s:s}", "path", "/a");
+}
+END_TEST
+
+START_TEST(test_path_open_deep_dotdot_in_links_stops_at_the_root)
+{
+        mkd("etc");
+        put("etc/hostname", "inside\n");
+        put_outside_secret();
+        /* 60 levels down, a link climbing 100 levels, and one naming the outside directory */
+        char rel[512] = "";
+        for (int i = 0; i < 60; i++) {
+                strcat(rel, i ? "/d" : "d");
+                mkd(rel);
+        }
+        char up[512] = "";
+        for (int i = 0; i < 100; i++)
+                strcat(up, "../");
+        strcat(up, "etc/hostname");
+        char at[600];
+        snprintf(at, sizeof(at), "%s/up", rel);
+        lnk(up, at);
+        snprintf(at, sizeof(at), "/%s/up", rel);
+        ASSERT_READS(at, "inside\n");
+        snprintf(at, sizeof(at), "%s/out", rel);
+        lnk("../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../outside/secret", at);
+        snprintf(at, sizeof(at), "/%s/out", rel);
+        ASSERT_OPEN_FAILS(at, O_RDONLY, ENOENT);
+        lnk(outside_dir, "abs-out");
+        ASSERT_OPEN_FAILS("/abs-out/secret", O_RDONLY, ENOENT);
+        /* ".." out of a link's directory, then down again */
+        lnk("d/d/../../etc/../etc/hostname", "zigzag");
+        assert_outside_untouched();
+        ASSERT_READS("/zigzag", "inside\n");
+}
+END_TEST
+
+START_TEST(test_path_open_keeps_the_flags_of_the_last_component)
+{
+        mkd("d");
+        put("f", "file\n");
+        lnk("f", "lf");
+        lnk("d/", "ld");
+        lnk("f/", "lf-slash");
+        lnk("/made", "dangling");
+        int fd = -1;
+        tool_error e = { 0 };
+        /* O_NOFOLLOW: a link is ELOOP, or the link itself with O_PATH */
+        ASSERT_OPEN_FAILS("/lf", O_RDONLY | O_NOFOLLOW, ELOOP);
+        ck_assert_int_eq(tool_open(&ctx, "/lf", O_PATH | O_NOFOLLOW, 0, &fd, &e), 0);
+        struct stat st;
+        ck_assert_int_eq(fstat(fd, &st), 0);
+        ck_assert(S_ISLNK(st.st_mode));
+        close(fd);
+        /* O_DIRECTORY, and a link's trailing slash that asks for a directory */
+        ASSERT_OPEN_FAILS("/f", O_RDONLY | O_DIRECTORY, ENOTDIR);
+        ASSERT_OPEN_FAILS("/lf-slash", O_RDONLY, ENOTDIR);
+        ck_assert_int_eq(tool_open(&ctx, "/ld", O_RDONLY | O_DIRECTORY, 0, &fd, &e), 0);
+        ck_assert_int_eq(fstat(fd, &st), 0);
+        struct stat want;
+        ck_assert_int_eq(stat(H("d"), &want), 0);
+        ck_assert(st.st_ino == want.st_ino);
+        close(fd);
+        /* O_CREAT|O_EXCL never follows a link and refuses what exists */
+        ASSERT_OPEN_FAILS("/dangling", O_WRONLY | O_CREAT | O_EXCL, EEXIST);
+        ASSERT_OPEN_FAILS("/f", O_WRONLY | O_CREAT | O_EXCL, EEXIST);
+        ck_assert(!exists_host(H("made")));
+        ck_assert_int_eq(tool_open(&ctx, "/new", O_WRONLY | O_CREAT | O_EXCL, 0600, &fd, &e), 0);
+        close(fd);
+        ck_assert_uint_eq(mode_of(H("new")) & 0077, 0);
+        /* O_CREAT follows a dangling link and makes its target, inside the root */
+        ck_assert_int_eq(tool_open(&ctx, "/dangling", O_WRONLY | O_CREAT, 0644, &fd, &e), 0);
+        close(fd);
+        ck_assert(exists_host(H("made")));
+        ASSERT_OPEN_FAILS("/d", O_WRONLY | O_CREAT, EISDIR);
+        ASSERT_OPEN_FAILS("/missing/x", O_RDONLY, ENOENT);
+        ASSERT_OPEN_FAILS("/f/x", O_RDONLY, ENOTDIR);
+        /* the root itself */
+        ck_assert_int_eq(tool_open(&ctx, "/", O_RDONLY | O_DIRECTORY, 0, &fd, &e), 0);
+        ck_assert_int_eq(fstat(fd, &st), 0);
+        ck_assert_int_eq(stat(root_dir, &want), 0);
+        ck_assert(st.st_ino == want.st_ino);
+        close(fd);
+}
+END_TEST
+
+/* With the host's "/" as the root, /proc's magic links (fd/N, cwd, root, exe) are refused as
+ * openat2's RESOLVE_NO_MAGICLINKS refuses them, directly or through a planted link; /proc's plain
+ * links (self, mounts) are followed. */
+START_TEST(test_path_open_refuses_proc_magic_links)
+{
+        struct statfs sfs;
+        ck_assert_msg(statfs("/proc", &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC, "this test needs /proc mounted");
+        char planted[PATH_MAX];
+        snprintf(planted, sizeof(planted), "%s/to-proc-root", root_dir);
+        ck_assert_int_eq(symlink("/proc/self/root/etc", planted), 0);
+        tool_ctx host = { .root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), .root_path = "/", .cwd = "/" };
+        ck_assert_int_ge(host.root_fd, 0);
+        const char *refused[] = { "/proc/self/root/etc/hostname", "/proc/self/cwd", "/proc/self/exe",
+                                  "/proc/self/fd/0", "/proc/thread-self/root", planted };
+        for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+                int fd = -1;
+                tool_error e = { 0 };
+                int r = tool_open(&host, refused[i], O_RDONLY, 0, &fd, &e);
+                if (r == 0)
+                        close(fd);
+                ck_assert_msg(r == -1, "'%s' was opened through a magic link", refused[i]);
+                ck_assert_msg(e.code == TOOL_INVALID_PATH && strstr(e.message, strerror(ELOOP)), "'%s': %s (%s)",
+                              refused[i], e.message, tool_code_name(e.code));
+        }
+        const char *plain[] = { "/proc/self/status", "/proc/mounts", "/proc/thread-self/stat" };
+        for (size_t i = 0; i < ARRAY_SIZE(plain); i++) {
+                int fd = -1;
+                tool_error e = { 0 };
+                ck_assert_msg(tool_open(&host, plain[i], O_RDONLY, 0, &fd, &e) == 0, "'%s': %s", plain[i], e.message);
+                close(fd);
+        }
+        /* O_NOFOLLOW opens the magic link itself, as with openat2 */
+        int fd = -1;
+        tool_error e = { 0 };
+        ck_assert_int_eq(tool_open(&host, "/proc/self/exe", O_PATH | O_NOFOLLOW, 0, &fd, &e), 0);
+        struct stat st;
+        ck_assert_int_eq(fstat(fd, &st), 0);
+        ck_assert(S_ISLNK(st.st_mode));
+        close(fd);
+        close(host.root_fd);
+}
+END_TEST
+
+struct swapper {
+        const char *a, *b;
+        volatile bool stop;
+};
+
+static void *swap_loop(void *arg)
+{
+        struct swapper *s = arg;
+        while (!s->stop)
+                renameat2(AT_FDCWD, s->a, AT_FDCWD, s->b, RENAME_EXCHANGE);
+        return NULL;
+}
+
+/* A directory swapped back and forth with a link climbing out of the root while tool_open runs:
+ * each open finds the file inside or fails, never the host file the link names. */
+START_TEST(test_path_open_races_with_a_link_swap_stay_inside)
+{
+        put_outside_secret();
+        mkd("d");
+        put("d/secret", "inside\n");
+        lnk("../outside", "x");
+        struct swapper s = { .a = strdup(H("d")), .b = strdup(H("x")) };
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, swap_loop, &s), 0);
+        unsigned opened = 0, host_seen = 0;
+        for (int i = 0; i < 2000; i++) {
+                int fd = -1;
+                tool_error e = { 0 };
+                if (tool_open(&ctx, i % 2 ? "/d/secret" : "/x/secret", O_RDONLY, 0, &fd, &e) < 0)
+                        continue;
+                char buf[32] = { 0 };
+                if (read(fd, buf, sizeof(buf) - 1) > 0 && strstr(buf, "host"))
+                        host_seen++;
+                opened++;
+                close(fd);
+        }
+        s.stop = true;
+        pthread_join(t, NULL);
+        free((char *)s.a);
+        free((char *)s.b);
+        assert_outside_untouched();
+        ck_assert_msg(host_seen == 0, "%u opens of %u read the host's file", host_seen, opened);
+        ck_assert_msg(opened > 0, "no open succeeded while the link was swapped");
+}
+END_TEST
+
+/* Decided once per process: the fallback is in use exactly where openat2 is missing (valgrind
+ * 3.19, kernels before 5.6) unless a test forces it. */
+START_TEST(test_path_fallback_is_used_only_without_openat2)
+{
+        int fd = -1;
+        tool_error e = { 0 };
+        ck_assert_int_eq(tool_open(&ctx, "/", O_PATH | O_DIRECTORY, 0, &fd, &e), 0);
+        close(fd);
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+        long r = syscall(SYS_openat2, ctx.root_fd, ".", &how, sizeof(how));
+        bool missing = r < 0 && errno == ENOSYS;
+        if (r >= 0)
+                close((int)r);
+        ck_assert_msg(tool_path_uses_fallback() == missing, "openat2 %s, fallback %s", missing ? "missing" : "works",
+                      tool_path_uses_fallback() ? "used" : "not used");
+        tool_path_force_fallback(true);
+        ck_assert(tool_path_uses_fallback());
+        tool_path_force_fallback(false);
+        ck_assert(tool_path_uses_fallback() == missing);
 }
 END_TEST
 
@@ -1235,31 +1490,34 @@ START_TEST(test_rename_without_overwrite_refuses_an_existing_destination)
 }
 END_TEST
 
-Suite *files_suite(void)
+/* The test cases of every tool that opens paths; fallback: with tool_open's user-space resolver. */
+static void add_tool_cases(Suite *s, bool fallback)
 {
-        Suite *s = suite_create("files");
-        TCase *tc = unit_tcase(s, "base64");
-        unit_add(tc, test_base64_encodes_rfc4648_vectors);
-        unit_add(tc, test_base64_round_trips_every_byte_and_length);
-        unit_add(tc, test_base64_decodes_megabytes_across_slices);
-        unit_add(tc, test_base64_refuses_malformed_input_and_leaves_output_alone);
-        unit_add(tc, test_base64_decode_past_the_limit_is_e2big);
-
-        tc = unit_tcase(s, "tool_path");
+        void (*setup)(void) = fallback ? fallback_setup : test_setup;
+        void (*teardown)(void) = fallback ? fallback_teardown : test_teardown;
+        TCase *tc;
+        tc = unit_tcase(s, fallback ? "tool_path_fallback" : "tool_path");
         tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-        tcase_add_checked_fixture(tc, test_setup, test_teardown);
+        tcase_add_checked_fixture(tc, setup, teardown);
         unit_add(tc, test_path_normalize_joins_cwd_and_collapses_dots);
         unit_add(tc, test_path_empty_too_long_or_with_nul_is_invalid_path);
         unit_add(tc, test_path_root_has_no_parent);
         unit_add(tc, test_path_open_resolves_dotdot_and_absolute_links_inside_root);
+        unit_add(tc, test_path_open_counts_links_as_the_kernel_does);
+        unit_add(tc, test_path_open_deep_dotdot_in_links_stops_at_the_root);
+        unit_add(tc, test_path_open_keeps_the_flags_of_the_last_component);
+        unit_add(tc, test_path_open_refuses_proc_magic_links);
+        unit_add(tc, test_path_open_races_with_a_link_swap_stay_inside);
+        if (!fallback)
+                unit_add(tc, test_path_fallback_is_used_only_without_openat2);
         unit_add(tc, test_errno_maps_to_protocol_codes);
         unit_add(tc, test_error_messages_stay_one_line_and_utf8);
         unit_add(tc, test_json_text_replaces_invalid_utf8_and_nul);
         unit_add(tc, test_params_of_the_wrong_type_are_invalid_argument);
 
-        tc = unit_tcase(s, "read_file");
+        tc = unit_tcase(s, fallback ? "read_file_fallback" : "read_file");
         tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-        tcase_add_checked_fixture(tc, test_setup, test_teardown);
+        tcase_add_checked_fixture(tc, setup, teardown);
         unit_add(tc, test_read_file_returns_lines_with_counts);
         unit_add(tc, test_read_file_offset_and_limit_page_through_lines);
         unit_add(tc, test_read_file_counts_lines_of_empty_and_unterminated_files);
@@ -1271,9 +1529,9 @@ Suite *files_suite(void)
         unit_add(tc, test_read_file_base64_of_a_big_file_asks_for_ranges);
         unit_add(tc, test_read_file_symlink_to_etc_reads_inside_the_root);
 
-        tc = unit_tcase(s, "write_file");
+        tc = unit_tcase(s, fallback ? "write_file_fallback" : "write_file");
         tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-        tcase_add_checked_fixture(tc, test_setup, test_teardown);
+        tcase_add_checked_fixture(tc, setup, teardown);
         unit_add(tc, test_write_file_creates_the_file_and_its_parents);
         unit_add(tc, test_write_file_replaces_atomically_and_keeps_the_mode);
         unit_add(tc, test_write_file_bad_mode_or_content_changes_nothing);
@@ -1285,26 +1543,26 @@ Suite *files_suite(void)
         unit_add(tc, test_write_files_writes_each_and_reports_failures);
         unit_add(tc, test_write_files_validates_every_entry_before_writing);
 
-        tc = unit_tcase(s, "edit_file");
+        tc = unit_tcase(s, fallback ? "edit_file_fallback" : "edit_file");
         tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-        tcase_add_checked_fixture(tc, test_setup, test_teardown);
+        tcase_add_checked_fixture(tc, setup, teardown);
         unit_add(tc, test_edit_file_replaces_a_unique_string_and_keeps_the_mode);
         unit_add(tc, test_edit_file_missing_or_ambiguous_string_changes_nothing);
         unit_add(tc, test_edit_file_refuses_bad_parameters_and_non_files);
         unit_add(tc, test_edit_file_through_a_symlink_edits_the_target_inside_root);
 
-        tc = unit_tcase(s, "list_stat");
+        tc = unit_tcase(s, fallback ? "list_stat_fallback" : "list_stat");
         tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-        tcase_add_checked_fixture(tc, test_setup, test_teardown);
+        tcase_add_checked_fixture(tc, setup, teardown);
         unit_add(tc, test_list_dir_gives_sorted_typed_entries);
         unit_add(tc, test_list_dir_never_descends_symlinks);
         unit_add(tc, test_list_dir_refuses_files_and_bad_depths);
         unit_add(tc, test_stat_reports_links_without_following_unless_asked);
         unit_add(tc, test_exists_answers_without_failing_for_missing_files);
 
-        tc = unit_tcase(s, "mkdir_remove_rename");
+        tc = unit_tcase(s, fallback ? "mkdir_remove_rename_fallback" : "mkdir_remove_rename");
         tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-        tcase_add_checked_fixture(tc, test_setup, test_teardown);
+        tcase_add_checked_fixture(tc, setup, teardown);
         unit_add(tc, test_mkdir_creates_one_directory_with_its_mode);
         unit_add(tc, test_mkdir_parents_creates_the_chain_and_accepts_existing);
         unit_add(tc, test_mkdir_through_a_symlink_to_outside_stays_in_root);
@@ -1314,5 +1572,20 @@ Suite *files_suite(void)
         unit_add(tc, test_remove_refuses_the_root);
         unit_add(tc, test_rename_moves_and_creates_destination_parents);
         unit_add(tc, test_rename_without_overwrite_refuses_an_existing_destination);
+}
+
+Suite *files_suite(void)
+{
+        Suite *s = suite_create("files");
+        TCase *tc = unit_tcase(s, "base64");
+        unit_add(tc, test_base64_encodes_rfc4648_vectors);
+        unit_add(tc, test_base64_round_trips_every_byte_and_length);
+        unit_add(tc, test_base64_decodes_megabytes_across_slices);
+        unit_add(tc, test_base64_refuses_malformed_input_and_leaves_output_alone);
+        unit_add(tc, test_base64_decode_past_the_limit_is_e2big);
+
+        add_tool_cases(s, false);
+        /* every path test again through the resolver used where openat2 is missing */
+        add_tool_cases(s, true);
         return s;
 }

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "../../runtime/util.h"
+#include "../../tools/path.h"
 #include "../../tools/tool.h"
 #include "unit.h"
 
@@ -1157,6 +1158,9 @@ START_TEST(test_git_file_pointing_outside_the_root_is_refused)
 }
 END_TEST
 
+static void force_fallback(void) { tool_path_force_fallback(true); }
+static void unforce_fallback(void) { tool_path_force_fallback(false); }
+
 Suite *git_suite(void)
 {
         Suite *s = suite_create("git");
@@ -1201,6 +1205,15 @@ Suite *git_suite(void)
 
         tc = unit_tcase(s, "git_discovery");
         tcase_set_timeout(tc, 60);
+        unit_add(tc, test_repository_is_discovered_from_a_subdirectory);
+        unit_add(tc, test_dotdot_never_leaves_the_root);
+        unit_add(tc, test_planted_symlinks_stay_inside_the_root);
+        unit_add(tc, test_git_file_pointing_outside_the_root_is_refused);
+
+        /* the same through the path resolver used where openat2 is missing */
+        tc = unit_tcase(s, "git_discovery_fallback");
+        tcase_set_timeout(tc, 60);
+        tcase_add_checked_fixture(tc, force_fallback, unforce_fallback);
         unit_add(tc, test_repository_is_discovered_from_a_subdirectory);
         unit_add(tc, test_dotdot_never_leaves_the_root);
         unit_add(tc, test_planted_symlinks_stay_inside_the_root);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../tools/path.h"
 #include "../../tools/tool.h"
 #include "tool_fixture.h"
 #include "unit.h"
@@ -28,6 +29,18 @@ static void test_setup(void)
         char secret[PATH_MAX];
         snprintf(secret, sizeof(secret), "%s/secret.txt", outside_dir);
         ck_assert_int_eq(write_file_at(AT_FDCWD, secret, "needle outside\n", 0644), 0);
+}
+
+static void fallback_setup(void)
+{
+        test_setup();
+        tool_path_force_fallback(true);
+}
+
+static void fallback_teardown(void)
+{
+        tool_path_force_fallback(false);
+        test_teardown();
 }
 
 static void put_bytes(const char *path, const char *content, size_t n)
@@ -461,12 +474,12 @@ START_TEST(test_grep_refuses_regex_repetitions_that_would_explode)
 }
 END_TEST
 
-Suite *search_suite(void)
+/* The glob and grep cases; fallback: with tool_open's user-space resolver (tools/path.h). */
+static void add_search_cases(Suite *s, bool fallback)
 {
-        Suite *s = suite_create("search");
-        TCase *tc = unit_tcase(s, "glob");
+        TCase *tc = unit_tcase(s, fallback ? "glob_fallback" : "glob");
         tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-        tcase_add_checked_fixture(tc, test_setup, test_teardown);
+        tcase_add_checked_fixture(tc, fallback ? fallback_setup : test_setup, fallback ? fallback_teardown : test_teardown);
         unit_add(tc, test_glob_star_matches_names_in_one_directory_sorted);
         unit_add(tc, test_glob_double_star_spans_directories_but_not_git);
         unit_add(tc, test_glob_literal_patterns_match_what_exists);
@@ -474,9 +487,9 @@ Suite *search_suite(void)
         unit_add(tc, test_glob_patterns_leaving_the_root_stay_in_it);
         unit_add(tc, test_glob_refuses_bad_parameters);
 
-        tc = unit_tcase(s, "grep");
+        tc = unit_tcase(s, fallback ? "grep_fallback" : "grep");
         tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-        tcase_add_checked_fixture(tc, test_setup, test_teardown);
+        tcase_add_checked_fixture(tc, fallback ? fallback_setup : test_setup, fallback ? fallback_teardown : test_teardown);
         unit_add(tc, test_grep_finds_regex_matches_with_line_numbers);
         unit_add(tc, test_grep_fixed_strings_and_ignore_case);
         unit_add(tc, test_grep_context_gives_lines_before_and_after);
@@ -488,5 +501,13 @@ Suite *search_suite(void)
         unit_add(tc, test_grep_paths_through_links_and_dotdot_stay_in_root);
         unit_add(tc, test_grep_refuses_bad_parameters);
         unit_add(tc, test_grep_refuses_regex_repetitions_that_would_explode);
+}
+
+Suite *search_suite(void)
+{
+        Suite *s = suite_create("search");
+        add_search_cases(s, false);
+        /* again through the path resolver used where openat2 is missing */
+        add_search_cases(s, true);
         return s;
 }
