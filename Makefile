@@ -99,7 +99,9 @@ SO_VERSION := 0
 SO_SRCS := $(filter-out runtime/daemon.c runtime/dconfig.c runtime/systemd.c,$(LIB_SRCS))
 SO_OBJS := $(SO_SRCS:%.c=$(B)/pic/%.o)
 SO_LIBS := $(shell $(PKG_CONFIG) --libs $(ALL_PKGS))
-SO_REQUIRES := Requires.private: $(ALL_PKGS)
+# libnl's under Libs.private: as a Requires.private its -I/usr/include/libnl3 would reach every
+# user's --cflags, and nsbox.h includes no header of any dependency.
+SO_REQUIRES := Requires.private: libseccomp libcap jansson libgit2\nLibs.private: $(shell $(PKG_CONFIG) --libs libnl-route-3.0 libnl-3.0)
 # a sanitizer build leaves the sanitizer's symbols to the program's runtime
 SO_LDFLAGS := -shared -Wl,-soname,libnsbox.so.$(SO_VERSION) -Wl,--version-script=runtime/libnsbox.sym \
 	$(filter-out -pie,$(LDFLAGS)) $(if $(strip $(SANITIZE)),,-Wl,--no-undefined)
