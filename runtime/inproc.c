@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -125,11 +126,17 @@ int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[33], const ch
         sb_release(&why);
         nsbox_run_options o;
         nsbox_policy *policy = NULL;
+        /* the parser is getopt_long's: the calling program's getopt state is its own */
+        int saved_optind = optind, saved_opterr = opterr, saved_optopt = optopt;
+        char *saved_optarg = optarg;
         r = nsbox_run_options_parse((int)strv_length(argv), argv, &o, err);
-        if (r == 0) {
+        optind = saved_optind;
+        opterr = saved_opterr;
+        optopt = saved_optopt;
+        optarg = saved_optarg;
+        if (r == 0)
                 r = nsbox_run_options_policy(&o, &policy, err);
-                nsbox_run_options_release(&o);
-        }
+        nsbox_run_options_release(&o);
         if (r == 0)
                 r = nsbox_policy_check_host(policy, err);
         unsigned char rnd[16];

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -267,6 +268,7 @@ int main(void)
         struct sigaction now;
         sigaction(SIGCHLD, NULL, &now);
         printf("SIGCHLD handler: %s\n", now.sa_handler == on_sigchld ? "its own" : "REPLACED");
+        printf("getopt state: %s\n", optind == 1 && opterr == 1 ? "as before" : "CHANGED");
         printf("mounts: %s\n", count_lines("/proc/self/mountinfo") == mounts_before ? "as before" : "CHANGED");
         printf("tmp: %s\n", tmp_entries() == tmp_before ? "as before" : "CHANGED");
         return 0;

@@ -61,9 +61,7 @@ test_example_builds_with_pkg_config_against_the_installed_library_and_runs() {
         assert_status 0 pkg-config --cflags --libs nsbox
         assert_eq "-I$prefix/include -L$prefix/lib -lnsbox" "$(echo $OUT)" "pkg-config --cflags --libs nsbox"
         assert_eq "$(cd "$NSBOX_SRC" && sed -n 's/^VERSION := //p' Makefile)" "$(pkg-config --modversion nsbox)" "pkg-config --modversion"
-        # shellcheck disable=SC2046
-        cc -Wall -Wextra -Werror -o "$TEST_TMP/example" "$NSBOX_SRC/examples/nsbox-example.c" $(pkg-config --cflags --libs nsbox) \
-                > "$TEST_TMP/cc.log" 2>&1 || fail "cc nsbox-example.c: $(cat "$TEST_TMP/cc.log")"
+        cc_installed "$NSBOX_SRC/examples/nsbox-example.c" "$TEST_TMP/example"
         # no nsboxd runs on this socket: the library starts the installed one
         local sock="$SESSION_DIR/inst.sock"
         OUT=$(cd / && NSBOX_SOCKET="$sock" LD_LIBRARY_PATH="$prefix/lib" "$TEST_TMP/example" 2>&1)
@@ -128,8 +126,8 @@ int main(int argc, char **argv)
         return 0;
 }
 C
-        # shellcheck disable=SC2046
-        cc -Wall -Wextra -Werror -I"$NSBOX_SRC/include" -o "$TEST_TMP/bad" "$TEST_TMP/bad.c" -L"$NSBOX_BUILD" -lnsbox \
+        local san; san=$(sanitizers)
+        cc -Wall -Wextra -Werror ${san:+-fsanitize=$san} -I"$NSBOX_SRC/include" -o "$TEST_TMP/bad" "$TEST_TMP/bad.c" -L"$NSBOX_BUILD" -lnsbox \
                 -Wl,-rpath,"$NSBOX_BUILD" > "$TEST_TMP/cc.log" 2>&1 || fail "cc bad.c: $(cat "$TEST_TMP/cc.log")"
         "$NSBOX" ls > /dev/null || fail "nsbox ls could not start nsboxd"
         local before dpid; before=$(sandboxes); dpid=$(daemon_pid)
@@ -225,6 +223,7 @@ wait: its own child, status 42
 wait again: no children
 SIGCHLD signals: 1
 SIGCHLD handler: its own
+getopt state: as before
 mounts: as before
 tmp: as before
 EXPECTED
