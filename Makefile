@@ -95,16 +95,20 @@ $(B)/%.o: %.c $(B)/.flags
 $(B)/libnsbox.a: $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
-# libnsbox.so: the public API (include/nsbox.h) and the client code under it, compiled -fPIC with
-# hidden visibility; the version script exports the nsbox_* functions of nsbox.h and nothing else.
-# jansson is a dependency of the library itself (DT_NEEDED), not of its users: they link with
-# -lnsbox alone (nsbox.pc lists jansson as Requires.private, for static links).  It is linked
-# dynamically even with STATIC_DEPS=1: Debian's libjansson.a is not position-independent.
+# libnsbox.so: the public API (include/nsbox.h) over the nsboxd client and, for its in-process
+# mode, the whole runtime (launcher, agent, tools; nsboxd's own files aside), compiled -fPIC
+# with hidden visibility; the version script exports the nsbox_* functions of nsbox.h and
+# nothing else.  Its dependencies are the library's own (DT_NEEDED), not its users': they link
+# with -lnsbox alone (nsbox.pc lists them as Requires.private, for static links).  They are
+# linked dynamically even with STATIC_DEPS=1: Debian's static archives are not
+# position-independent.  build/libnsbox.a (-fPIE, static deps) stays what nsbox and nsboxd link.
 SO_VERSION := 0
-SO_SRCS := runtime/libnsbox.c runtime/client.c runtime/paths.c runtime/proto.c runtime/util.c runtime/error.c runtime/base64.c
+SO_SRCS := $(filter-out runtime/daemon.c runtime/dconfig.c runtime/systemd.c,$(LIB_SRCS))
 SO_OBJS := $(SO_SRCS:%.c=$(B)/pic/%.o)
-SO_LIBS := $(shell $(PKG_CONFIG) --libs jansson)
-SO_REQUIRES := Requires.private: jansson
+SO_LIBS := $(shell $(PKG_CONFIG) --libs $(ALL_PKGS))
+# libnl's under Libs.private: as a Requires.private its -I/usr/include/libnl3 would reach every
+# user's --cflags, and nsbox.h includes no header of any dependency.
+SO_REQUIRES := Requires.private: libseccomp libcap jansson libgit2\nLibs.private: $(shell $(PKG_CONFIG) --libs libnl-route-3.0 libnl-3.0)
 # a sanitizer build leaves the sanitizer's symbols to the program's runtime
 SO_LDFLAGS := -shared -Wl,-soname,libnsbox.so.$(SO_VERSION) -Wl,--version-script=runtime/libnsbox.sym \
 	$(filter-out -pie,$(LDFLAGS)) $(if $(strip $(SANITIZE)),,-Wl,--no-undefined)

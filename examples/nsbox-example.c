@@ -4,6 +4,8 @@
  *
  *     cc nsbox-example.c $(pkg-config --cflags --libs nsbox) -o nsbox-example && ./nsbox-example
  *
+ * With --in-process, the same without nsboxd: the sandbox is a child of this program.
+ *
  * Exit status: 0 when every step went as expected, 1 otherwise (the message says which). */
 #include <nsbox.h>
 
@@ -38,16 +40,18 @@ static void expect_error(nsbox *nb, const char *what, int r)
                 printf("%s: %d %s: %s\n", what, r, nsbox_error_code(nb), nsbox_error_message(nb));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
         nsbox *nb = NULL;
         char *id = NULL, *result = NULL;
-        int r = nsbox_connect(0, &nb);
+        unsigned flags = argc > 1 && !strcmp(argv[1], "--in-process") ? NSBOX_IN_PROCESS : 0;
+        int r = nsbox_connect(flags, &nb);
         if (r < 0)
                 return die(nb, "connect", r);
-        printf("libnsbox %s\n", nsbox_version());
+        printf("libnsbox %s%s\n", nsbox_version(), flags ? ", in process" : "");
 
-        if ((r = nsbox_create(nb, "{\"labels\": {\"example\": \"libnsbox\"}}", &id)) < 0)
+        /* the options of nsboxd's create (nsbox-protocol(7)), in either mode */
+        if ((r = nsbox_create(nb, "{\"env\": {\"EXAMPLE\": \"libnsbox\"}}", &id)) < 0)
                 return die(nb, "create", r);
         printf("sandbox: %s\n", id);
 

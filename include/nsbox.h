@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libnsbox: sandboxes of nsboxd from C.
+/* libnsbox: nsbox sandboxes from C.
  *
- * A connection to the calling user's nsboxd (started for you when none runs, as the nsbox
- * command does) creates sandboxes, makes tool calls in them (exec, read_file, write_file,
- * edit_file, grep, git_commit, ... : nsbox-protocol(7)) and destroys them.  Parameters and
- * results are JSON texts, so this header is all a program needs:
+ * A handle creates sandboxes, makes tool calls in them (exec, read_file, write_file,
+ * edit_file, grep, git_commit, ... : nsbox-protocol(7)) and destroys them.  It is either a
+ * connection to the calling user's nsboxd (started for you when none runs, as the nsbox
+ * command does), or, with NSBOX_IN_PROCESS, the library itself: sandboxes are then children
+ * of the calling process, driven directly, and die with it.  Parameters and results are JSON
+ * texts, the same in both modes, so this header is all a program needs:
  *
  *     cc prog.c $(pkg-config --cflags --libs nsbox)
  *
@@ -28,11 +30,17 @@ extern "C" {
 
 #define NSBOX_API __attribute__((visibility("default")))
 
-/* A connection to nsboxd.  Opaque. */
+/* A connection to nsboxd, or an in-process handle.  Opaque. */
 typedef struct nsbox nsbox;
 
 /* Flags of nsbox_connect. */
 #define NSBOX_CONNECT_NO_AUTOSTART 1u /* fail with -ECONNREFUSED/-ENOENT when no nsboxd listens */
+/* No nsboxd: nsbox_create starts each sandbox as a child of the calling thread (it dies with
+ * that thread, and with the handle: nsbox_close destroys them all).  nsbox_request then knows
+ * only "tools"; other methods, and create params that need nsboxd (timeout, labels, template,
+ * from, repo, record, ...), fail with -EOPNOTSUPP and code "unavailable".  See libnsbox(3),
+ * IN-PROCESS MODE, for what this means for the calling program (signals, children, threads). */
+#define NSBOX_IN_PROCESS 2u
 
 /* The library's version, e.g. "0.1.0". */
 NSBOX_API const char *nsbox_version(void);
@@ -42,7 +50,8 @@ NSBOX_API const char *nsbox_version(void);
  * "untouched on failure": *ret is set even then (to NULL only when out of memory), so that
  * nsbox_error_message can say why; nsbox_close it all the same. */
 NSBOX_API int nsbox_connect(unsigned flags, nsbox **ret);
-/* Close the connection.  Sandboxes live on until destroyed or their timeout (NULL is a no-op). */
+/* Close the handle (NULL is a no-op).  nsboxd's sandboxes live on until destroyed or their
+ * timeout; an in-process handle's are destroyed. */
 NSBOX_API void nsbox_close(nsbox *nb);
 
 /* The stable code and the message of the connection's last failure; NULL after a success. */

@@ -572,140 +572,6 @@ static json_t *sandbox_json(const daemon_state *d, const sandbox *s)
         return o;
 }
 
-/* create's params become the same command line `nsbox run` takes, checked by the same parser. */
-int nsbox_daemon_create_argv(json_t *params, strbuf *why, char ***ret)
-{
-        _cleanup_strv_ char **v = NULL;
-        int r = 0;
-#define PUSH(s) do { char *_d = strdup(s); if (!_d || strv_push(&v, _d) < 0) return -ENOMEM; } while (0)
-        PUSH("create");
-        /* sizes may be given as strings ("512M") or numbers of bytes */
-        static const char *const strings[] = { "policy", "rootfs", "workdir", "hostname", "net", "from", "repo", "commit", "record", "disk", "memory" };
-        static const char *const others[] = { "pids", "cpus", "timeout", "bind", "tmpfs", "env", "allow", "publish" };
-        const char *key;
-        json_t *pv;
-        json_object_foreach(params, key, pv) { /* a typo must not pass as a default */
-                bool known = false;
-                for (size_t i = 0; i < ARRAY_SIZE(strings) && !known; i++)
-                        known = !strcmp(key, strings[i]);
-                for (size_t i = 0; i < ARRAY_SIZE(others) && !known; i++)
-                        known = !strcmp(key, others[i]);
-                if (!known) {
-                        sb_appendf(why, "unknown parameter '%.64s' (see nsbox-protocol(7), create)", key);
-                        return -EINVAL;
-                }
-        }
-        for (size_t i = 0; i < ARRAY_SIZE(strings); i++) {
-                json_t *x = json_object_get(params, strings[i]);
-                if (!x || json_is_null(x))
-                        continue;
-                bool size = i >= 9;
-                char num[32];
-                if (size && json_is_integer(x) && json_integer_value(x) >= 0)
-                        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(x));
-                else if (!json_is_string(x)) {
-                        sb_appendf(why, size ? "'%s' must be a size such as \"512M\" or a number of bytes" : "'%s' must be a string", strings[i]);
-                        return -EINVAL;
-                }
-                char opt[32];
-                snprintf(opt, sizeof(opt), "--%s", strings[i]);
-                PUSH(opt);
-                PUSH(json_is_string(x) ? json_string_value(x) : num);
-        }
-        static const char *const numbers[] = { "pids", "cpus" };
-        for (size_t i = 0; i < ARRAY_SIZE(numbers); i++) {
-                json_t *x = json_object_get(params, numbers[i]);
-                if (!x || json_is_null(x))
-                        continue;
-                if (!json_is_number(x) || (i == 0 && !json_is_integer(x))) {
-                        sb_appendf(why, i == 0 ? "'pids' must be an integer" : "'cpus' must be a number");
-                        return -EINVAL;
-                }
-                char opt[32], num[64];
-                snprintf(opt, sizeof(opt), "--%s", numbers[i]);
-                if (i == 0)
-                        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(x));
-                else
-                        snprintf(num, sizeof(num), "%.6g", json_number_value(x));
-                PUSH(opt);
-                PUSH(num);
-        }
-        json_t *t = json_object_get(params, "timeout");
-        if (t && !json_is_null(t)) {
-                if (!json_is_number(t) || json_number_value(t) < 0 || json_number_value(t) > 1e9) {
-                        sb_appendf(why, "'timeout' must be a number of seconds");
-                        return -EINVAL;
-                }
-                char num[64];
-                snprintf(num, sizeof(num), "%.3f", json_number_value(t));
-                PUSH("--timeout");
-                PUSH(num);
-        }
-        static const char *const lists[][2] = { { "bind", "--bind" }, { "tmpfs", "--tmpfs" }, { "env", "-e" },
-                                                 { "allow", "--allow" }, { "publish", "--publish" } };
-        for (size_t i = 0; i < ARRAY_SIZE(lists); i++) {
-                json_t *x = json_object_get(params, lists[i][0]);
-                if (!x || json_is_null(x))
-                        continue;
-                if (i == 2 && json_is_object(x)) { /* env as {"K": "V"} */
-                        const char *k;
-                        json_t *val;
-                        json_object_foreach(x, k, val) {
-                                _cleanup_free_ char *kv = NULL;
-                                if (!json_is_string(val) || asprintf(&kv, "%s=%s", k, json_string_value(val)) < 0) {
-                                        sb_appendf(why, "'env' must map names to strings");
-                                        return -EINVAL;
-                                }
-                                PUSH("-e");
-                                PUSH(kv);
-                        }
-                        continue;
-                }
-                if (!json_is_array(x)) {
-                        sb_appendf(why, "'%s' must be an array of strings", lists[i][0]);
-                        return -EINVAL;
-                }
-                size_t j;
-                json_t *e;
-                json_array_foreach(x, j, e) {
-                        if (!json_is_string(e)) {
-                                sb_appendf(why, "'%s' must be an array of strings", lists[i][0]);
-                                return -EINVAL;
-                        }
-                        const char *s = json_string_value(e);
-                        /* relative to what? the daemon's cwd is not the client's */
-                        if (i == 0 && s[0] != '/') {
-                                sb_appendf(why, "bind '%s': the source must be an absolute path", s);
-                                return -EINVAL;
-                        }
-                        if (i == 2 && !strchr(s, '=')) {
-                                sb_appendf(why, "env '%s': expected K=V (the daemon does not pass its own environment)", s);
-                                return -EINVAL;
-                        }
-                        PUSH(lists[i][1]);
-                        PUSH(s);
-                }
-        }
-        const char *pol = json_string_value(json_object_get(params, "policy"));
-        if (pol && strchr(pol, '/') && pol[0] != '/') {
-                sb_appendf(why, "policy '%s': a policy file must be given as an absolute path", pol);
-                return -EINVAL;
-        }
-        const char *record = json_string_value(json_object_get(params, "record"));
-        if (record && record[0] != '/') {
-                sb_appendf(why, "record '%s': the trajectory file must be given as an absolute path", record);
-                return -EINVAL;
-        }
-        const char *rootfs = json_string_value(json_object_get(params, "rootfs"));
-        if (rootfs && strcmp(rootfs, "host") && rootfs[0] != '/') {
-                sb_appendf(why, "rootfs '%s': expected 'host' or an absolute path", rootfs);
-                return -EINVAL;
-        }
-#undef PUSH
-        *ret = steal_pointer(&v);
-        return r;
-}
-
 static int check_labels(json_t *labels, strbuf *why)
 {
         if (!labels || json_is_null(labels))
@@ -1280,7 +1146,7 @@ static int sandbox_prepare(daemon_state *d, const client *c, json_t *params, san
                 json_object_del(shape, *l);
         int r = !shape ? -ENOMEM : check_client_paths(c, shape, &why);
         if (r == 0)
-                r = nsbox_daemon_create_argv(shape, &why, &argv);
+                r = nsbox_create_params_argv(shape, &why, &argv);
         if (r < 0) {
                 r = nsbox_err_as(err, r == -ENOMEM ? ENOMEM : EINVAL, "create: %s", why.buf ? why.buf : "out of memory");
                 sb_release(&why);

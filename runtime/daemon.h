@@ -38,5 +38,3 @@ typedef struct nsbox_rpc_request {
  * ret->rpc_code, ret->why and ret->id (the id to answer with, or NULL; the caller releases it). */
 int nsbox_rpc_parse(const char *line, size_t len, nsbox_rpc_request *ret);
 void nsbox_rpc_request_release(nsbox_rpc_request *rq);
-/* create's params as the argument vector of `nsbox create` (-EINVAL with why, -ENOMEM). */
-int nsbox_daemon_create_argv(json_t *params, strbuf *why, char ***ret);

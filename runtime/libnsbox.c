@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libnsbox's public API (include/nsbox.h) on top of the nsboxd client (client.c): JSON texts in
- * and out, so that the header names no jansson type; errors kept on the connection as a stable
- * code and a message.  Only the functions marked NSBOX_API are exported from libnsbox.so. */
+/* libnsbox's public API (include/nsbox.h) on top of the nsboxd client (client.c), or, for a
+ * handle opened with NSBOX_IN_PROCESS, of sandboxes of the calling process (inproc.c): JSON
+ * texts in and out, so that the header names no jansson type; errors kept on the handle as a
+ * stable code and a message.  Only the functions marked NSBOX_API are exported from
+ * libnsbox.so. */
 #include "../include/nsbox.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,7 +16,9 @@
 
 #include "base64.h"
 #include "client.h"
+#include "inproc.h"
 #include "proto.h"
+#include "../tools/registry.h"
 #include "util.h"
 
 #ifndef NSBOX_VERSION
@@ -21,6 +26,8 @@
 #endif
 
 struct nsbox {
+        bool in_process; /* the sandboxes are ours (local), not nsboxd's (cl) */
+        nsbox_local local;
         nsbox_client cl;
         char code[64]; /* "" after a success */
         char *msg;
@@ -111,6 +118,30 @@ static int call(nsbox *nb, const char *method, json_t *params, nsbox_client_even
         return 0;
 }
 
+/* A failure of the in-process mode: the errno of its code, as nsboxd's would get, but for what
+ * only nsboxd can do (EOPNOTSUPP). */
+static int local_failed(nsbox *nb, int r, const char *code, nsbox_error *err)
+{
+        code = code ? code : "internal";
+        r = fail(nb, r == -EOPNOTSUPP ? EOPNOTSUPP : code_errno(code), code, "%s", err->msg ? err->msg : "failed");
+        nsbox_error_clear(err);
+        return r;
+}
+
+/* One tool call of the in-process mode; params is taken. */
+static int local_call(nsbox *nb, const char *id, const char *tool, json_t *params, bool stream, nsbox_output_fn on_output,
+                      void *userdata, json_t **ret)
+{
+        nsbox_error err = { 0 };
+        const char *code = NULL;
+        int r = nsbox_local_call(&nb->local, id, tool, params, stream, on_output, userdata, ret, &code, &err);
+        json_decref(params);
+        if (r < 0)
+                return local_failed(nb, r, code, &err);
+        clear_error(nb);
+        return 0;
+}
+
 static int dump(nsbox *nb, json_t *result, char **ret)
 {
         char *text = json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
@@ -140,8 +171,12 @@ NSBOX_API int nsbox_connect(unsigned flags, nsbox **ret)
         if (!nb)
                 return -ENOMEM;
         nb->cl.fd = -1;
-        if (flags & ~NSBOX_CONNECT_NO_AUTOSTART)
+        if (flags & ~(NSBOX_CONNECT_NO_AUTOSTART | NSBOX_IN_PROCESS))
                 return fail(nb, EINVAL, "invalid_argument", "nsbox_connect: unknown flags 0x%x", flags);
+        if (flags & NSBOX_IN_PROCESS) { /* nothing to reach: sandboxes start at nsbox_create */
+                nb->in_process = true;
+                return 0;
+        }
         nsbox_error err = { 0 };
         int r = nsbox_client_connect(!(flags & NSBOX_CONNECT_NO_AUTOSTART), &nb->cl, &err);
         if (r < 0) {
@@ -157,6 +192,7 @@ NSBOX_API void nsbox_close(nsbox *nb)
 {
         if (!nb)
                 return;
+        nsbox_local_close(&nb->local);
         nsbox_client_close(&nb->cl);
         clear_error(nb);
         free(nb);
@@ -180,8 +216,23 @@ NSBOX_API int nsbox_request(nsbox *nb, const char *method, const char *params_js
         CHECK_ARG(nb, ret_result, "ret_result");
         json_t *params = NULL, *res = NULL;
         int r = parse_object(nb, method, params_json, &params);
-        if (r == 0)
+        if (r == 0 && nb->in_process && !strcmp(method, "tools")) { /* the schemas are data of the library's own */
+                const char *fmt = json_string_value(json_object_get(params, "format"));
+                json_t *t = tool_schemas(fmt ? fmt : "json");
+                json_decref(params);
+                if (!t)
+                        return fail(nb, EINVAL, "invalid_argument", "tools: 'format' must be json, openai or mcp");
+                res = json_pack("{so}", "tools", t);
+                r = res ? 0 : fail(nb, ENOMEM, "internal", "tools: out of memory");
+                if (r == 0)
+                        clear_error(nb);
+        } else if (r == 0 && nb->in_process) {
+                json_decref(params);
+                r = fail(nb, EOPNOTSUPP, "unavailable", "%.100s: a method of nsboxd; an in-process handle has none but tools (see libnsbox(3))",
+                         method);
+        } else if (r == 0) {
                 r = call(nb, method, params, NULL, NULL, &res);
+        }
         if (r == 0)
                 r = dump(nb, res, ret_result);
         json_decref(res);
@@ -195,6 +246,23 @@ NSBOX_API int nsbox_create(nsbox *nb, const char *options_json, char **ret_id)
         CHECK_ARG(nb, ret_id, "ret_id");
         json_t *params = NULL, *res = NULL;
         int r = parse_object(nb, "create", options_json, &params);
+        if (r == 0 && nb->in_process) {
+                char id[33];
+                nsbox_error err = { 0 };
+                const char *code = NULL;
+                r = nsbox_local_create(&nb->local, params, id, &code, &err);
+                json_decref(params);
+                if (r < 0)
+                        return local_failed(nb, r, code, &err);
+                char *copy = strdup(id);
+                if (!copy) {
+                        nsbox_local_destroy(&nb->local, id, id, &code, NULL);
+                        return fail(nb, ENOMEM, "internal", "create: out of memory");
+                }
+                clear_error(nb);
+                *ret_id = copy;
+                return 0;
+        }
         if (r == 0)
                 r = call(nb, "create", params, NULL, NULL, &res);
         if (r == 0) {
@@ -214,6 +282,16 @@ NSBOX_API int nsbox_destroy(nsbox *nb, const char *id)
         if (!nb)
                 return -EINVAL;
         CHECK_ARG(nb, id, "id");
+        if (nb->in_process) {
+                char full[33];
+                nsbox_error err = { 0 };
+                const char *code = NULL;
+                int r = nsbox_local_destroy(&nb->local, id, full, &code, &err);
+                if (r < 0)
+                        return local_failed(nb, r, code, &err);
+                clear_error(nb);
+                return 0;
+        }
         json_t *res = NULL;
         int r = call(nb, "destroy", json_pack("{ss}", "sandbox", id), NULL, NULL, &res);
         json_decref(res);
@@ -229,7 +307,9 @@ NSBOX_API int nsbox_call(nsbox *nb, const char *id, const char *tool, const char
         CHECK_ARG(nb, ret_result, "ret_result");
         json_t *params = NULL, *res = NULL;
         int r = parse_object(nb, tool, params_json, &params);
-        if (r == 0)
+        if (r == 0 && nb->in_process)
+                r = local_call(nb, id, tool, params, false, NULL, NULL, &res);
+        else if (r == 0)
                 r = call(nb, "call", json_pack("{ss ss so}", "sandbox", id, "tool", tool, "params", params), NULL, NULL, &res);
         if (r == 0)
                 r = dump(nb, res, ret_result);
@@ -272,14 +352,18 @@ NSBOX_API int nsbox_exec(nsbox *nb, const char *id, const char *params_json, nsb
         int r = parse_object(nb, "exec", params_json, &params);
         if (r < 0)
                 return r;
-        struct exec_stream st = { .fn = on_output, .userdata = userdata };
-        sb_init(&st.bytes, 0);
-        r = call(nb, "call", json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", params, "stream", 1), on_event, &st,
-                 &res);
-        sb_release(&st.bytes);
+        if (nb->in_process) {
+                r = local_call(nb, id, "exec", params, true, on_output, userdata, &res);
+        } else {
+                struct exec_stream st = { .fn = on_output, .userdata = userdata };
+                sb_init(&st.bytes, 0);
+                r = call(nb, "call", json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", params, "stream", 1), on_event,
+                         &st, &res);
+                sb_release(&st.bytes);
+        }
         json_t *code = json_object_get(res, "exit_code");
         if (r == 0 && !json_is_integer(code))
-                r = fail(nb, EIO, "internal", "exec: nsboxd's result has no exit_code");
+                r = fail(nb, EIO, "internal", "exec: the result has no exit_code");
         char *text = NULL;
         if (r == 0 && ret_result)
                 r = dump(nb, res, &text);

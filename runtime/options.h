@@ -3,10 +3,12 @@
  * second, so every option is checked before anything happens. */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
+#include "util.h"
 #include "policy.h"
 
 typedef struct nsbox_run_options {
@@ -44,3 +46,8 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *ret, nsbox
 /* Load the policy the options name and merge the options into it. */
 int nsbox_run_options_policy(const nsbox_run_options *o, nsbox_policy **ret, nsbox_error *err);
 void nsbox_run_options_release(nsbox_run_options *o);
+
+/* The shaping params of create (nsbox-protocol(7): policy, memory, bind, env, ...) as the
+ * command line `nsbox create` takes, for nsbox_run_options_parse: one parser for nsboxd and
+ * libnsbox's in-process mode.  Unknown keys and bad types: -EINVAL with why in why. */
+int nsbox_create_params_argv(json_t *params, strbuf *why, char ***ret);

@@ -5,6 +5,7 @@
 #include "policy.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -1008,14 +1009,22 @@ static bool valid_policy_name(const char *n)
         return true;
 }
 
-/* The directory of the running binary's source tree, for an uninstalled build: <exe>/../policy. */
+/* The directory of the running binary's source tree, for an uninstalled build: <exe>/../policy,
+ * or <library>/../policy in libnsbox.so (-fPIC without -fPIE), whose program is anywhere. */
 static char *source_tree_policy_dir(void)
 {
         char exe[PATH_MAX];
+#if defined(__PIC__) && !defined(__PIE__)
+        Dl_info info;
+        if (!dladdr((void *)source_tree_policy_dir, &info) || !info.dli_fname || !strchr(info.dli_fname, '/') ||
+            !realpath(info.dli_fname, exe))
+                return NULL;
+#else
         ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
         if (n <= 0)
                 return NULL;
         exe[n] = '\0';
+#endif
         char *slash = strrchr(exe, '/');
         if (!slash)
                 return NULL;

@@ -273,16 +273,16 @@ static void proxy_finish(stdio_proxy *px)
 /* fork semantics (no new stack), with a pidfd, and straight into the cgroup when there is one:
  * the limits hold from the child's first instruction, and its new cgroup namespace is rooted
  * there (so /proc/self/cgroup says 0::/ inside). */
-static pid_t raw_clone(unsigned long flags, int cgroupfd, int *pidfd)
+static pid_t raw_clone(unsigned long flags, int exit_signal, int cgroupfd, int *pidfd)
 {
-        struct clone_args a = { .flags = flags | CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)pidfd, .exit_signal = SIGCHLD };
+        struct clone_args a = { .flags = flags | CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)pidfd, .exit_signal = (uint64_t)exit_signal };
         if (cgroupfd >= 0) {
                 a.flags |= CLONE_INTO_CGROUP;
                 a.cgroup = (uint64_t)cgroupfd;
         }
         pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
         if (pid < 0 && errno == ENOSYS && cgroupfd < 0) /* clone3 filtered (some container runtimes) */
-                pid = (pid_t)syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, NULL, pidfd, NULL, 0);
+                pid = (pid_t)syscall(SYS_clone, flags | CLONE_PIDFD | (unsigned long)exit_signal, NULL, pidfd, NULL, 0);
         return pid;
 }
 
@@ -307,11 +307,19 @@ static int socketpair_above_stdio(int type, int sv[2])
         return 0;
 }
 
+/* Reaped through its pidfd: never another child of the caller's, even when the caller (a
+ * program using libnsbox) collected ours with waitpid(-1) and its pid was reused.  __WALL: a
+ * serve-mode agent has no exit signal. */
 static void kill_and_reap(int pidfd, pid_t pid)
 {
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        siginfo_t si;
+        int r;
+        while ((r = waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED | __WALL)) < 0 && errno == EINTR)
                 ;
+        if (r < 0 && errno == EINVAL) /* Linux before 5.4: no P_PIDFD */
+                while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+                        ;
 }
 
 void nsbox_sandbox_destroy(nsbox_sandbox *sb)
@@ -407,7 +415,9 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
                 nsbox_sandbox_destroy(&sb);
                 return r;
         }
-        sb.pid = raw_clone(SANDBOX_CLONE_FLAGS, sb.cg.dirfd, &sb.pidfd);
+        /* Serve mode: no exit signal, so that a program embedding libnsbox gets no SIGCHLD for
+         * the agent and its wait(2) never collects it; the agent is watched through its pidfd. */
+        sb.pid = raw_clone(SANDBOX_CLONE_FLAGS, argv ? SIGCHLD : 0, sb.cg.dirfd, &sb.pidfd);
         if (sb.pid < 0) {
                 int e = errno;
                 bool in_cg = sb.cg.dirfd >= 0;
@@ -423,6 +433,14 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
                 return nsbox_err(err, 0, "cannot create user namespace: %s (%s)", strerror(e), nsbox_userns_hint(e));
         }
         if (sb.pid == 0) {
+                /* The caller's handlers and mask (a program embedding libnsbox may have any) are
+                 * not the agent's: pid 1 would run a handler for a signal sent from inside. */
+                for (int sig = 1; sig < NSIG; sig++)
+                        if (sig != SIGKILL && sig != SIGSTOP)
+                                signal(sig, SIG_DFL);
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
                 close(sv[0]);
                 if (av[0] >= 0)
                         close(av[0]);

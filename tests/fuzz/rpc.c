@@ -2,7 +2,7 @@
 /* nsboxd's client requests (runtime/daemon.c): the input is what a client writes on the socket,
  * split into lines as the daemon splits it.  Each line is checked as a JSON-RPC 2.0 request
  * (nsbox_rpc_parse, the daemon's own); a create's params become `nsbox create`'s argument
- * vector (nsbox_daemon_create_argv) and are parsed by the same option parser.  Nothing here
+ * vector (nsbox_create_params_argv) and are parsed by the same option parser.  Nothing here
  * starts a sandbox or reads a policy. */
 #include <errno.h>
 #include <string.h>
@@ -26,7 +26,7 @@ static void one_request(const char *line, size_t len)
                 strbuf why;
                 sb_init(&why, 1024);
                 char **argv = NULL;
-                int r = nsbox_daemon_create_argv(rq.params, &why, &argv);
+                int r = nsbox_create_params_argv(rq.params, &why, &argv);
                 if (r < 0) {
                         FUZZ_CHECK(r == -ENOMEM || (why.buf && why.len), "create refused without a reason");
                 } else {

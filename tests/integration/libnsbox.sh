@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # libnsbox, as a C programmer sees it: make install, then the example built with
 # `pkg-config --cflags --libs nsbox` runs against a real nsboxd (started by the library); bad
-# input through the C API gets clean errors and leaves the daemon as it was.
+# input through the C API gets clean errors and leaves the daemon as it was.  In-process mode
+# (NSBOX_IN_PROCESS): the same example without any nsboxd, and a host program
+# (libnsbox-inprocess.c) whose sandboxes leave nothing behind and whose own children and
+# SIGCHLD handler the library leaves alone.  When $NSBOX_BUILD's library is a sanitizer build,
+# the installed library and the programs are built with the same sanitizers.
 # Runs as root and as an unprivileged user (tests/run does both).
 . "$(dirname "$0")/../lib.sh"
 
@@ -21,9 +25,27 @@ trap stop_session_daemon EXIT
 errno_of() { python3 -c "import errno, sys; print(getattr(errno, sys.argv[1]))" "$1"; }
 sandboxes() { "$NSBOX" ls --json | python3 -c 'import json, sys; print(" ".join(s["id"] for s in json.load(sys.stdin)))'; }
 
+# The sanitizers $NSBOX_BUILD was built with ("" for none), for the library installed here.
+sanitizers() {
+        nm -D "$NSBOX_BUILD/libnsbox.so" 2> /dev/null | grep -q ' U __asan_init' && echo address,undefined
+}
+# make install into $TEST_TMP/prefix (once per file: make keeps what is up to date).
+install_library() {
+        make -s -C "$NSBOX_SRC" B="$TEST_TMP/build" PREFIX="$TEST_TMP/prefix" SANITIZE="$(sanitizers)" install > "$TEST_TMP/make.log" 2>&1 ||
+                fail "make install: $(tail -5 "$TEST_TMP/make.log")"
+}
+# cc a program against the installed library, as its user would.
+cc_installed() { # source output
+        local san; san=$(sanitizers)
+        # shellcheck disable=SC2046
+        PKG_CONFIG_PATH="$TEST_TMP/prefix/lib/pkgconfig" cc -Wall -Wextra -Werror ${san:+-fsanitize=$san} -o "$2" "$1" \
+                $(PKG_CONFIG_PATH="$TEST_TMP/prefix/lib/pkgconfig" pkg-config --cflags --libs nsbox) > "$TEST_TMP/cc.log" 2>&1 ||
+                fail "cc $(basename "$1"): $(cat "$TEST_TMP/cc.log")"
+}
+
 test_example_builds_with_pkg_config_against_the_installed_library_and_runs() {
         local prefix="$TEST_TMP/prefix" b="$TEST_TMP/build"
-        make -s -C "$NSBOX_SRC" B="$b" PREFIX="$prefix" install > "$TEST_TMP/make.log" 2>&1 || fail "make install: $(tail -5 "$TEST_TMP/make.log")"
+        install_library
         local f
         for f in lib/libnsbox.so.0 lib/libnsbox.so include/nsbox.h lib/pkgconfig/nsbox.pc share/man/man3/libnsbox.3; do
                 [ -e "$prefix/$f" ] || fail "make install did not install $f"
@@ -39,9 +61,7 @@ test_example_builds_with_pkg_config_against_the_installed_library_and_runs() {
         assert_status 0 pkg-config --cflags --libs nsbox
         assert_eq "-I$prefix/include -L$prefix/lib -lnsbox" "$(echo $OUT)" "pkg-config --cflags --libs nsbox"
         assert_eq "$(cd "$NSBOX_SRC" && sed -n 's/^VERSION := //p' Makefile)" "$(pkg-config --modversion nsbox)" "pkg-config --modversion"
-        # shellcheck disable=SC2046
-        cc -Wall -Wextra -Werror -o "$TEST_TMP/example" "$NSBOX_SRC/examples/nsbox-example.c" $(pkg-config --cflags --libs nsbox) \
-                > "$TEST_TMP/cc.log" 2>&1 || fail "cc nsbox-example.c: $(cat "$TEST_TMP/cc.log")"
+        cc_installed "$NSBOX_SRC/examples/nsbox-example.c" "$TEST_TMP/example"
         # no nsboxd runs on this socket: the library starts the installed one
         local sock="$SESSION_DIR/inst.sock"
         OUT=$(cd / && NSBOX_SOCKET="$sock" LD_LIBRARY_PATH="$prefix/lib" "$TEST_TMP/example" 2>&1)
@@ -106,8 +126,8 @@ int main(int argc, char **argv)
         return 0;
 }
 C
-        # shellcheck disable=SC2046
-        cc -Wall -Wextra -Werror -I"$NSBOX_SRC/include" -o "$TEST_TMP/bad" "$TEST_TMP/bad.c" -L"$NSBOX_BUILD" -lnsbox \
+        local san; san=$(sanitizers)
+        cc -Wall -Wextra -Werror ${san:+-fsanitize=$san} -I"$NSBOX_SRC/include" -o "$TEST_TMP/bad" "$TEST_TMP/bad.c" -L"$NSBOX_BUILD" -lnsbox \
                 -Wl,-rpath,"$NSBOX_BUILD" > "$TEST_TMP/cc.log" 2>&1 || fail "cc bad.c: $(cat "$TEST_TMP/cc.log")"
         "$NSBOX" ls > /dev/null || fail "nsbox ls could not start nsboxd"
         local before dpid; before=$(sandboxes); dpid=$(daemon_pid)
@@ -127,6 +147,95 @@ C
         assert_eq "$dpid" "$(daemon_pid)" "the daemon that answers"
         assert_contains "$OUT" "connect no autostart: -$(errno_of ENOENT) unavailable one-line" "NO_AUTOSTART where nothing listens"
         [ ! -e "$SESSION_DIR/nobody.sock" ] || fail "NO_AUTOSTART started a daemon"
+}
+
+# In process: the example, with no nsboxd anywhere (none is started either), sees the same.
+test_in_process_example_runs_without_nsboxd() {
+        install_library
+        cc_installed "$NSBOX_SRC/examples/nsbox-example.c" "$TEST_TMP/example"
+        local sock="$SESSION_DIR/none.sock"
+        OUT=$(cd / && NSBOX_SOCKET="$sock" LD_LIBRARY_PATH="$TEST_TMP/prefix/lib" "$TEST_TMP/example" --in-process 2>&1)
+        assert_eq 0 "$?" "nsbox-example --in-process exit status; output: $OUT"
+        assert_contains "$OUT" "in process"
+        local id; id=$(sed -n 's/^sandbox: //p' <<< "$OUT")
+        [[ $id =~ ^[0-9a-f]{32}$ ]] || fail "sandbox id: '$id' in $OUT"
+        assert_contains "$OUT" "stdout: hello from user" "streamed stdout"
+        assert_contains "$OUT" "stderr: to stderr" "streamed stderr"
+        assert_contains "$OUT" "exit: 3" "exit status of the command"
+        assert_contains "$OUT" '"content":"echo hello from $(id -un)\n"' "read_file result"
+        assert_contains "$OUT" "bad json: -22 invalid_argument: read_file: not JSON" "bad JSON"
+        assert_contains "$OUT" "unknown tool: -3 not_found: unknown tool 'no_such_tool'" "unknown tool"
+        assert_contains "$OUT" "unknown sandbox: -3 not_found: no sandbox 'ffffffffffffffffffffffffffffffff'" "unknown sandbox"
+        assert_contains "$OUT" "missing file: -2 file_not_found" "missing file"
+        assert_contains "$OUT" "destroyed: $id" "destroy"
+        assert_contains "$OUT" "after destroy: -3 not_found" "a call after destroy"
+        [ ! -e "$sock" ] || fail "the in-process mode started an nsboxd on $sock"
+}
+
+# In process, as a host program sees it: its sandboxes are its children, get the create
+# options, stream, fail cleanly on bad input, and leave no process, mount, cgroup or temp
+# directory; its own child and SIGCHLD handler are untouched.
+test_in_process_sandboxes_are_children_that_leave_nothing_behind() {
+        install_library
+        cc_installed "$NSBOX_SRC/tests/integration/libnsbox-inprocess.c" "$TEST_TMP/host"
+        local before; before=$(host_leftovers)
+        OUT=$(cd / && LD_LIBRARY_PATH="$TEST_TMP/prefix/lib" "$TEST_TMP/host" 2>&1)
+        assert_eq 0 "$?" "host program exit status; output: $OUT"
+        local line
+        while IFS= read -r line; do
+                assert_contains "$OUT" "$line"
+        done <<'EXPECTED'
+connect: 0 - NO-MESSAGE
+create bad json: -22 invalid_argument create: not JSON
+create not an object: -22 invalid_argument create: expected a JSON object
+create unknown option: -22 invalid_argument create: unknown parameter 'no_such_option'
+create bad value: -22 invalid_argument create: --memory 'lots'
+create unknown policy: -22 invalid_argument policy 'no-such-policy' not found
+create daemon option: -95 unavailable create: 'labels' needs nsboxd
+create NULL ret: -22 invalid_argument
+id untouched: yes
+request list: -95 unavailable list: a method of nsboxd
+request snapshot: -95 unavailable snapshot: a method of nsboxd
+request tools: 0 has read_file
+call unknown sandbox: -3 not_found no sandbox 'ffffffffffffffffffffffffffffffff'
+destroy unknown: -3 not_found no sandbox 'ffffffffffffffffffffffffffffffff'
+children after bad input: only its own
+agent is a child: yes
+write_file: 0 - NO-MESSAGE
+read_file: 0 {"path":"/work/notes/a.txt","content":"line1\nline2\n"
+read_file base64: 0 same bytes
+exec: 0 exit 7 stdout [out-hi] stderr [err]
+exec result without output: yes
+exec as a call: 0 stdout in the result
+exec missing command: 0 exit 127
+unknown tool: -3 not_found unknown tool 'no_such_tool'
+missing file: -2 file_not_found read_file: open '/no/such/file'
+bad params: -22 invalid_argument read_file: not JSON
+bad base64: -22 invalid_argument write_file: 'content_b64' is not valid base64
+call by prefix: 0 {"path":"/work/notes/a.txt","exists":true
+destroy: 0 - NO-MESSAGE
+after destroy: -3 not_found no sandbox
+agent gone: yes
+destroy after the agent was killed: -3 not_found no sandbox
+children with two sandboxes: 3
+children after close: only its own
+wait: its own child, status 42
+wait again: no children
+SIGCHLD signals: 1
+SIGCHLD handler: its own
+getopt state: as before
+mounts: as before
+tmp: as before
+EXPECTED
+        assert_contains "$OUT" "call after the agent was killed: -5 internal sandbox " "a call after the agent died"
+        assert_not_contains "$OUT" "NOT-FOUND" "the agent's cgroup"
+        # root gets a cgroup per sandbox here; it must be gone with the sandbox
+        if grep -q "^agent cgroup: its own" <<< "$OUT"; then
+                assert_contains "$OUT" "cgroup removed: yes" "the sandbox's cgroup after destroy"
+        elif [ "$TEST_AS" = root ]; then
+                fail "root's sandbox got no cgroup of its own: $(grep '^agent cgroup' <<< "$OUT")"
+        fi
+        assert_eq "$before" "$(host_leftovers)" "nsbox processes and mounts of the host"
 }
 
 run_tests

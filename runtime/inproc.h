@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libnsbox's in-process mode (nsbox_connect(NSBOX_IN_PROCESS)): sandboxes started as children
+ * of the calling process from the same create params as nsboxd's (options.c), and tool calls
+ * made as frames on their agents' sockets (proto.h), one at a time: the supervisor half of
+ * nsboxd without its event loop, its store or its lifetimes.
+ *
+ * Every function that can fail returns a negative errno with err set and *ret_code the stable
+ * code of nsbox-protocol(7), ERRORS ("not_found", "invalid_argument", ...). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+typedef struct nsbox_local_sandbox nsbox_local_sandbox;
+
+typedef struct nsbox_local {
+        nsbox_local_sandbox *sandboxes; /* newest first */
+        json_int_t next_call;           /* request ids on the agent sockets */
+} nsbox_local;
+
+/* Output of a streamed exec: stream 1 stdout, 2 stderr. */
+typedef void (*nsbox_local_output_fn)(int stream, const char *data, size_t len, void *userdata);
+
+/* Start a sandbox from create's params (NULL: {}), wait until its agent serves; *ret_id (33
+ * bytes) gets its id.  Params that only nsboxd can honour (lifetimes, labels, templates,
+ * snapshots, repositories, recordings) fail with -EOPNOTSUPP, code "unavailable". */
+int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[33], const char **ret_code, nsbox_error *err);
+/* One tool call in sandbox id (or a unique prefix of at least 4 characters), with nsboxd's
+ * params and results (content_b64 for write_file, read_file's base64 content in the result).
+ * stream (exec only): the output goes to on_output as it comes, not into the result. */
+int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_output_fn on_output,
+                     void *userdata, json_t **ret, const char **ret_code, nsbox_error *err);
+/* Kill everything in the sandbox, reap its agent, remove its cgroup; *ret_id gets its full id. */
+int nsbox_local_destroy(nsbox_local *l, const char *id, char ret_id[33], const char **ret_code, nsbox_error *err);
+/* Destroy every sandbox of l. */
+void nsbox_local_close(nsbox_local *l);
