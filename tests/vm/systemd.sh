@@ -17,7 +17,7 @@ SOCK=/run/nsbox/nsboxd.sock
 STATE=$SOCK.state
 UNIT=nsboxd.service
 CHECK_TIMEOUT=${VMTEST_TIMEOUT:-150}
-CHECKS="socket_activation notify_ready delegate_memory stop_drains kill9_restart hardening"
+CHECKS="socket_activation notify_ready delegate_memory stop_drains kill9_restart hardening bad_config"
 
 # ---- helpers -------------------------------------------------------------------------------
 
@@ -310,6 +310,45 @@ t_hardening() {
         scg=$(jget "$(sandbox_obj "$id")" cgroup)
         expect "$scg/pids.max" 32 "$(cat "$scg/pids.max" 2>&1)"
         nsbox rm "$id" > "$T/rm" 2>&1 || check "nsbox rm $id: $(oneline < "$T/rm")"
+        [ -z "$ERRS" ] || diagnose
+        finish
+}
+
+# A bad configuration file: the service does not start, the journal says why in one line, a
+# client fails with one line, nothing is left; once the file is fixed it works again.
+t_bad_config() {
+        conf=/etc/nsbox/nsboxd.json
+        systemctl stop $UNIT > "$T/stop" 2>&1 || fail_diag "systemctl stop $UNIT: $(oneline < "$T/stop")"
+        mkdir -p /etc/nsbox
+        echo '{"bogus": 1}' > "$conf"
+        out=$(nsboxd --check-config 2>&1)
+        st=$?
+        note "nsboxd --check-config: exit status $st: $(echo "$out" | oneline)"
+        [ "$st" != 0 ] || check "nsboxd --check-config accepted $conf"
+        expect "nsboxd --check-config's message" "nsboxd: $conf: key 'bogus': unknown key" "$out"
+        out=$(timeout 60 nsbox ls 2>&1)
+        st=$?
+        note "nsbox ls: exit status $st: $(echo "$out" | oneline)"
+        [ "$st" != 0 ] || check "nsbox ls succeeded with a bad $conf"
+        expect "lines nsbox ls printed" 1 "$(echo "$out" | grep -c .)"
+        wait_until 30 eval '[ "$(prop $UNIT ActiveState)" = failed ]'
+        note "$UNIT: $(prop $UNIT ActiveState)/$(prop $UNIT SubState), Result $(prop $UNIT Result), NRestarts $(prop $UNIT NRestarts); nsboxd.socket: $(prop nsboxd.socket ActiveState), Result $(prop nsboxd.socket Result)"
+        expect "$UNIT ActiveState" failed "$(prop $UNIT ActiveState)"
+        unit_journal | grep -q "key 'bogus': unknown key" ||
+                check "the journal lacks nsboxd's message: $(unit_journal | tail -n 3 | oneline)"
+        d=$(daemon_pids | tr '\n' ' ')
+        [ -z "$d" ] || check "nsboxd processes run: $(for p in $d; do proc_desc "$p"; done | oneline)"
+        left=$(find /sys/fs/cgroup/system.slice/$UNIT -mindepth 1 -type d 2>/dev/null)
+        [ -z "$left" ] || check "cgroups left: $(echo "$left" | oneline)"
+        # fixed: the units start again as an administrator starts them
+        rm -f "$conf"
+        systemctl reset-failed $UNIT nsboxd.socket > "$T/reset" 2>&1
+        systemctl start nsboxd.socket > "$T/start" 2>&1 || check "systemctl start nsboxd.socket: $(oneline < "$T/start")"
+        create; id=$ID
+        out=$(nsbox exec "$id" -- echo back 2>&1)
+        expect "a sandbox once the file is fixed" back "$out"
+        expect "the nsboxd processes" "$(main_pid)" "$(daemon_pids | tr '\n' ' ' | sed 's/ $//')"
+        nsbox rm "$id" > /dev/null 2>&1 || check "nsbox rm $id failed"
         [ -z "$ERRS" ] || diagnose
         finish
 }
