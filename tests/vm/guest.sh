@@ -13,7 +13,8 @@
 # when it times out, and when it leaves processes behind (the runner kills them).
 #
 # Entry points: no argument: the runner; --test NAME MODE FUNC: one test (as root; drops to the
-# user itself); --body FUNC: the test function alone, in the current identity.
+# user itself); --body FUNC: the test function alone, in the current identity; --lib: nothing
+# (sourced for its functions).
 #
 # Environment of a test: VMTEST_AS (root|user), VMTEST_NAME, VMTEST_CGPARENT (where nsbox is
 # expected to create sandbox cgroups: /sys/fs/cgroup/nsbox for root, /sys/fs/cgroup/user4242/nsbox
@@ -898,6 +899,9 @@ case ${1:-} in
         ;;
 "")
         if [ "${VMTEST_MODE:-test}" = bench ]; then bench; else main; fi
+        ;;
+--lib)
+        # read by the systemd boot's script (systemd.sh) for the helpers and report
         ;;
 *)
         echo "usage: guest.sh [--test NAME MODE FUNC | --body FUNC]" >&2
