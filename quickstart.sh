@@ -10,9 +10,12 @@ cd "$(dirname "$0")"
 # the MCP test's official TypeScript SDK client; valgrind for the unit tier under valgrind.
 PACKAGES="build-essential pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
 libjansson-dev libgit2-dev check python3 git busybox-static keyutils util-linux bubblewrap
-cpio qemu-system-x86 linux-image-amd64 slirp4netns iproute2 nftables systemd nodejs npm valgrind"
+cpio qemu-system-x86 linux-image-amd64 slirp4netns iproute2 nftables systemd valgrind"
 
 missing=$(for p in $PACKAGES; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"; done)
+# node and npm by command, not by package: a node of another origin (NodeSource's nodejs bundles
+# npm and conflicts with Debian's npm package) serves as well
+command -v npm > /dev/null && command -v node > /dev/null || missing="$missing nodejs npm"
 if [ -n "$missing" ]; then
         echo "quickstart: installing:" $missing
         sudo=""
