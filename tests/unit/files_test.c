@@ -15,6 +15,7 @@
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -554,14 +555,18 @@ END_TEST
 
 struct swapper {
         const char *a, *b;
-        volatile bool stop;
+        bool stop;
 };
 
 static void *swap_loop(void *arg)
 {
         struct swapper *s = arg;
-        while (!s->stop)
+        while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
                 renameat2(AT_FDCWD, s->a, AT_FDCWD, s->b, RENAME_EXCHANGE);
+                /* under valgrind, one thread runs at a time and renameat2 does not hand over:
+                 * without a yield this loop can keep the other thread from ever running */
+                sched_yield();
+        }
         return NULL;
 }
 
@@ -588,7 +593,7 @@ START_TEST(test_path_open_races_with_a_link_swap_stay_inside)
                 opened++;
                 close(fd);
         }
-        s.stop = true;
+        __atomic_store_n(&s.stop, true, __ATOMIC_RELAXED);
         pthread_join(t, NULL);
         free((char *)s.a);
         free((char *)s.b);
