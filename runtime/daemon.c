@@ -1937,34 +1937,20 @@ static void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
         json_t *p = json_is_object(tparams) ? json_copy(tparams) : json_object();
         strbuf payload;
         sb_init(&payload, NSBOX_FRAME_MAX_PAYLOAD);
-        /* file contents travel as bytes on the agent link: decode here, once */
-        json_t *b64 = json_object_get(p, "content_b64");
-        if (!strcmp(canon, "write_file") && json_is_string(b64)) {
-                int r = b64_decode(json_string_value(b64), json_string_length(b64), &payload);
-                if (r < 0) {
-                        json_decref(p);
-                        sb_release(&payload);
-                        reply_error(c, id, RPC_INVALID_PARAMS, r == -E2BIG ? "too_large" : "invalid_argument",
-                                    r == -E2BIG ? "write_file: content larger than %u bytes" : "write_file: 'content_b64' is not valid base64%.0u",
-                                    NSBOX_FRAME_MAX_PAYLOAD);
-                        return;
-                }
-                json_object_del(p, "content_b64");
-                if (payload.len == 0) /* an empty file: no payload to carry it */
-                        json_object_set_new(p, "content", json_string(""));
-                else if (json_object_get(p, "content") || json_object_get(p, "data")) {
-                        json_decref(p);
-                        sb_release(&payload);
-                        reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "write_file: give one of 'content', 'content_b64' and 'data'");
-                        return;
-                }
+        bool b64_payload = false;
+        const char *code = NULL;
+        strbuf why;
+        sb_init(&why, 256);
+        int tr = nsbox_tool_request_to_agent(canon, p, json_is_true(stream), &payload, &b64_payload, &code, &why);
+        if (tr < 0) {
+                json_decref(p);
+                sb_release(&payload);
+                reply_error(c, id, tr == -ENOMEM ? RPC_SERVER_ERROR : RPC_INVALID_PARAMS, code, "%s", why.buf ? why.buf : "out of memory");
+                sb_release(&why);
+                return;
         }
+        sb_release(&why);
         bool is_exec = !strcmp(canon, "exec");
-        /* the agent streams output chunks as events exactly when this call forwards them */
-        if (is_exec)
-                json_object_set_new(p, "stream", json_boolean(json_is_true(stream)));
-        const char *enc = json_string_value(json_object_get(p, "encoding"));
-        bool b64_payload = !strcmp(canon, "read_file") && enc && !strcmp(enc, "base64");
         pending *pc = calloc(1, sizeof(*pc));
         json_int_t aid = ++s->next_agent_id;
         json_t *req = json_pack("{sI ss so}", "id", aid, "tool", canon, "params", p);
@@ -2146,17 +2132,13 @@ static void agent_frame(daemon_state *d, sandbox *s, nsbox_frame *f)
         if (p->exec && reason && strcmp(reason, "timed_out") && nsbox_cgroup_pids_limited(&s->sb.cg) > p->pids_limited)
                 json_object_set_new(result, "reason", json_string("pids_limited"));
         if (json_is_object(result)) {
-                if (p->b64_payload) {
-                        size_t n = f->payload_len;
-                        char *enc = malloc(b64_encoded_len(n) + 1);
-                        if (enc) {
-                                b64_encode(f->payload ? f->payload : "", n, enc);
-                                json_object_set_new(result, "content", json_stringn_nocheck(enc, b64_encoded_len(n)));
-                                free(enc);
-                        }
+                if (nsbox_tool_result_from_agent(result, f, p->b64_payload) < 0) {
+                        record_call(s, p, NULL, "internal");
+                        reply_error(c, p->rpc_id, RPC_SERVER_ERROR, "internal", "%s: out of memory for the reply", p->tool);
+                } else {
+                        record_call(s, p, result, NULL);
+                        reply_result(c, p->rpc_id, json_incref(result));
                 }
-                record_call(s, p, result, NULL);
-                reply_result(c, p->rpc_id, json_incref(result));
         } else {
                 const char *code = json_string_value(json_object_get(error, "code"));
                 const char *msg = json_string_value(json_object_get(error, "message"));

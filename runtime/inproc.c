@@ -23,7 +23,6 @@
 
 #include "../tools/registry.h"
 #include "agent.h"
-#include "base64.h"
 #include "cgroup.h"
 #include "options.h"
 #include "proto.h"
@@ -243,29 +242,6 @@ static int send_some(nsbox_queue *q, int fd)
         return 1;
 }
 
-/* The tool's params as the agent takes them: write_file's base64 content as the payload. */
-static int agent_params(const char *canon, json_t *p, strbuf *payload, const char **ret_code, nsbox_error *err)
-{
-        json_t *b64 = json_object_get(p, "content_b64");
-        if (strcmp(canon, "write_file") || !json_is_string(b64))
-                return 0;
-        int r = b64_decode(json_string_value(b64), json_string_length(b64), payload);
-        if (r < 0) {
-                *ret_code = r == -E2BIG ? "too_large" : "invalid_argument";
-                if (r == -E2BIG)
-                        return nsbox_err_as(err, E2BIG, "write_file: content larger than %u bytes", NSBOX_FRAME_MAX_PAYLOAD);
-                return nsbox_err_as(err, EINVAL, "write_file: 'content_b64' is not valid base64");
-        }
-        json_object_del(p, "content_b64");
-        if (payload->len == 0) /* an empty file: no payload to carry it */
-                return json_object_set_new(p, "content", json_string("")) < 0 ? nsbox_err(err, ENOMEM, "write_file") : 0;
-        if (json_object_get(p, "content") || json_object_get(p, "data")) {
-                *ret_code = "invalid_argument";
-                return nsbox_err_as(err, EINVAL, "write_file: give one of 'content', 'content_b64' and 'data'");
-        }
-        return 0;
-}
-
 /* The agent's reply to our request: the result as nsboxd gives it, or its error. */
 static int take_reply(nsbox_frame *f, bool b64_content, uint64_t pids_before, const nsbox_local_sandbox *s, bool exec, json_t **ret,
                       const char **ret_code, nsbox_error *err)
@@ -280,15 +256,9 @@ static int take_reply(nsbox_frame *f, bool b64_content, uint64_t pids_before, co
         const char *reason = json_string_value(json_object_get(result, "reason"));
         if (exec && reason && strcmp(reason, "timed_out") && nsbox_cgroup_pids_limited(&s->sb.cg) > pids_before)
                 json_object_set_new(result, "reason", json_string("pids_limited"));
-        if (b64_content) {
-                char *enc = malloc(b64_encoded_len(f->payload_len) + 1);
-                if (!enc) {
-                        *ret_code = "internal";
-                        return nsbox_err(err, ENOMEM, "read_file");
-                }
-                b64_encode(f->payload ? f->payload : "", f->payload_len, enc);
-                json_object_set_new(result, "content", json_stringn_nocheck(enc, b64_encoded_len(f->payload_len)));
-                free(enc);
+        if (nsbox_tool_result_from_agent(result, f, b64_content) < 0) {
+                *ret_code = "internal";
+                return nsbox_err(err, ENOMEM, "read_file");
         }
         *ret = json_incref(result);
         return 0;
@@ -308,13 +278,19 @@ int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *p
         json_t *p = params ? json_copy(params) : json_object();
         strbuf payload;
         sb_init(&payload, NSBOX_FRAME_MAX_PAYLOAD);
-        int r = p ? agent_params(canon, p, &payload, ret_code, err) : nsbox_err(err, ENOMEM, "call");
-        bool exec = !strcmp(canon, "exec");
-        /* the agent streams output chunks as events exactly when asked to */
-        if (r == 0 && exec)
-                json_object_set_new(p, "stream", json_boolean(stream));
-        const char *enc = json_string_value(json_object_get(p, "encoding"));
-        bool b64_content = !strcmp(canon, "read_file") && enc && !strcmp(enc, "base64");
+        bool exec = !strcmp(canon, "exec"), b64_content = false;
+        int r;
+        if (!p) {
+                *ret_code = "internal";
+                r = nsbox_err(err, ENOMEM, "call");
+        } else {
+                strbuf why;
+                sb_init(&why, 256);
+                r = nsbox_tool_request_to_agent(canon, p, stream, &payload, &b64_content, ret_code, &why);
+                if (r < 0)
+                        r = nsbox_err_as(err, -r, "%s", why.buf ? why.buf : "out of memory");
+                sb_release(&why);
+        }
         json_int_t call_id = ++l->next_call;
         nsbox_queue q = { 0 };
         if (r == 0) {

@@ -85,3 +85,15 @@ json_t *nsbox_json_text(const char *s, size_t n, bool *ret_lossy);
 #define NSBOX_JSON_BIG 65536
 json_t *nsbox_json_loadb(const char *text, size_t len, json_error_t *je);
 char *nsbox_json_dumps(json_t *json, size_t *ret_len);
+
+/* A tool call as a client gives it (nsboxd's `call`, libnsbox in process) made into the agent's
+ * request, in place: write_file's "content_b64" decoded into *payload (the bytes travel as the
+ * frame's payload, not as JSON), exec's "stream" set to stream.  *ret_b64 tells whether the
+ * result's content goes back base64-encoded (read_file with "encoding": "base64").  0, or
+ * -EINVAL / -E2BIG / -ENOMEM with *ret_code (a stable code) and a one-line message in why. */
+struct strbuf;
+int nsbox_tool_request_to_agent(const char *canon, json_t *p, bool stream, struct strbuf *payload, bool *ret_b64,
+                                const char **ret_code, struct strbuf *why);
+/* The agent's result object as a client gets it: with b64, f's payload as base64 "content".
+ * 0 or -ENOMEM. */
+int nsbox_tool_result_from_agent(json_t *result, const nsbox_frame *f, bool b64);
