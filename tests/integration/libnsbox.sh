@@ -43,6 +43,23 @@ cc_installed() { # source output
                 fail "cc $(basename "$1"): $(cat "$TEST_TMP/cc.log")"
 }
 
+# What nsbox-example prints ($OUT), in either mode: its sandbox's id, streamed output, a file
+# read back, and a clean error for each bad input.
+assert_example_output() {
+        local id; id=$(sed -n 's/^sandbox: //p' <<< "$OUT")
+        [[ $id =~ ^[0-9a-f]{32}$ ]] || fail "sandbox id: '$id' in $OUT"
+        assert_contains "$OUT" "stdout: hello from user" "streamed stdout"
+        assert_contains "$OUT" "stderr: to stderr" "streamed stderr"
+        assert_contains "$OUT" "exit: 3" "exit status of the command"
+        assert_contains "$OUT" '"content":"echo hello from $(id -un)\n"' "read_file result"
+        assert_contains "$OUT" "bad json: -22 invalid_argument: read_file: not JSON" "bad JSON"
+        assert_contains "$OUT" "unknown tool: -3 not_found: unknown tool 'no_such_tool'" "unknown tool"
+        assert_contains "$OUT" "unknown sandbox: -3 not_found: no sandbox 'ffffffffffffffffffffffffffffffff'" "unknown sandbox"
+        assert_contains "$OUT" "missing file: -2 file_not_found" "missing file"
+        assert_contains "$OUT" "destroyed: $id" "destroy"
+        assert_contains "$OUT" "after destroy: -3 not_found" "a call after destroy"
+}
+
 test_example_builds_with_pkg_config_against_the_installed_library_and_runs() {
         local prefix="$TEST_TMP/prefix" b="$TEST_TMP/build"
         install_library
@@ -66,18 +83,7 @@ test_example_builds_with_pkg_config_against_the_installed_library_and_runs() {
         local sock="$SESSION_DIR/inst.sock"
         OUT=$(cd / && NSBOX_SOCKET="$sock" LD_LIBRARY_PATH="$prefix/lib" "$TEST_TMP/example" 2>&1)
         assert_eq 0 "$?" "nsbox-example exit status; output: $OUT"
-        local id; id=$(sed -n 's/^sandbox: //p' <<< "$OUT")
-        [[ $id =~ ^[0-9a-f]{32}$ ]] || fail "sandbox id: '$id' in $OUT"
-        assert_contains "$OUT" "stdout: hello from user" "streamed stdout"
-        assert_contains "$OUT" "stderr: to stderr" "streamed stderr"
-        assert_contains "$OUT" "exit: 3" "exit status of the command"
-        assert_contains "$OUT" '"content":"echo hello from $(id -un)\n"' "read_file result"
-        assert_contains "$OUT" "bad json: -22 invalid_argument: read_file: not JSON" "bad JSON"
-        assert_contains "$OUT" "unknown tool: -3 not_found: unknown tool 'no_such_tool'" "unknown tool"
-        assert_contains "$OUT" "unknown sandbox: -3 not_found: no sandbox 'ffffffffffffffffffffffffffffffff'" "unknown sandbox"
-        assert_contains "$OUT" "missing file: -2 file_not_found" "missing file"
-        assert_contains "$OUT" "destroyed: $id" "destroy"
-        assert_contains "$OUT" "after destroy: -3 not_found" "a call after destroy"
+        assert_example_output
         local dpid; dpid=$(NSBOX_SOCKET="$sock" daemon_pid)
         [ -n "$dpid" ] || fail "no nsboxd answers on $sock"
         assert_eq "$prefix/bin/nsboxd" "$(readlink "/proc/$dpid/exe")" "the daemon the library started"
@@ -157,18 +163,7 @@ test_in_process_example_runs_without_nsboxd() {
         OUT=$(cd / && NSBOX_SOCKET="$sock" LD_LIBRARY_PATH="$TEST_TMP/prefix/lib" "$TEST_TMP/example" --in-process 2>&1)
         assert_eq 0 "$?" "nsbox-example --in-process exit status; output: $OUT"
         assert_contains "$OUT" "in process"
-        local id; id=$(sed -n 's/^sandbox: //p' <<< "$OUT")
-        [[ $id =~ ^[0-9a-f]{32}$ ]] || fail "sandbox id: '$id' in $OUT"
-        assert_contains "$OUT" "stdout: hello from user" "streamed stdout"
-        assert_contains "$OUT" "stderr: to stderr" "streamed stderr"
-        assert_contains "$OUT" "exit: 3" "exit status of the command"
-        assert_contains "$OUT" '"content":"echo hello from $(id -un)\n"' "read_file result"
-        assert_contains "$OUT" "bad json: -22 invalid_argument: read_file: not JSON" "bad JSON"
-        assert_contains "$OUT" "unknown tool: -3 not_found: unknown tool 'no_such_tool'" "unknown tool"
-        assert_contains "$OUT" "unknown sandbox: -3 not_found: no sandbox 'ffffffffffffffffffffffffffffffff'" "unknown sandbox"
-        assert_contains "$OUT" "missing file: -2 file_not_found" "missing file"
-        assert_contains "$OUT" "destroyed: $id" "destroy"
-        assert_contains "$OUT" "after destroy: -3 not_found" "a call after destroy"
+        assert_example_output
         [ ! -e "$sock" ] || fail "the in-process mode started an nsboxd on $sock"
 }
 
