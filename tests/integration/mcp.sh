@@ -187,27 +187,31 @@ PY
         assert_not_contains "$(sandboxes)" "$def" "the default sandbox after the session"
 }
 
-test_sigterm_during_a_long_exec_destroys_the_sandbox() {
-        local out
-        out=$(python3 - "$NSBOX" "$INIT" <<'PY'
-import json, os, signal, subprocess, sys, time
+# A session of nsbox mcp driven from Python (argv: nsbox, the initialize line), initialized;
+# running(CMD) waits until CMD runs in a sandbox (a grandchild of nsboxd) and prints how many
+# sandboxes are listed then.
+SESSION_PY='import json, os, signal, subprocess, sys, time
 p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 def send(m):
     p.stdin.write(json.dumps(m) + "\n")
     p.stdin.flush()
 send(json.loads(sys.argv[2]))
 p.stdout.readline()
+def running(cmd):
+    for _ in range(600):
+        if cmd in subprocess.run(["pgrep", "-af", "^" + cmd], capture_output=True, text=True).stdout:
+            break
+        time.sleep(0.1)
+    else:
+        print("%s never ran" % cmd)
+    print("running", len(json.loads(subprocess.run([sys.argv[1], "ls", "--json"], capture_output=True, text=True).stdout)))
+'
+
+test_sigterm_during_a_long_exec_destroys_the_sandbox() {
+        local out
+        out=$(python3 -c "$SESSION_PY$(cat <<'PY'
 send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "exec", "arguments": {"shell": "sleep 987.654"}}})
-# wait until the sleep runs in a sandbox (its agent is a child of nsboxd; the sleep a grandchild of it)
-for _ in range(600):
-    r = subprocess.run(["pgrep", "-af", "^sleep 987.654"], capture_output=True, text=True).stdout
-    if "sleep 987.654" in r:
-        break
-    time.sleep(0.1)
-else:
-    print("sleep never ran")
-ids = subprocess.run([sys.argv[1], "ls", "--json"], capture_output=True, text=True).stdout
-print("running", len(json.loads(ids)))
+running("sleep 987.654")
 p.send_signal(signal.SIGTERM)
 try:
     print("status", p.wait(timeout=60))
@@ -216,7 +220,7 @@ except subprocess.TimeoutExpired:
     p.kill()
 print("rest", repr(p.stdout.read()))
 PY
-)
+)" "$NSBOX" "$INIT")
         assert_contains "$out" "running 1" "sandboxes while the exec ran"
         assert_contains "$out" "status 0" "nsbox mcp after SIGTERM"
         assert_eq "" "$(sandboxes)" "sandboxes after SIGTERM"
@@ -227,28 +231,15 @@ PY
 # close_with_client, so nsboxd destroys them when the session's connection closes.
 test_sigkill_of_the_session_leaves_no_sandbox() {
         local out
-        out=$(python3 - "$NSBOX" "$INIT" <<'PY'
-import json, os, signal, subprocess, sys, time
-p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-def send(m):
-    p.stdin.write(json.dumps(m) + "\n")
-    p.stdin.flush()
-send(json.loads(sys.argv[2]))
-p.stdout.readline()
+        out=$(python3 -c "$SESSION_PY$(cat <<'PY'
 send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "create_sandbox", "arguments": {}}})
 print("created", json.loads(json.loads(p.stdout.readline())["result"]["content"][0]["text"]).get("close_with_client"))
 send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "exec", "arguments": {"shell": "sleep 876.543"}}})
-for _ in range(600):
-    if "sleep 876.543" in subprocess.run(["pgrep", "-af", "^sleep 876.543"], capture_output=True, text=True).stdout:
-        break
-    time.sleep(0.1)
-else:
-    print("sleep never ran")
-print("running", len(json.loads(subprocess.run([sys.argv[1], "ls", "--json"], capture_output=True, text=True).stdout)))
+running("sleep 876.543")
 p.send_signal(signal.SIGKILL)
 print("status", p.wait(timeout=60))
 PY
-)
+)" "$NSBOX" "$INIT")
         assert_contains "$out" "created True" "create_sandbox's reply: close_with_client"
         assert_contains "$out" "running 2" "sandboxes while the exec ran (the default one and create_sandbox's)"
         assert_contains "$out" "status -9" "nsbox mcp after SIGKILL"
