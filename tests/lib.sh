@@ -111,6 +111,20 @@ assert_daemon_holds_nothing() { # mount-count-before
         assert_eq "$1" "$(grep -c . /proc/self/mountinfo)" "host mount count"
 }
 
+# What a test started goes when it ends, whatever happens (`trap cleanup EXIT` in the test: each
+# test runs in a subshell, which does not run its parent's EXIT trap): the pids in MY_PIDS get
+# SIGTERM, the nsboxd daemons in MY_DAEMONS SIGTERM (which destroys their sandboxes), then
+# SIGKILL if they linger.
+cleanup() {
+        local p
+        # shellcheck disable=SC2086
+        [ -z "${MY_PIDS:-}" ] || kill $MY_PIDS 2> /dev/null
+        for p in ${MY_DAEMONS:-}; do kill -TERM "$p" 2> /dev/null; done
+        for p in ${MY_DAEMONS:-}; do
+                wait_pids_gone 30 "$p" > /dev/null || kill -KILL "$p" 2> /dev/null
+        done
+}
+
 run_tests() {
         local t status pass=0 failn=0 skipn=0
         TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/nsbox-test.XXXXXX")

@@ -120,20 +120,9 @@ descendants() {
 # A fresh directory for one daemon.
 new_dir() { mktemp -d "$SESSION_DIR/t.XXXXXX"; }
 
-# What a test started goes when it ends, whatever happens: each test runs in a subshell of its
-# own, which does not run its parent's EXIT trap, so every test sets `trap cleanup EXIT` itself.
-# The daemons get SIGTERM (which destroys their sandboxes), then SIGKILL if they linger.
+# What each test started, stopped by lib.sh's cleanup (every test sets `trap cleanup EXIT`).
 MY_DAEMONS=""
 MY_PIDS=""
-cleanup() {
-        local p
-        # shellcheck disable=SC2086
-        [ -z "$MY_PIDS" ] || kill $MY_PIDS 2> /dev/null
-        for p in $MY_DAEMONS; do kill -TERM "$p" 2> /dev/null; done
-        for p in $MY_DAEMONS; do
-                wait_pids_gone 30 "$p" > /dev/null || kill -KILL "$p" 2> /dev/null
-        done
-}
 
 # start_daemon DIR [CONFIG-JSON [LOG]]: write DIR/config.json, start nsboxd with it on DIR/d.sock,
 # its store DIR/store, its log appended to LOG (DIR/log by default), and wait until it answers

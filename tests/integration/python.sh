@@ -19,15 +19,6 @@ export NSBOX_STORE="$SESSION_DIR/store"
 
 MY_DAEMONS=""
 MY_PIDS=""
-cleanup() {
-        local p
-        # shellcheck disable=SC2086
-        [ -z "$MY_PIDS" ] || kill $MY_PIDS 2> /dev/null
-        for p in $MY_DAEMONS; do kill -TERM "$p" 2> /dev/null; done
-        for p in $MY_DAEMONS; do
-                wait_pids_gone 30 "$p" > /dev/null || kill -KILL "$p" 2> /dev/null
-        done
-}
 
 # start_daemon: an nsboxd of this test on a socket of its own; sets DIR, DPID and NSBOX_SOCKET.
 start_daemon() {
