@@ -103,7 +103,7 @@ $(B)/libnsbox.a: $(LIB_OBJS)
 # linked dynamically even with STATIC_DEPS=1: Debian's static archives are not
 # position-independent.  build/libnsbox.a (-fPIE, static deps) stays what nsbox and nsboxd link.
 SO_VERSION := 0
-SO_SRCS := $(filter-out runtime/daemon.c runtime/dconfig.c runtime/systemd.c,$(LIB_SRCS))
+SO_SRCS := $(filter-out runtime/daemon.c runtime/dconfig.c runtime/dlog.c runtime/keeper.c runtime/systemd.c,$(LIB_SRCS))
 SO_OBJS := $(SO_SRCS:%.c=$(B)/pic/%.o)
 SO_LIBS := $(shell $(PKG_CONFIG) --libs $(ALL_PKGS))
 # libnl's under Libs.private: as a Requires.private its -I/usr/include/libnl3 would reach every

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,8 +95,8 @@ unsigned long long nsbox_pid_start_time(pid_t pid)
         if (read_at(AT_FDCWD, path, buf, sizeof(buf)) < 0)
                 return 0;
         char *p = strrchr(buf, ')'); /* the command name may hold anything but ends here */
-        if (!p)
-                return 0;
+        if (!p || !p[1] || !p[2] || strchr("ZXx", p[2]))
+                return 0; /* exited: a zombie its parent has not reaped yet is no supervisor */
         /* fields from 3 on; start time is field 22 */
         for (int field = 2; field < 22 && p; field++)
                 p = strchr(p + 1, ' ');
@@ -455,6 +456,32 @@ static int remove_dir(int parent_fd, const char *name, int dirfd, int timeout_ms
         }
 }
 
+#define SUPERVISOR_XATTR "user.nsbox.supervisor"
+
+int nsbox_cgroup_hand_over(nsbox_cgroup *cg, pid_t owner, nsbox_error *err)
+{
+        if (cg->dirfd < 0)
+                return 0;
+        char v[64];
+        int n = snprintf(v, sizeof(v), "%d-%llu", (int)owner, nsbox_pid_start_time(owner));
+        if (fsetxattr(cg->dirfd, SUPERVISOR_XATTR, v, (size_t)n, 0) < 0)
+                return nsbox_err(err, errno, "cgroup %s: set %s", cg->path, SUPERVISOR_XATTR);
+        return 0;
+}
+
+/* Handed over to a supervisor that is alive (its xattr names it)? */
+static bool handed_over(int cfd)
+{
+        char v[64];
+        ssize_t n = fgetxattr(cfd, SUPERVISOR_XATTR, v, sizeof(v) - 1);
+        if (n <= 0)
+                return false;
+        v[n] = '\0';
+        int pid;
+        unsigned long long start;
+        return sscanf(v, "%d-%llu", &pid, &start) == 2 && pid > 0 && (pid == getpid() || nsbox_pid_start_time(pid) == start);
+}
+
 /* Cgroups whose supervisor is gone (killed with SIGKILL: nobody removed them). */
 static bool orphans_collected;
 
@@ -487,7 +514,8 @@ static void collect_orphans(void)
                 int cfd = openat(G.parent_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (cfd < 0)
                         continue;
-                remove_dir(G.parent_fd, e->d_name, cfd, GC_WAIT_MS);
+                if (!handed_over(cfd))
+                        remove_dir(G.parent_fd, e->d_name, cfd, GC_WAIT_MS);
                 close(cfd);
         }
         closedir(d);

@@ -49,8 +49,12 @@ void nsbox_cgroup_kill(const nsbox_cgroup *cg);
 int nsbox_cgroup_freeze(const nsbox_cgroup *cg, bool freeze, int timeout_ms, nsbox_error *err);
 /* The parent sandboxes' cgroups are created under, or NULL with *why set. */
 const char *nsbox_cgroup_parent(const char **why);
+/* A sandbox handed to another supervisor (nsboxd's keeper, then the next nsboxd): its cgroup
+ * (named after the one that made it) is marked as owner's (a live process) with an xattr, so
+ * that collecting orphans leaves it while owner lives.  0 for a sandbox without a cgroup. */
+int nsbox_cgroup_hand_over(nsbox_cgroup *cg, pid_t owner, nsbox_error *err);
 /* Remove the sandbox cgroups of supervisors that are gone (done once by the first create too). */
 void nsbox_cgroup_collect_orphans(void);
-/* The start time of pid (field 22 of /proc/PID/stat), 0 if there is no such process: with the
- * pid, it names a process across pid reuse. */
+/* The start time of pid (field 22 of /proc/PID/stat), 0 if there is no such process or it has
+ * exited (a zombie): with the pid, it names a live process across pid reuse. */
 unsigned long long nsbox_pid_start_time(pid_t pid);

@@ -189,13 +189,15 @@ static int parse_templates(cctx *c, json_t *v, nsbox_dconfig *ret)
 
 void nsbox_dconfig_defaults(nsbox_dconfig *ret)
 {
-        *ret = (nsbox_dconfig){ .max_sandboxes = 1024, .max_per_uid = 1024, .default_memory = 512ull << 20, .drain_timeout_ms = 10000 };
+        *ret = (nsbox_dconfig){ .max_sandboxes = 1024, .max_per_uid = 1024, .default_memory = 512ull << 20, .drain_timeout_ms = 10000,
+                                .keep_timeout_ms = 600000 };
 }
 
 int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, nsbox_error *err)
 {
         static const char *const known[] = { "max_sandboxes", "max_per_uid", "memory_budget", "default_memory", "timeout",
-                                             "idle_timeout", "on_expiry", "drain_timeout", "clients", "templates", NULL };
+                                             "idle_timeout", "on_expiry", "drain_timeout", "on_stop", "keep_timeout", "clients",
+                                             "templates", NULL };
         cctx c = { .source = source, .err = err };
         nsbox_dconfig_defaults(ret);
         if (!(ret->source = strdup(source)))
@@ -210,7 +212,8 @@ int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, ns
                  (r = get_size(&c, root, "default_memory", &ret->default_memory)) < 0 ||
                  (r = get_seconds(&c, root, "timeout", &ret->timeout_ms)) < 0 ||
                  (r = get_seconds(&c, root, "idle_timeout", &ret->idle_timeout_ms)) < 0 ||
-                 (r = get_seconds(&c, root, "drain_timeout", &ret->drain_timeout_ms)) < 0)
+                 (r = get_seconds(&c, root, "drain_timeout", &ret->drain_timeout_ms)) < 0 ||
+                 (r = get_seconds(&c, root, "keep_timeout", &ret->keep_timeout_ms)) < 0)
                 ;
         else {
                 json_t *v = json_object_get(root, "on_expiry");
@@ -218,6 +221,13 @@ int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, ns
                 if (v && (!s || (strcmp(s, "destroy") && strcmp(s, "pause"))))
                         r = bad(&c, "on_expiry", "expected \"destroy\" or \"pause\"");
                 ret->expiry_pause = s && !strcmp(s, "pause");
+                v = json_object_get(root, "on_stop");
+                s = json_string_value(v);
+                if (r == 0 && v && (!s || (strcmp(s, "destroy") && strcmp(s, "keep"))))
+                        r = bad(&c, "on_stop", "expected \"destroy\" or \"keep\"");
+                ret->keep_on_stop = s && !strcmp(s, "keep");
+                if (r == 0 && ret->keep_on_stop && ret->keep_timeout_ms == 0)
+                        r = bad(&c, "keep_timeout", "kept sandboxes wait this long for the next nsboxd: more than 0 seconds");
                 if (r == 0 && ret->memory_budget && ret->default_memory < (1u << 20))
                         r = bad(&c, "default_memory", "with a memory_budget, sandboxes that name no limit get this one: at least 1M");
                 if (r == 0 && ret->default_memory > ret->memory_budget && ret->memory_budget)

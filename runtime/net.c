@@ -515,8 +515,11 @@ int nsbox_net_start(const nsbox_policy *p, int userns_fd, int netns_fd, nsbox_ne
         }
         if (pid == 0) {
                 /* our death (even SIGKILL) closes the exit fd, and slirp4netns exits on that;
-                 * the parent-death signal covers the window before exec */
-                prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+                 * the parent-death signal covers the window before exec (and stays after it:
+                 * not for a sandbox that may outlive its supervisor, whose exit fd a keeper
+                 * holds; before exec its copy of the exit fd is closed, so it exits on EOF) */
+                if (!p->outlive_parent)
+                        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
                 if (getppid() != parent)
                         _exit(127);
                 sigset_t none;

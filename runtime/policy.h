@@ -86,6 +86,10 @@ typedef struct nsbox_policy {
         /* Borrowed too: root only, the first host id of the sandbox's own range (userns.h); 0 for
          * the shared one. */
         uint32_t host_id_base;
+        /* Set by nsboxd with on_stop "keep", never from a policy file: the agent and its
+         * slirp4netns have no parent-death signal, so they can outlive the supervisor while a
+         * keeper holds their channels (they still end when their channel or exit fd closes). */
+        bool outlive_parent;
         nsbox_net_mode net;
         nsbox_net_backend net_backend; /* mode nat: slirp4netns (default) or veth (root) */
         char **egress;        /* network.egress, then --allow: entries checked by net.h; NULL = none */

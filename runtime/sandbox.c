@@ -96,7 +96,7 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, co
         static nsbox_sync_msg m; /* 32 KiB: not on the stack */
         int r;
         /* The parent's death kills us; if it already died, the channel says so (EOF). */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        if (!p->outlive_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 return nsbox_err(err, errno, "set parent-death signal");
         int keep[2] = { syncfd < agentfd || agentfd < 0 ? syncfd : agentfd, syncfd < agentfd || agentfd < 0 ? agentfd : syncfd };
         nsbox_close_all_but(keep, 2);
@@ -141,7 +141,7 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, co
         if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 return nsbox_err(err, errno, "clear dumpable");
         /* the credential change cleared it */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        if (!p->outlive_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 return nsbox_err(err, errno, "set parent-death signal");
         /* 9. seccomp last: init and the command it forks share the filter.  The launcher
          * compiled it while we were mounting. */
@@ -320,6 +320,11 @@ static void kill_and_reap(int pidfd, pid_t pid)
         if (r < 0 && errno == EINVAL) /* Linux before 5.4: no P_PIDFD */
                 while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
                         ;
+        if (r < 0 && errno == ECHILD) { /* adopted from a keeper: not our child; its parent reaps */
+                struct pollfd p = { .fd = pidfd, .events = POLLIN };
+                while (poll(&p, 1, 5000) < 0 && errno == EINTR)
+                        ;
+        }
 }
 
 void nsbox_sandbox_destroy(nsbox_sandbox *sb)

@@ -248,6 +248,84 @@ fail:
         return -ENOMEM;
 }
 
+static json_int_t save_fd(int fd, int *fds, size_t *n, size_t max, bool *full)
+{
+        if (fd < 0)
+                return -1;
+        if (*n >= max) {
+                *full = true;
+                return -1;
+        }
+        fds[*n] = fd;
+        return (json_int_t)(*n)++;
+}
+
+json_t *nsbox_layers_save(const nsbox_layers *l, int *fds, size_t *n, size_t max)
+{
+        bool full = false;
+        json_t *ids = json_array(), *paths = json_array(), *fdx = json_array();
+        for (size_t i = 0; i < l->n; i++) {
+                json_array_append_new(ids, json_string(l->ids[i]));
+                json_array_append_new(paths, json_string(l->paths[i]));
+                json_array_append_new(fdx, json_integer(save_fd(l->fds[i], fds, n, max, &full)));
+        }
+        json_int_t sfd = save_fd(l->snapshot_fd, fds, n, max, &full);
+        json_t *o = json_pack("{so so so sI so so so}", "ids", ids, "paths", paths, "fds", fdx, "snapshot_fd", sfd, "snapshot",
+                              l->snapshot ? json_string(l->snapshot) : json_null(), "root", l->root ? json_string(l->root) : json_null(),
+                              "workdir", l->workdir ? json_string(l->workdir) : json_null());
+        if (full) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static int load_fd(json_t *v, int *fds, size_t n)
+{
+        json_int_t i = json_integer_value(v);
+        if (!json_is_integer(v) || i < 0)
+                return -1;
+        if ((size_t)i >= n || fds[i] < 0)
+                return -2;
+        int fd = fds[i];
+        fds[i] = -1;
+        return fd;
+}
+
+int nsbox_layers_load(json_t *o, int *fds, size_t n, nsbox_layers *ret)
+{
+        nsbox_layers l = NSBOX_LAYERS_INIT;
+        json_t *ids = json_object_get(o, "ids"), *paths = json_object_get(o, "paths"), *fdx = json_object_get(o, "fds");
+        size_t count = json_array_size(ids);
+        if (!json_is_object(o) || json_array_size(paths) != count || json_array_size(fdx) != count)
+                return -EINVAL;
+        for (size_t i = 0; i < count; i++) {
+                const char *id = json_string_value(json_array_get(ids, i)), *path = json_string_value(json_array_get(paths, i));
+                if (layers_grow(&l) < 0)
+                        goto fail;
+                l.fds[i] = load_fd(json_array_get(fdx, i), fds, n);
+                l.ids[i] = id ? strdup(id) : NULL;
+                l.paths[i] = path ? strdup(path) : NULL;
+                l.n++;
+                l.paths[l.n] = NULL;
+                if (!l.ids[i] || !l.paths[i] || l.fds[i] < 0)
+                        goto fail;
+        }
+        json_t *v = json_object_get(o, "snapshot_fd");
+        l.snapshot_fd = load_fd(v, fds, n);
+        if (l.snapshot_fd == -2)
+                goto fail;
+        const char *snap = json_string_value(json_object_get(o, "snapshot")), *root = json_string_value(json_object_get(o, "root")),
+                   *wd = json_string_value(json_object_get(o, "workdir"));
+        if ((snap && !(l.snapshot = strdup(snap))) || (root && !(l.root = strdup(root))) || (wd && !(l.workdir = strdup(wd))))
+                goto fail;
+        *ret = l;
+        return 0;
+fail:
+        nsbox_layers_release(&l); /* closes the fds it took (missing ones are negative) */
+        return -EINVAL;
+}
+
 /* Read a small JSON file through an open fd. */
 static json_t *read_meta(int fd, const char *shown, nsbox_error *err)
 {

@@ -63,6 +63,10 @@ int nsbox_store_acquire_layer(nsbox_store *s, const char *id, nsbox_layers *l, n
 /* A second hold on the same layers (a sandbox reset keeps the old until the new one runs). */
 int nsbox_layers_dup(const nsbox_layers *l, nsbox_layers *ret);
 void nsbox_layers_release(nsbox_layers *l);
+/* Hand-over between supervisors (keeper.h): l as JSON, its held fds appended to fds (at most max
+ * in all; the JSON names their indexes); and back, taking those fds (set to -1 in fds). */
+json_t *nsbox_layers_save(const nsbox_layers *l, int *fds, size_t *n, size_t max);
+int nsbox_layers_load(json_t *o, int *fds, size_t n, nsbox_layers *ret);
 
 /* Put l under p's writable layer (p->layers borrows l's paths) and take the snapshot's root for
  * p's, unless the caller chose a root (root_given): then they must be the same (-EINVAL). */

@@ -93,7 +93,7 @@ PY
 # no sandbox and runs no process, and the host has as many mounts as before the file.
 assert_no_nsboxd_of() { # DIR: no live nsboxd of ours has DIR in its environment
         local p left=""
-        for p in $(pgrep -u "$(id -u)" -x nsboxd); do
+        for p in $(pgrep -u "$(id -u)" -x 'nsboxd|nsboxd-keeper'); do
                 grep -q "$1" "/proc/$p/environ" 2> /dev/null && ! grep -q '^State:.*Z' "/proc/$p/status" &&
                         left="$left $p"
         done

@@ -413,6 +413,155 @@ print(" ".join(ids))' 2>&1) || fail "20 sandboxes: $ids"
         assert_eq before-kill "$(rpc "$NSBOX_SOCKET" snapshot_delete '{"name": "before-kill"}' | jget 'd["result"]["deleted"]')" "snapshot_delete"
 }
 
+# The keeper a stopping nsboxd with on_stop "keep" handed its sandboxes to, from its LOG (waits up
+# to 10 s for the line); added to what cleanup stops.
+keeper_of() { # LOG
+        local i k
+        for i in $(seq 100); do
+                k=$(sed -n 's/.*sandboxes kept for the next nsboxd by keeper \([0-9]*\) .*/\1/p' "$1" | tail -n 1)
+                [ -n "$k" ] && break
+                sleep 0.1
+        done
+        [ -n "$k" ] || fail "no 'sandboxes kept ... by keeper' in the log: $(tail -n 5 "$1")"
+        MY_PIDS="$MY_PIDS $k"
+        echo "$k"
+}
+
+# The agent pid of each sandbox, from the state directory of the daemon in DIR.
+agent_pids() { # DIR
+        cat "$1"/d.sock.state/*.json 2> /dev/null | python3 -c 'import json, sys
+for l in sys.stdin.read().replace("}{", "}\n{").splitlines():
+    print(json.loads(l)["pid"])'
+}
+
+test_sigterm_with_on_stop_keep_then_the_next_nsboxd_adopts() {
+        trap cleanup EXIT
+        local d conf ids old keeper agents left cg kp
+        d=$(new_dir)
+        conf='{"on_stop": "keep", "keep_timeout": 120, "templates": {"default": {"create": {}, "pool": 1}}}'
+        start_daemon "$d" "$conf"
+        old=$DPID
+        wait_ready default 1
+        # 20 sandboxes of a client: labels, a file, a process in the background (its pid kept),
+        # one paused, one with a 10 s timeout
+        ids=$(py 'c = Conn()
+reqs = [c.send("create", {"template": "default", "labels": {"thread": "t%d" % i}}) for i in range(19)]
+ids = [ok(c.reply(r), "create")["id"] for r in reqs]
+ids.append(c.ok("create", {"labels": {"thread": "t19"}, "timeout": 10})["id"])
+for i, sid in enumerate(ids):
+    c.ok("call", sh(sid, "echo file-%d > /workspace/kept; (while :; do sleep 1; done) > /dev/null 2>&1 & echo $! > /tmp/loop" % i))
+if listed(c)[ids[1]]["cgroup"]:  # pausing needs one
+    c.ok("pause", {"sandbox": ids[1]})
+print(" ".join(ids))' 2>&1) || fail "20 sandboxes: $ids"
+        cg=$(rpc "$NSBOX_SOCKET" list | jget 'd["result"]["sandboxes"][0]["cgroup"] or "null"')
+        wait_ready default 1
+        stop_daemon
+        keeper=$(keeper_of "$d/log")
+        pid_alive "$keeper" || fail "keeper $keeper is not running after nsboxd stopped: $(tail -n 5 "$d/log")"
+        assert_eq nsboxd-keeper "$(cat "/proc/$keeper/comm")" "the keeper's name"
+        for kp in $agents; do pid_alive "$kp" || fail "agent $kp died with nsboxd"; done
+        grep -q "20 sandboxes kept for the next nsboxd by keeper $keeper" "$d/log" || fail "no '20 sandboxes kept' in the log: $(grep kept "$d/log" | tail -n 3)"
+        # the pool's is not kept: nobody had it
+        grep -q "pooled sandbox [0-9a-f]* of template 'default' removed: was stopped with nsboxd" "$d/log" ||
+                fail "the pooled sandbox was not removed: $(grep pooled "$d/log" | tail -n 2)"
+        assert_eq "$(printf '%s.json\n' $ids | sort)" "$(ls "$d/d.sock.state" | grep json | sort)" "state files of the kept sandboxes"
+        agents=$(agent_pids "$d")
+        assert_eq 20 "$(printf '%s\n' $agents | grep -c .)" "agents of the kept sandboxes"
+        # the next nsboxd takes them all: the same ids, labels, states, files and processes
+        start_daemon "$d" "$conf" "$d/log2"
+        left=$(wait_pids_gone 10 "$keeper") || fail "keeper $keeper still runs after the hand-over"
+        assert_eq 20 "$(grep -c "sandbox [0-9a-f]* (uid $(id -u)) adopted from the previous nsboxd" "$d/log2")" "sandboxes adopted (log)"
+        grep -q "20 sandboxes adopted, 0 of a previous nsboxd cleaned up" "$d/log2" || fail "the listening line: $(grep listening "$d/log2")"
+        OUT=$(py 'c = Conn()
+ids = sys.argv[1].split()
+paused = sys.argv[2] != "null"
+l = listed(c)
+check(sorted(l) == sorted(ids), "listed after the restart: %s, not %s" % (sorted(l), sorted(ids)))
+for i, sid in enumerate(ids):
+    check(l[sid]["labels"] == {"thread": "t%d" % i}, "labels of %s: %s" % (sid, l[sid]["labels"]))
+    check(l[sid]["state"] == ("paused" if i == 1 and paused else "running"), "state of %s: %s" % (sid, l[sid]["state"]))
+    check(l[sid]["cgroup"] == (l[sid]["cgroup"] and sys.argv[2].rsplit("/", 1)[0] + "/" + l[sid]["cgroup"].rsplit("/", 1)[1]),
+          "cgroup of %s: %s" % (sid, l[sid]["cgroup"]))
+# get_or_create finds them again by label
+g = c.ok("get_or_create", {"labels": {"thread": "t7"}})
+check(g["id"] == ids[7] and g["created"] is False, "get_or_create thread=t7: %s" % json.dumps(g))
+if paused:
+    c.ok("resume", {"sandbox": ids[1]})
+for i, sid in enumerate(ids):
+    r = c.ok("call", sh(sid, "cat /workspace/kept; kill -0 $(cat /tmp/loop) && echo loop-alive"))
+    check(r["stdout"] == "file-%d\nloop-alive\n" % i, "sandbox %d after the restart: %s" % (i, json.dumps(r)))
+# snapshots and resets work on them as before
+c.ok("snapshot", {"sandbox": ids[2], "name": "adopted-snap"})
+c.ok("call", sh(ids[2], "echo changed > /workspace/kept"))
+c.ok("reset", {"sandbox": ids[2], "snapshot": "adopted-snap"})
+r = c.ok("call", sh(ids[2], "cat /workspace/kept"))
+check(r["stdout"] == "file-2\n", "reset to a snapshot of an adopted sandbox: %s" % json.dumps(r))
+# the timeout it was made with still runs: 10 s from its creation
+check(wait_for(lambda: ids[19] not in listed(c), 15), "the sandbox with a 10 s timeout is still there")
+print("ok")' "$ids" "$cg" 2>&1) || fail "adopted sandboxes: $OUT"
+        grep -q "sandbox ${ids##* } expired (timeout): destroyed" "$d/log2" || fail "no 'expired (timeout)' of the adopted sandbox: $(tail -n 3 "$d/log2")"
+        # shellcheck disable=SC2046
+        assert_status 0 "$NSBOX" rm $("$NSBOX" ls --json | jget '" ".join(s["id"] for s in d)')
+        assert_eq "" "$(rpc "$NSBOX_SOCKET" snapshot_delete '{"name": "adopted-snap"}' | jget 'd.get("error") or ""')" "snapshot_delete"
+        # shellcheck disable=SC2086
+        left=$(wait_pids_gone 10 $agents) || fail "agents left after rm: $left"
+        assert_eq "" "$(cgroups_of "$old" "$cg")" "cgroups of the first nsboxd left"
+        # nothing to keep (its pool's is not kept): no keeper, and nothing left
+        stop_daemon
+        assert_eq "" "$(cgroups_of "$DPID" "$cg")" "cgroups of the second nsboxd left"
+        assert_eq "" "$(find "$d/d.sock.state" -mindepth 1 2> /dev/null)" "the state directory at the end"
+        ! grep -q "kept for the next nsboxd" <(sed -n '/adopted from/,$p' "$d/log2") || fail "a keeper for no sandbox: $(grep kept "$d/log2")"
+}
+
+test_kept_sandboxes_nobody_takes_are_destroyed_after_keep_timeout() {
+        trap cleanup EXIT
+        local d ids keeper agents cg left
+        d=$(new_dir)
+        start_daemon "$d" '{"on_stop": "keep", "keep_timeout": 2}'
+        ids=$(py 'c = Conn()
+ids = [c.ok("create", {})["id"] for i in range(3)]
+for sid in ids:
+    c.ok("call", sh(sid, "sleep 1000", background=True))
+print(" ".join(ids))' 2>&1) || fail "3 sandboxes: $ids"
+        cg=$(rpc "$NSBOX_SOCKET" list | jget 'd["result"]["sandboxes"][0]["cgroup"] or "null"')
+        agents=$(agent_pids "$d")
+        stop_daemon
+        keeper=$(keeper_of "$d/log")
+        # shellcheck disable=SC2086
+        left=$(wait_pids_gone 20 "$keeper" $agents) || fail "still running 20 s after a keep_timeout of 2 s: $left"
+        assert_eq 3 "$(grep -c "keeper: sandbox [0-9a-f]* destroyed: no nsboxd took it over in time" "$d/log")" "sandboxes the keeper destroyed (log)"
+        assert_eq "" "$(find "$d/d.sock.state" -mindepth 1 2> /dev/null)" "the state directory after the keeper gave up"
+        [ "$cg" = null ] || assert_eq "" "$(find "$(dirname "$cg")" -mindepth 1 -maxdepth 1 -name "sb-*-$(echo "$ids" | cut -c1-32)" 2> /dev/null)" "cgroups left by the keeper"
+        # a next nsboxd starts clean
+        start_daemon "$d" '{"on_stop": "keep", "keep_timeout": 2}' "$d/log2"
+        grep -q "0 sandboxes adopted, 0 of a previous nsboxd cleaned up" "$d/log2" || fail "the listening line: $(grep listening "$d/log2")"
+}
+
+test_kill9_of_the_keeper_ends_its_sandboxes_and_the_next_nsboxd_cleans_up() {
+        trap cleanup EXIT
+        local d ids keeper agents cg left id
+        d=$(new_dir)
+        start_daemon "$d" '{"on_stop": "keep"}'
+        ids=$(py 'c = Conn()
+print(" ".join(c.ok("create", {})["id"] for i in range(3)))' 2>&1) || fail "3 sandboxes: $ids"
+        cg=$(rpc "$NSBOX_SOCKET" list | jget 'd["result"]["sandboxes"][0]["cgroup"] or "null"')
+        agents=$(agent_pids "$d")
+        stop_daemon
+        keeper=$(keeper_of "$d/log")
+        kill -KILL "$keeper"
+        # their channels closed with the keeper: the agents exit by themselves
+        # shellcheck disable=SC2086
+        left=$(wait_pids_gone 10 "$keeper" $agents) || fail "still running 10 s after kill -9 of the keeper: $left"
+        start_daemon "$d" '{"on_stop": "keep"}' "$d/log2"
+        for id in $ids; do
+                grep -q "cleaned up sandbox $id left by nsboxd" "$d/log2" || fail "no 'cleaned up sandbox $id' in the log: $(tail -n 5 "$d/log2")"
+        done
+        assert_eq "" "$(find "$d/d.sock.state" -mindepth 1 2> /dev/null)" "the state directory after the restart"
+        [ "$cg" = null ] || assert_eq "" "$(find "$(dirname "$cg")" -mindepth 1 -maxdepth 1 -name "sb-*-${ids%% *}" 2> /dev/null)" "cgroup of a sandbox of the killed keeper"
+        assert_status 0 "$NSBOX" ls --json
+        assert_eq "[]" "$(printf '%s' "$OUT" | jget '[s["id"] for s in d]')" "nsbox ls after the restart"
+}
+
 test_capacity_is_a_clear_error_and_others_unaffected() {
         trap cleanup EXIT
         local d
@@ -578,6 +727,9 @@ test_bad_config_is_one_line_and_nothing_starts() {
                 '{"max_sandboxes": 5000}' 'max_sandboxes'
                 '{"max_per_uid": "many"}' 'max_per_uid'
                 '{"on_expiry": "explode"}' 'on_expiry'
+                '{"on_stop": "maybe"}' 'on_stop;"keep"'
+                '{"on_stop": "keep", "keep_timeout": 0}' 'keep_timeout'
+                '{"keep_timeout": "long"}' 'keep_timeout'
                 '{"idle_timeout": -1}' 'idle_timeout'
                 '{"memory_budget": "lots"}' 'memory_budget'
                 '{"templates": {"default": {"create": {"memory": "lots"}}}}' 'memory'

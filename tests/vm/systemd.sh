@@ -136,8 +136,8 @@ t_notify_ready() {
         status=$(prop $UNIT StatusText)
         note "StatusText=$status"
         case $status in
-        "listening on $SOCK; 0 sandboxes of a previous nsboxd cleaned up") ;;
-        *) check "StatusText is '$status', expected 'listening on $SOCK; 0 sandboxes of a previous nsboxd cleaned up'" ;;
+        "listening on $SOCK; 0 sandboxes adopted, 0 of a previous nsboxd cleaned up") ;;
+        *) check "StatusText is '$status', expected 'listening on $SOCK; 0 sandboxes adopted, 0 of a previous nsboxd cleaned up'" ;;
         esac
         [ -z "$ERRS" ] || diagnose
         finish
@@ -273,7 +273,7 @@ t_kill9_restart() {
         j=$(unit_journal)
         echo "$j" | grep -q "cleaned up sandbox $id left by nsboxd $old" ||
                 check "the journal lacks 'cleaned up sandbox $id left by nsboxd $old': $(echo "$j" | grep -i clean | oneline)"
-        expect "StatusText" "listening on $SOCK; $nstate sandboxes of a previous nsboxd cleaned up" "$(prop $UNIT StatusText)"
+        expect "StatusText" "listening on $SOCK; 0 sandboxes adopted, $nstate of a previous nsboxd cleaned up" "$(prop $UNIT StatusText)"
         out=$(nsbox exec "$id" -- true 2>&1)
         st=$?
         [ "$st" = 125 ] && echo "$out" | grep -q not_found ||
