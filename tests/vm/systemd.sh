@@ -17,7 +17,7 @@ SOCK=/run/nsbox/nsboxd.sock
 STATE=$SOCK.state
 UNIT=nsboxd.service
 CHECK_TIMEOUT=${VMTEST_TIMEOUT:-150}
-CHECKS="socket_activation notify_ready delegate_memory stop_drains kill9_restart hardening bad_config"
+CHECKS="socket_activation notify_ready delegate_memory stop_drains kill9_restart hardening keep_restart bad_config"
 
 # ---- helpers -------------------------------------------------------------------------------
 
@@ -310,6 +310,46 @@ t_hardening() {
         scg=$(jget "$(sandbox_obj "$id")" cgroup)
         expect "$scg/pids.max" 32 "$(cat "$scg/pids.max" 2>&1)"
         nsbox rm "$id" > "$T/rm" 2>&1 || check "nsbox rm $id: $(oneline < "$T/rm")"
+        [ -z "$ERRS" ] || diagnose
+        finish
+}
+
+# on_stop "keep" with a KillMode=process drop-in (nsboxd(8), SYSTEMD): systemctl restart keeps a
+# sandbox, the new nsboxd adopts it (its file and its background process), and nothing is left
+# once it is removed; then the drop-in and the configuration go again.
+t_keep_restart() {
+        conf=/etc/nsbox/nsboxd.json dropin=/etc/systemd/system/$UNIT.d/keep.conf
+        mkdir -p /etc/nsbox "${dropin%/*}"
+        echo '{"on_stop": "keep"}' > "$conf"
+        printf '[Service]\nKillMode=process\n' > "$dropin"
+        systemctl daemon-reload
+        systemctl restart $UNIT > "$T/r0" 2>&1 || fail_diag "systemctl restart $UNIT with the drop-in: $(oneline < "$T/r0")"
+        expect "KillMode" process "$(prop $UNIT KillMode)"
+        create --label thread=keep; id=$ID
+        scg=$(jget "$(sandbox_obj "$id")" cgroup)
+        out=$(nsbox exec "$id" -- sh -c 'echo kept > /workspace/f; sleep 4244 > /dev/null 2>&1 & echo $! > /tmp/sleep; echo ok' 2>&1)
+        expect "writing a file and starting sleep 4244" ok "$out"
+        old=$(main_pid)
+        systemctl restart $UNIT > "$T/r1" 2>&1 || fail_diag "systemctl restart $UNIT with a kept sandbox: $(oneline < "$T/r1")"
+        new=$(main_pid)
+        note "MainPID $old, then $new; StatusText: $(prop $UNIT StatusText)"
+        [ "$new" != "$old" ] && active || check "$UNIT is not running again after the restart ($(prop $UNIT ActiveState))"
+        expect "StatusText" "listening on $SOCK; 1 sandboxes adopted, 0 of a previous nsboxd cleaned up" "$(prop $UNIT StatusText)"
+        j=$(unit_journal)
+        echo "$j" | grep -q "sandbox $id (uid 0) adopted from the previous nsboxd" ||
+                check "the journal lacks 'sandbox $id (uid 0) adopted': $(echo "$j" | grep -i -e kept -e adopt -e keeper | tail -n 4 | oneline)"
+        out=$(nsbox exec "$id" -- sh -c 'cat /workspace/f; kill -0 "$(cat /tmp/sleep)" && echo sleeping' 2>&1)
+        expect "the kept sandbox's file and process" "kept|sleeping" "$(echo "$out" | oneline)"
+        out=$(nsbox ls 2>&1)
+        echo "$out" | grep -q "thread=keep" || check "nsbox ls lacks the label thread=keep: $(echo "$out" | oneline)"
+        nsbox rm "$id" > "$T/rm" 2>&1 || check "nsbox rm $id: $(oneline < "$T/rm")"
+        wait_until 10 test ! -d "$scg" || check "its cgroup $scg is left"
+        [ -z "$(procs_cmdline_is 'sleep 4244')" ] || check "its sleep 4244 still runs"
+        left=$(ls -A "$STATE" 2>&1)
+        [ -z "$left" ] || check "state files left in $STATE: $(echo "$left" | oneline)"
+        rm -f "$conf" "$dropin"
+        systemctl daemon-reload
+        systemctl restart $UNIT > "$T/r2" 2>&1 || check "systemctl restart $UNIT without the drop-in: $(oneline < "$T/r2")"
         [ -z "$ERRS" ] || diagnose
         finish
 }
