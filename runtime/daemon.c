@@ -623,15 +623,18 @@ static void repo_key(const sandbox *s, const char *commit, char ret[65])
         nsbox_sha256_hex(n > 0 ? k : "", n > 0 ? (size_t)n : 0, ret);
 }
 
-static bool full_sha(const char *c)
+/* len lowercase hex digits, as in a commit id (40) or a sandbox id (32) */
+static bool is_hex(const char *c, size_t len)
 {
-        if (!c || strlen(c) != 40)
+        if (!c || strlen(c) != len)
                 return false;
         for (; *c; c++)
                 if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
                         return false;
         return true;
 }
+
+static bool full_sha(const char *c) { return is_hex(c, 40); }
 
 /* ---- workers --------------------------------------------------------------------------------- */
 
@@ -2661,6 +2664,8 @@ static json_int_t keep_fd(int fd, nsbox_kept *k, bool *full)
 static int keep_record(const daemon_state *d, const sandbox *s, nsbox_kept *k)
 {
         bool full = false;
+        k->n_fds = 0;
+        k->record = NULL;
         snprintf(k->id, sizeof(k->id), "%s", s->id);
         json_t *o = json_object(), *fd = json_object(), *net = json_object();
         SET(o, "id", json_string(s->id));
@@ -2762,7 +2767,7 @@ static void keep_sandboxes(daemon_state *d)
                         continue;
                 if (keep_record(d, s, &kept[k]) < 0) {
                         dlog(LOG_WARNING, "sandbox.not_kept", s->id, "sandbox %s: too many descriptors to hand over; destroyed", s->id);
-                        json_decref(kept[k].record);
+                        json_decref(steal_pointer(&kept[k].record));
                         continue;
                 }
                 which[k++] = s;
@@ -2837,15 +2842,6 @@ static char *rec_str(json_t *o, const char *key, bool *bad)
         return c;
 }
 
-static bool hex_id(const char *id)
-{
-        if (!id || strlen(id) != 32)
-                return false;
-        for (const char *c = id; *c; c++)
-                if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
-                        return false;
-        return true;
-}
 
 /* The next nsboxd: serve a kept sandbox again, or destroy it (whatever of it we hold). */
 static int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
@@ -2853,7 +2849,7 @@ static int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         daemon_state *d = ctx;
         const char *id = json_string_value(json_object_get(rec, "id"));
         nsbox_error err = { 0 };
-        bool bad = !hex_id(id);
+        bool bad = !is_hex(id, 32);
         sandbox *s = sandbox_new();
         if (!s)
                 return -ENOMEM;
@@ -2953,9 +2949,14 @@ static int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
                      s->paused ? ", paused" : "");
                 return 0;
         }
-        dlog(LOG_ERR, "sandbox.adopt_failed", bad && !hex_id(id) ? NULL : s->id, "cannot adopt kept sandbox %s: %s; destroyed", s->id,
+        dlog(LOG_ERR, "sandbox.adopt_failed", bad && !is_hex(id, 32) ? NULL : s->id, "cannot adopt kept sandbox %s: %s; destroyed", s->id,
              err.msg ? err.msg : strerror(-r));
         nsbox_error_clear(&err);
+        if (s->sb.cg.dirfd >= 0 && !s->sb.cg.path) { /* no name to remove it by: empty it */
+                nsbox_cgroup_kill(&s->sb.cg);
+                close(s->sb.cg.dirfd);
+                s->sb.cg.dirfd = -1;
+        }
         sandbox_free(s);
         return -1;
 }
