@@ -3042,13 +3042,8 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
         size_t dl = strlen(paths.dir);
         if (shared && !strncmp(sock, paths.dir, dl) && sock[dl] == '/' && !strchr(sock + dl + 1, '/') && chmod(paths.dir, 0711) < 0)
                 dlog(LOG_ERR, "daemon.chmod_failed", NULL, "cannot open %s to the configured clients (chmod 0711): %s", paths.dir, strerror(errno));
-        signal(SIGPIPE, SIG_IGN);
         sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
+        nsbox_block_stop_signals(&mask);
         d.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         if (d.sig_fd < 0 || nsbox_epoll_add(d.epfd, d.listen_fd, KEY(0, K_LISTEN), NULL, EPOLLIN) < 0 ||
             nsbox_epoll_add(d.epfd, d.sig_fd, KEY(0, K_SIGNAL), NULL, EPOLLIN) < 0) {

@@ -110,14 +110,9 @@ static _Noreturn void keeper_main(int listen_fd, int state_dirfd, int ctl, const
 {
         setsid(); /* a terminal's ^C to the old nsboxd's group is not for us */
         prctl(PR_SET_NAME, "nsboxd-keeper", 0, 0, 0);
-        signal(SIGPIPE, SIG_IGN);
         sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
-        sigdelset(&mask, SIGHUP);
+        nsbox_block_stop_signals(&mask);
+        sigdelset(&mask, SIGHUP); /* blocked, and ignored */
         int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
         char go = 0;
         ssize_t r;

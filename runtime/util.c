@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
@@ -262,6 +263,16 @@ int write_file_at(int dirfd, const char *path, const char *data, mode_t mode)
         if (fd < 0)
                 return -errno;
         return write_full(fd, data, strlen(data));
+}
+
+void nsbox_block_stop_signals(sigset_t *ret)
+{
+        signal(SIGPIPE, SIG_IGN);
+        sigemptyset(ret);
+        sigaddset(ret, SIGTERM);
+        sigaddset(ret, SIGINT);
+        sigaddset(ret, SIGHUP);
+        sigprocmask(SIG_BLOCK, ret, NULL);
 }
 
 uint64_t now_ns(void)

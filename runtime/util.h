@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -61,6 +62,9 @@ int write_file_at(int dirfd, const char *path, const char *data, mode_t mode);
 size_t strv_length(char *const *v);
 int strv_push(char ***v, char *s); /* takes ownership of s */
 uint64_t now_ns(void); /* CLOCK_MONOTONIC */
+/* A daemon's signals: SIGPIPE ignored; SIGTERM, SIGINT and SIGHUP blocked, to be read from a
+ * signalfd made of *ret (the three of them). */
+void nsbox_block_stop_signals(sigset_t *ret);
 /* Close every fd from 3 up except those of keep (ascending; -1 entries ignored), after fork. */
 void nsbox_close_all_but(const int *keep, size_t n);
 /* Close both ends of a pipe or socketpair that are open (>= 0) and mark them -1. */
