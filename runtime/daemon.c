@@ -2797,7 +2797,7 @@ static void keep_sandboxes(daemon_state *d)
                                 dlog(LOG_ERR, "state.write_failed", which[i]->id, "sandbox %s: cannot write its state file", which[i]->id);
                         free(text);
                 }
-                if (nsbox_keeper_go(keeper, ctl, ok) < 0)
+                if (nsbox_keeper_go(ctl, ok) < 0)
                         ok = false;
                 if (ok) {
                         dlog(LOG_NOTICE, "daemon.kept", NULL, "%zu sandboxes kept for the next nsboxd by keeper %d (for at most %.0f s)", k, (int)keeper,

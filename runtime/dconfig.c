@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proto.h"
 #include "util.h"
 
 #define CONFIG_MAX_BYTES (1u << 20)
@@ -33,19 +34,12 @@ static int bad(cctx *c, const char *key, const char *fmt, ...)
 
 static int check_keys(cctx *c, json_t *obj, const char *section, const char *const *known)
 {
-        const char *key;
-        json_t *v;
-        json_object_foreach(obj, key, v) {
-                bool ok = false;
-                for (const char *const *k = known; *k && !ok; k++)
-                        ok = !strcmp(*k, key);
-                if (!ok) {
-                        char full[256];
-                        snprintf(full, sizeof(full), "%s%s%.100s", section, *section ? "." : "", key);
-                        return bad(c, full, "unknown key");
-                }
-        }
-        return 0;
+        const char *key = nsbox_json_unknown_key(obj, known);
+        if (!key)
+                return 0;
+        char full[256];
+        snprintf(full, sizeof(full), "%s%s%.100s", section, *section ? "." : "", key);
+        return bad(c, full, "unknown key");
 }
 
 static int get_uint(cctx *c, json_t *obj, const char *key, const char *full, unsigned min, unsigned max, unsigned *ret)

@@ -237,9 +237,8 @@ pid_t nsbox_keeper_fork(int state_dirfd, const nsbox_kept *kept, size_t n, uint6
         return pid;
 }
 
-int nsbox_keeper_go(pid_t keeper, int ctl, bool go)
+int nsbox_keeper_go(int ctl, bool go)
 {
-        (void)keeper;
         char c = go ? 'g' : 'x';
         ssize_t r;
         while ((r = write(ctl, &c, 1)) < 0 && errno == EINTR)

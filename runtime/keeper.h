@@ -35,7 +35,7 @@ typedef struct nsbox_kept {
  * Returns the keeper's pid, with *ctl the control pipe. */
 pid_t nsbox_keeper_fork(int state_dirfd, const nsbox_kept *kept, size_t n, uint64_t timeout_ms, int *ctl, nsbox_error *err);
 /* 0 when the keeper took over (and the caller may close its copies), else negative. */
-int nsbox_keeper_go(pid_t keeper, int ctl, bool go);
+int nsbox_keeper_go(int ctl, bool go);
 
 /* The next nsboxd, before it makes any sandbox: take what a keeper in the state directory holds.
  * take() gets each record with its fds; it keeps the fds it uses (setting them to -1 in fds), the

@@ -19,6 +19,7 @@
 
 #include "consts.h"
 #include "net.h"
+#include "proto.h"
 #include "util.h"
 
 #ifndef NSBOX_POLICYDIR
@@ -46,20 +47,12 @@ static int bad(pctx *c, const char *key, const char *fmt, ...)
 /* Refuse keys a section does not know: a typo must not silently weaken a policy. */
 static int check_keys(pctx *c, json_t *obj, const char *section, const char *const *known)
 {
-        const char *key;
-        json_t *v;
-        json_object_foreach(obj, key, v) {
-                bool ok = false;
-                for (const char *const *k = known; *k; k++)
-                        if (!strcmp(*k, key))
-                                ok = true;
-                if (!ok) {
-                        char full[256];
-                        snprintf(full, sizeof(full), "%s%s%s", section, *section ? "." : "", key);
-                        return bad(c, full, "unknown key");
-                }
-        }
-        return 0;
+        const char *key = nsbox_json_unknown_key(obj, known);
+        if (!key)
+                return 0;
+        char full[256];
+        snprintf(full, sizeof(full), "%s%s%s", section, *section ? "." : "", key);
+        return bad(c, full, "unknown key");
 }
 
 static int get_string(pctx *c, json_t *obj, const char *key, const char *full, const char **ret)

@@ -536,6 +536,20 @@ static json_t *swap_in(json_t *s, void *userdata, bool *ret_failed)
         return i >= 0 && (size_t)i < st->n ? json_incref(st->saved[i]) : NULL;
 }
 
+const char *nsbox_json_unknown_key(json_t *obj, const char *const *known)
+{
+        const char *key;
+        json_t *v;
+        json_object_foreach(obj, key, v) {
+                const char *const *k = known;
+                while (*k && strcmp(*k, key))
+                        k++;
+                if (!*k)
+                        return key;
+        }
+        return NULL;
+}
+
 char *nsbox_json_dumps(json_t *json, size_t *ret_len)
 {
         swap_state st = { .n = 0 };

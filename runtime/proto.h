@@ -85,6 +85,9 @@ json_t *nsbox_json_text(const char *s, size_t n, bool *ret_lossy);
 #define NSBOX_JSON_BIG 65536
 json_t *nsbox_json_loadb(const char *text, size_t len, json_error_t *je);
 char *nsbox_json_dumps(json_t *json, size_t *ret_len);
+/* The first key of obj that is not in known (NULL-terminated), or NULL: strict parsers (policies,
+ * nsboxd's configuration) refuse it, since a typo must not silently weaken what it configures. */
+const char *nsbox_json_unknown_key(json_t *obj, const char *const *known);
 
 /* A tool call as a client gives it (nsboxd's `call`, libnsbox in process) made into the agent's
  * request, in place: write_file's "content_b64" decoded into *payload (the bytes travel as the

@@ -115,6 +115,24 @@ assert_daemon_holds_nothing() { # mount-count-before
 # test runs in a subshell, which does not run its parent's EXIT trap): the pids in MY_PIDS get
 # SIGTERM, the nsboxd daemons in MY_DAEMONS SIGTERM (which destroys their sandboxes), then
 # SIGKILL if they linger.
+# An EXIT trap for a file whose tests share one nsboxd on $NSBOX_SOCKET in DIR: stop that daemon
+# and its sandboxes' agents (SIGTERM, SIGKILL after 5 s) and remove DIR (store layers keep the
+# sandbox's modes, 0555 directories too: made removable first), keeping the file's exit status.
+stop_file_daemon() { # DIR
+        local st=$? pid agents
+        pid=$(daemon_pid)
+        if [ -n "$pid" ]; then
+                agents=$("$NSBOX" ls --json 2>/dev/null |
+                        python3 -c 'import json, sys; print(" ".join(str(s["pid"]) for s in json.load(sys.stdin)))' 2>/dev/null)
+                kill -TERM "$pid" 2>/dev/null
+                # shellcheck disable=SC2086
+                wait_pids_gone 5 "$pid" $agents >/dev/null || kill -KILL "$pid" $agents 2>/dev/null
+        fi
+        chmod -R u+rwX "$1" 2>/dev/null
+        rm -rf "$1"
+        return $st
+}
+
 cleanup() {
         local p
         # shellcheck disable=SC2086

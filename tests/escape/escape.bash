@@ -25,17 +25,7 @@ CONTROL_OUT=    # the last control's output (control_host)
 ESCAPE_DIR=$(mktemp -d /tmp/nsbox-esc.XXXXXX) || exit 1
 chmod 0755 "$ESCAPE_DIR"
 export NSBOX_SOCKET="$ESCAPE_DIR/d.sock"
-stop_escape_daemon() {
-        local st=$? pid
-        pid=$(daemon_pid)
-        if [ -n "$pid" ]; then
-                kill -TERM "$pid" 2>/dev/null
-                wait_pids_gone 5 "$pid" >/dev/null || kill -KILL "$pid" 2>/dev/null
-        fi
-        rm -rf "$ESCAPE_DIR"
-        return $st
-}
-trap stop_escape_daemon EXIT
+trap 'stop_file_daemon "$ESCAPE_DIR"' EXIT
 
 # A sandbox of nsboxd, removed when the test ends (see at_exit): its id in the variable VAR.
 DAEMON_SANDBOXES=""

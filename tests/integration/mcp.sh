@@ -10,17 +10,7 @@ SESSION_DIR=$(mktemp -d /tmp/nsbox-mcp.XXXXXX) || exit 1
 export NSBOX_SOCKET="$SESSION_DIR/d.sock"
 grep -c . /proc/self/mountinfo > "$SESSION_DIR/mounts-before"
 
-stop_session_daemon() {
-        local st=$? pid
-        pid=$(daemon_pid)
-        if [ -n "$pid" ]; then
-                kill -TERM "$pid" 2>/dev/null
-                wait_pids_gone 5 "$pid" >/dev/null || kill -KILL "$pid" 2>/dev/null
-        fi
-        rm -rf "$SESSION_DIR"
-        return $st
-}
-trap stop_session_daemon EXIT
+trap 'stop_file_daemon "$SESSION_DIR"' EXIT
 
 INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcp.sh","version":"1"}}}'
 INITIALIZED='{"jsonrpc":"2.0","method":"notifications/initialized"}'

@@ -93,19 +93,7 @@ new_sandbox() { # VAR [nsbox create options]
 # The processes in sandbox ID, one command line each (ps's own line left out).
 sandbox_ps() { "$NSBOX" exec "$1" -- ps -eo args= | grep -v '^ps -eo'; }
 
-stop_session_daemon() {
-        local st=$? pid agents
-        pid=$(daemon_pid)
-        if [ -n "$pid" ]; then
-                agents=$(rpc '{"jsonrpc":"2.0","id":1,"method":"list"}' 2>/dev/null | jget '" ".join(str(s["pid"]) for s in d["result"]["sandboxes"])' 2>/dev/null)
-                kill -TERM "$pid" 2>/dev/null
-                # shellcheck disable=SC2086
-                wait_pids_gone 5 "$pid" $agents >/dev/null || kill -KILL "$pid" $agents 2>/dev/null
-        fi
-        rm -rf "$SESSION_DIR"
-        return $st
-}
-trap stop_session_daemon EXIT
+trap 'stop_file_daemon "$SESSION_DIR"' EXIT
 
 # ---- tests ---------------------------------------------------------------------------------
 

@@ -117,21 +117,7 @@ for f in glob.glob(os.path.join(store, "snapshots", "*")):
 PY
 }
 
-stop_session_daemon() {
-        local st=$? pid agents
-        pid=$(daemon_pid)
-        if [ -n "$pid" ]; then
-                agents=$("$NSBOX" ls --json 2>/dev/null | jget '" ".join(str(s["pid"]) for s in d)' 2>/dev/null)
-                kill -TERM "$pid" 2>/dev/null
-                # shellcheck disable=SC2086
-                wait_pids_gone 5 "$pid" $agents >/dev/null || kill -KILL "$pid" $agents 2>/dev/null
-        fi
-        # layers keep the sandbox's modes (0555 directories too): make them removable
-        chmod -R u+rwX "$SESSION_DIR" 2>/dev/null
-        rm -rf "$SESSION_DIR"
-        return $st
-}
-trap stop_session_daemon EXIT
+trap 'stop_file_daemon "$SESSION_DIR"' EXIT
 
 # What a sandbox shows of /workspace and /tmp/st: every entry with its mode, type, owner, size,
 # link target and modification time (directories without their size, which differs between

@@ -62,42 +62,21 @@ static int replay(const char *target, fuzz_entry fn)
         return seeds + replay_dir("regress", target, fn, false);
 }
 
-START_TEST(fuzz_frame_seeds_and_regressions_replay_cleanly)
-{
-        mark_point();
-        ck_assert_msg(replay("frame", nsbox_fuzz_frame) > 0, "no seeds in tests/fuzz/corpus/frame");
-}
-END_TEST
-START_TEST(fuzz_tool_seeds_and_regressions_replay_cleanly)
-{
-        mark_point();
-        ck_assert_msg(replay("tool", nsbox_fuzz_tool) > 0, "no seeds in tests/fuzz/corpus/tool");
-}
-END_TEST
-START_TEST(fuzz_policy_seeds_and_regressions_replay_cleanly)
-{
-        mark_point();
-        ck_assert_msg(replay("policy", nsbox_fuzz_policy) > 0, "no seeds in tests/fuzz/corpus/policy");
-}
-END_TEST
-START_TEST(fuzz_rpc_seeds_and_regressions_replay_cleanly)
-{
-        mark_point();
-        ck_assert_msg(replay("rpc", nsbox_fuzz_rpc) > 0, "no seeds in tests/fuzz/corpus/rpc");
-}
-END_TEST
-START_TEST(fuzz_dconfig_seeds_and_regressions_replay_cleanly)
-{
-        mark_point();
-        ck_assert_msg(replay("dconfig", nsbox_fuzz_dconfig) > 0, "no seeds in tests/fuzz/corpus/dconfig");
-}
-END_TEST
-START_TEST(fuzz_path_seeds_and_regressions_replay_cleanly)
-{
-        mark_point();
-        ck_assert_msg(replay("path", nsbox_fuzz_path) > 0, "no seeds in tests/fuzz/corpus/path");
-}
-END_TEST
+/* One test per target: its seeds and regression inputs, replayed. */
+#define REPLAY_TEST(target)                                                                                   \
+        START_TEST(fuzz_##target##_seeds_and_regressions_replay_cleanly)                                      \
+        {                                                                                                     \
+                mark_point();                                                                                 \
+                ck_assert_msg(replay(#target, nsbox_fuzz_##target) > 0, "no seeds in tests/fuzz/corpus/" #target); \
+        }                                                                                                     \
+        END_TEST
+
+REPLAY_TEST(frame)
+REPLAY_TEST(tool)
+REPLAY_TEST(policy)
+REPLAY_TEST(rpc)
+REPLAY_TEST(dconfig)
+REPLAY_TEST(path)
 
 Suite *fuzz_suite(void)
 {
