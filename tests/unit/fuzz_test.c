@@ -20,6 +20,7 @@ int nsbox_fuzz_policy(const uint8_t *data, size_t size);
 int nsbox_fuzz_rpc(const uint8_t *data, size_t size);
 int nsbox_fuzz_dconfig(const uint8_t *data, size_t size);
 int nsbox_fuzz_path(const uint8_t *data, size_t size);
+int nsbox_fuzz_spec(const uint8_t *data, size_t size);
 
 /* Every file of tests/fuzz/<kind>/<target>/ through fn; how many.  -1 when the directory is
  * missing, unless it may be (regress/ of a target that never crashed). */
@@ -77,6 +78,7 @@ REPLAY_TEST(policy)
 REPLAY_TEST(rpc)
 REPLAY_TEST(dconfig)
 REPLAY_TEST(path)
+REPLAY_TEST(spec)
 
 Suite *fuzz_suite(void)
 {
@@ -89,5 +91,6 @@ Suite *fuzz_suite(void)
         unit_add(tc, fuzz_rpc_seeds_and_regressions_replay_cleanly);
         unit_add(tc, fuzz_dconfig_seeds_and_regressions_replay_cleanly);
         unit_add(tc, fuzz_path_seeds_and_regressions_replay_cleanly);
+        unit_add(tc, fuzz_spec_seeds_and_regressions_replay_cleanly);
         return s;
 }
