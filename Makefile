@@ -18,6 +18,9 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 POLICYDIR ?= $(DATADIR)/nsbox/policy
 LIBDIR ?= $(PREFIX)/lib
+LIBEXECDIR ?= $(PREFIX)/libexec
+# nsbox-agent, the program every nsboxd and libnsbox sandbox's agent is an exec of
+AGENTDIR := $(LIBEXECDIR)/nsbox
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 B := build
@@ -62,11 +65,12 @@ SAN_LDFLAGS := -fsanitize=$(SANITIZE)
 endif
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -D_GNU_SOURCE -fPIE $(WARNINGS) $(HARDEN) -MMD -MP \
-	-DNSBOX_VERSION='"$(VERSION)"' -DNSBOX_POLICYDIR='"$(POLICYDIR)"' -DNSBOX_BINDIR='"$(BINDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS)
+	-DNSBOX_VERSION='"$(VERSION)"' -DNSBOX_POLICYDIR='"$(POLICYDIR)"' -DNSBOX_BINDIR='"$(BINDIR)"' \
+	-DNSBOX_AGENTDIR='"$(AGENTDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS)
 override LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SAN_LDFLAGS)
 
 CLI_SRCS := runtime/cli.c runtime/cli_session.c runtime/cli_snapshot.c runtime/cli_service.c runtime/cli_mcp.c
-LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c,$(wildcard runtime/*.c)) rootfs/hostview.c $(wildcard tools/*.c)
+LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c runtime/agent_main.c,$(wildcard runtime/*.c)) rootfs/hostview.c $(wildcard tools/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(B)/unit-obj/%.o)
@@ -79,7 +83,7 @@ PROBE_SRCS := $(wildcard tests/escape/*.c)
 PROBES := $(PROBE_SRCS:tests/escape/%.c=$(B)/tests/%)
 
 .PHONY: all check unit integration escape vm bench install uninstall clean fuzz fuzz-binaries valgrind
-all: $(B)/nsbox $(B)/nsboxd $(B)/libnsbox.so $(B)/examples/nsbox-example
+all: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/libnsbox.so $(B)/examples/nsbox-example
 
 # Objects depend on the flags they were built with: `make install PREFIX=/usr` after a plain
 # `make` recompiles with the right policy directory instead of installing a stale binary.
@@ -133,6 +137,10 @@ $(B)/nsbox: $(CLI_SRCS:%.c=$(B)/%.o) $(B)/libnsbox.a
 $(B)/nsboxd: $(B)/runtime/nsboxd.o $(B)/libnsbox.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
 
+# It serves the git tools too: libgit2.
+$(B)/nsbox-agent: $(B)/runtime/agent_main.o $(B)/libnsbox.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
+
 $(B)/tests/unit: $(UNIT_OBJS) $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(CHECK_LIBS)
@@ -176,7 +184,7 @@ $(B)/tests/%: tests/escape/%.c $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(PROBE_CFLAGS) $(PROBE_LDFLAGS) -o $@ $<
 
-check: $(B)/nsbox $(B)/nsboxd $(B)/tests/unit $(PROBES)
+check: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/tests/unit $(PROBES)
 	NSBOX=$(abspath $(B)/nsbox) NSBOX_BUILD=$(abspath $(B)) $(if $(SANITIZE),TIERS="$${TIERS:-unit integration escape vm}") tests/run
 
 $(B)/tests/bench-session: tests/bench/session.c $(B)/libnsbox.a
@@ -187,15 +195,16 @@ $(B)/tests/bench-daemon: tests/bench/daemon.c $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
 
-bench: $(B)/nsbox $(B)/nsboxd $(B)/tests/bench-session $(B)/tests/bench-daemon
+bench: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/tests/bench-session $(B)/tests/bench-daemon
 	NSBOX=$(abspath $(B)/nsbox) NSBOXD=$(abspath $(B)/nsboxd) NSBOX_BUILD=$(abspath $(B)) tests/bench/run
 
-install: $(B)/nsbox $(B)/nsboxd $(B)/libnsbox.so.$(VERSION) $(B)/nsbox.pc
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(POLICYDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+install: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/libnsbox.so.$(VERSION) $(B)/nsbox.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(AGENTDIR) $(DESTDIR)$(POLICYDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(DATADIR)/nsbox/rootfs
 	install -m 0755 $(B)/nsbox $(DESTDIR)$(BINDIR)/nsbox
 	install -m 0755 $(B)/nsboxd $(DESTDIR)$(BINDIR)/nsboxd
+	install -m 0755 $(B)/nsbox-agent $(DESTDIR)$(AGENTDIR)/nsbox-agent
 	install -m 0644 policy/*.json $(DESTDIR)$(POLICYDIR)/
 	install -m 0644 man/nsbox.1 $(DESTDIR)$(MANDIR)/man1/nsbox.1
 	install -m 0644 man/nsbox-policy.5 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5
@@ -226,9 +235,9 @@ uninstall:
 		$(DESTDIR)$(USERUNITDIR)/nsboxd.service $(DESTDIR)$(USERUNITDIR)/nsboxd.socket
 	rm -f $(DESTDIR)$(LIBDIR)/libnsbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so \
 		$(DESTDIR)$(INCLUDEDIR)/nsbox.h $(DESTDIR)$(PKGCONFIGDIR)/nsbox.pc $(DESTDIR)$(MANDIR)/man3/libnsbox.3
-	rm -rf $(DESTDIR)$(DATADIR)/nsbox
+	rm -rf $(DESTDIR)$(DATADIR)/nsbox $(DESTDIR)$(AGENTDIR)
 
 clean:
 	rm -rf $(B) $(FUZZ_B)
 
--include $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(FUZZ_NAMES:%=$(B)/fuzz/%.d) $(CLI_SRCS:%.c=$(B)/%.d) $(SO_OBJS:.o=.d)
+-include $(B)/runtime/agent_main.d $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(FUZZ_NAMES:%=$(B)/fuzz/%.d) $(CLI_SRCS:%.c=$(B)/%.d) $(SO_OBJS:.o=.d)

@@ -9,7 +9,9 @@
 #include <linux/securebits.h>
 #include <stdbool.h>
 #include <sys/capability.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static bool kept(uint64_t keep, cap_value_t c) { return c < 64 && (keep & (1ull << c)); }
@@ -82,4 +84,22 @@ int nsbox_drop_privileges(uid_t uid, gid_t gid, bool change_ids, uint64_t keep, 
                 r = nsbox_err(err, 0, "uid/gid are not %u/%u after the change", uid, gid);
         cap_free(caps);
         return r;
+}
+
+/* Raw system calls, no libcap: this runs in a clone()d child of a program that may have other
+ * threads, where malloc could wait for a lock that no thread will release. */
+int nsbox_caps_keep_across_exec(nsbox_error *err)
+{
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct data[2];
+        if (syscall(SYS_capget, &hdr, data) < 0)
+                return nsbox_err(err, errno, "read capabilities");
+        for (int i = 0; i < 2; i++)
+                data[i].inheritable = data[i].permitted;
+        if (syscall(SYS_capset, &hdr, data) < 0)
+                return nsbox_err(err, errno, "set inheritable capabilities");
+        for (int c = 0; c < 64 && prctl(PR_CAPBSET_READ, c, 0, 0, 0) >= 0; c++)
+                if ((data[c / 32].permitted & (1u << (c % 32))) && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) < 0)
+                        return nsbox_err(err, errno, "raise ambient capability %d", c);
+        return 0;
 }

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "../tools/registry.h"
+#include "agentexec.h"
 #include "base64.h"
 #include "cgroup.h"
 #include "dconfig.h"
@@ -584,7 +585,7 @@ static int sandbox_launch(daemon_state *d, sandbox *s, nsbox_error *err)
         s->policy->outlive_parent = d->conf->keep_on_stop;
         s->policy->layers = s->layers.n ? s->layers.paths : NULL;
         s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
-        int r = nsbox_sandbox_start(s->policy, NULL, nsbox_tool_handlers, NULL, s->id, &s->sb, err);
+        int r = nsbox_sandbox_start(s->policy, NULL, NULL, s->id, &s->sb, err);
         s->policy->layers = NULL;
         if (r < 0)
                 return r;
@@ -2994,6 +2995,12 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 r = nsbox_err(err, errno == EWOULDBLOCK ? 0 : errno, "another nsboxd is already serving '%s'", sock);
                 nsbox_paths_release(&paths);
                 return r == -EINVAL ? -EADDRINUSE : r;
+        }
+        /* Every agent is an exec of this nsbox-agent, opened now: replacing the file later (an
+         * upgrade) changes nothing for this daemon's sandboxes. */
+        if ((r = nsbox_agent_program_open(err)) < 0) {
+                nsbox_paths_release(&paths);
+                return r;
         }
         /* five descriptors per sandbox: as many as the hard limit allows (sandboxes get their
          * policy's limits.nofile) */

@@ -4,9 +4,10 @@
  * uses (nsbox_create_params_argv, then nsbox run's option parser and the policy), the sandbox
  * is started by the launcher (sandbox.h) as a child of the calling thread, and calls are frames
  * on its agent socket, translated as nsboxd translates them (base64 file contents, streamed
- * exec output).  Nothing is installed in the caller: no signal handler, no thread; the agent
- * has no exit signal and is reaped through its pidfd (sandbox.c), so the caller's wait(2)
- * never sees it. */
+ * exec output).  Nothing is installed in the caller: no signal handler, no thread.  The agent,
+ * an exec of nsbox-agent, exits with SIGCHLD like any exec'd child, and is reaped through its
+ * pidfd (sandbox.c): never another child of the caller's, and a caller that collected it first
+ * does no harm. */
 #include "inproc.h"
 
 #include <errno.h>
@@ -154,7 +155,7 @@ int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[33], const ch
         s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
         s->memory_limit = policy->limits.memory;
         /* 2. The launcher, in serve mode: the agent is the sandbox's pid 1 and our child. */
-        r = nsbox_sandbox_start(policy, NULL, nsbox_tool_handlers, NULL, s->id, &s->sb, err);
+        r = nsbox_sandbox_start(policy, NULL, NULL, s->id, &s->sb, err);
         nsbox_policy_free(policy); /* the agent has its own copy, in its own address space */
         if (r == 0)
                 r = nsbox_sandbox_wait_ready(&s->sb, READY_TIMEOUT_MS, err);

@@ -16,6 +16,7 @@
 
 #include "base64.h"
 #include "client.h"
+#include "agentexec.h"
 #include "inproc.h"
 #include "proto.h"
 #include "../tools/registry.h"
@@ -173,11 +174,18 @@ NSBOX_API int nsbox_connect(unsigned flags, nsbox **ret)
         nb->cl.fd = -1;
         if (flags & ~(NSBOX_CONNECT_NO_AUTOSTART | NSBOX_IN_PROCESS))
                 return fail(nb, EINVAL, "invalid_argument", "nsbox_connect: unknown flags 0x%x", flags);
+        nsbox_error err = { 0 };
         if (flags & NSBOX_IN_PROCESS) { /* nothing to reach: sandboxes start at nsbox_create */
                 nb->in_process = true;
+                /* their agent program, opened once for the process (agentexec.h) */
+                int r = nsbox_agent_program_open(&err);
+                if (r < 0) {
+                        r = fail(nb, -r, "unavailable", "%s", err.msg);
+                        nsbox_error_clear(&err);
+                        return r;
+                }
                 return 0;
         }
-        nsbox_error err = { 0 };
         int r = nsbox_client_connect(!(flags & NSBOX_CONNECT_NO_AUTOSTART), &nb->cl, &err);
         if (r < 0) {
                 nb->cl.fd = -1;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "agentexec.h"
 #include "caps.h"
 #include "mounts.h"
 #include "net.h"
@@ -79,25 +80,15 @@ static void forwarded_set(sigset_t *set)
                 sigaddset(set, forwarded_signals[i]);
 }
 
-/* No fd of the caller's may reach the sandbox (runc CVE-2024-21626): close every fd from 3 up
- * but the ones in keep (ascending). */
-/* Resolved by the launcher before the clone: host names in the egress list are looked up with
- * the host's resolver. */
-typedef struct egress_rules {
-        nsbox_egress_rule *v;
-        size_t n;
-        bool restricted;
-        const nsbox_veth *veth; /* backend veth: the addresses reserved for the sandbox */
-} egress_rules;
-
-static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const egress_rules *eg, int syncfd, int agentfd,
-                               nsbox_error *err)
+int nsbox_sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const nsbox_egress_set *eg, int syncfd, int agentfd,
+                              nsbox_error *err)
 {
         static nsbox_sync_msg m; /* 32 KiB: not on the stack */
         int r;
         /* The parent's death kills us; if it already died, the channel says so (EOF). */
         if (!p->outlive_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 return nsbox_err(err, errno, "set parent-death signal");
+        /* No fd of the caller's may reach the sandbox (runc CVE-2024-21626). */
         int keep[2] = { syncfd < agentfd || agentfd < 0 ? syncfd : agentfd, syncfd < agentfd || agentfd < 0 ? agentfd : syncfd };
         nsbox_close_all_but(keep, 2);
         if (nsbox_sync_recv(syncfd, &m) != 1 || m.type != SYNC_GO)
@@ -309,7 +300,7 @@ static int socketpair_above_stdio(int type, int sv[2])
 
 /* Reaped through its pidfd: never another child of the caller's, even when the caller (a
  * program using libnsbox) collected ours with waitpid(-1) and its pid was reused.  __WALL: a
- * serve-mode agent has no exit signal. */
+ * serve-mode agent that died before its exec has no exit signal. */
 static void kill_and_reap(int pidfd, pid_t pid)
 {
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
@@ -368,18 +359,21 @@ static int start_failed(nsbox_sandbox *sb, int r, nsbox_error *err)
         return r;
 }
 
-int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_tool_entry *tools, const int stdio[3],
-                        const char *tag, nsbox_sandbox *ret, nsbox_error *err)
+int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const int stdio[3], const char *tag, nsbox_sandbox *ret,
+                        nsbox_error *err)
 {
         int r;
         _cleanup_(nsbox_bpf_release) nsbox_bpf bpf = { 0 };
-        /* 1. The policy and options were validated whole by the caller, before this point. */
+        /* 1. The policy and options were validated whole by the caller, before this point.
+         * Serve mode: the agent program (opened once, normally when the caller started). */
+        if (!argv && (r = nsbox_agent_program_open(err)) < 0)
+                return r;
         nsbox_idmap map;
         nsbox_idmap_for_caller(p->uid, p->gid, &map);
         if (map.privileged && p->host_id_base)
                 map.host_uid = map.host_gid = p->host_id_base;
         _cleanup_free_ nsbox_egress_rule *rules = NULL;
-        egress_rules eg = { .restricted = p->net == NET_NAT && p->egress_set };
+        nsbox_egress_set eg = { .restricted = p->net == NET_NAT && p->egress_set };
         if (eg.restricted && (r = nsbox_egress_resolve(p, &rules, &eg.n, err)) < 0)
                 return r;
         eg.v = rules;
@@ -406,6 +400,15 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
                 }
                 eg.veth = &sb.net.veth;
         }
+        /* Serve mode: what the agent program needs, for it to read after its exec. */
+        _cleanup_close_ int specfd = -1;
+        if (!argv && (specfd = nsbox_agent_spec_memfd(p, &map, &eg, err)) < 0) {
+                r = specfd;
+                close(sv[1]);
+                close(av[1]);
+                nsbox_sandbox_destroy(&sb);
+                return r;
+        }
         /* 2. The cgroup and its limits, then new namespaces in it; the child waits for its id maps. */
         char tagbuf[32];
         static unsigned serial;
@@ -420,8 +423,8 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
                 nsbox_sandbox_destroy(&sb);
                 return r;
         }
-        /* Serve mode: no exit signal, so that a program embedding libnsbox gets no SIGCHLD for
-         * the agent and its wait(2) never collects it; the agent is watched through its pidfd. */
+        /* Serve mode: the agent is watched through its pidfd, not by its exit signal: none until
+         * it executes nsbox-agent, and SIGCHLD after (the kernel's for every exec'd child). */
         sb.pid = raw_clone(SANDBOX_CLONE_FLAGS, argv ? SIGCHLD : 0, sb.cg.dirfd, &sb.pidfd);
         if (sb.pid < 0) {
                 int e = errno;
@@ -453,24 +456,27 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
                         for (int fd = 0; fd <= 2; fd++)
                                 if (stdio && stdio[fd] >= 0 && dup2(stdio[fd], fd) < 0)
                                         _exit(125);
-                } else {
-                        /* the agent's own streams lead nowhere: not to the daemon's log */
-                        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-                        for (int fd = 0; fd <= 2; fd++)
-                                if (null < 0 || dup2(null, fd) < 0)
-                                        _exit(125);
+                        nsbox_error cerr = { 0 };
+                        if (nsbox_sandbox_child_setup(p, &map, &eg, sv[1], -1, &cerr) < 0) {
+                                nsbox_sync_send_error(sv[1], &cerr, "sandbox setup failed");
+                                _exit(125);
+                        }
+                        nsbox_agent_config c = { .policy = p, .argv = argv, .syncfd = sv[1], .protofd = -1 };
+                        nsbox_agent_main(&c);
                 }
-                nsbox_error cerr = { 0 };
-                if (sandbox_child_setup(p, &map, &eg, sv[1], av[1], &cerr) < 0) {
-                        nsbox_sync_send_error(sv[1], &cerr, "sandbox setup failed");
-                        _exit(125);
-                }
-                nsbox_agent_config c = { .policy = p, .argv = argv, .syncfd = sv[1], .protofd = av[1], .tools = tools };
-                nsbox_agent_main(&c);
+                /* Serve mode: the agent's own streams lead nowhere (not to the daemon's log), and
+                 * it starts afresh from nsbox-agent, before step 3, holding nothing of ours. */
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                for (int fd = 0; fd <= 2; fd++)
+                        if (null < 0 || dup2(null, fd) < 0)
+                                _exit(125);
+                nsbox_agent_exec(sv[1], av[1], specfd, p->outlive_parent);
         }
         close(sv[1]);
         if (av[1] >= 0)
                 close(av[1]);
+        if (specfd >= 0)
+                close(steal_fd(&specfd));
         /* mode nat: the namespaces slirp4netns joins, opened while the child waits (it turns
          * non-dumpable during its setup, which closes its /proc/PID/ns to us) */
         _cleanup_close_ int userns_fd = -1, netns_fd = -1;
@@ -493,8 +499,7 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
         }
         if ((r = nsbox_write_idmap(sb.pid, &map, err)) < 0 || (r = nsbox_sync_send(sb.syncfd, SYNC_GO, 0, NULL, 0)) < 0) {
                 nsbox_err(err, -r, "start the sandbox");
-                nsbox_sandbox_destroy(&sb);
-                return r;
+                return start_failed(&sb, r, err); /* an agent that could not start says why */
         }
         /* 9, prepared here: the filter compiles while the child builds its root (the rules were
          * resolved and checked when the policy was parsed, so this fails only on exhaustion). */
@@ -752,7 +757,7 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
         }
         if ((r = proxy_stdio(&proxy, err)) < 0)
                 goto out;
-        if ((r = nsbox_sandbox_start(p, argv, NULL, proxy.sandbox_end, NULL, &sb, err)) < 0)
+        if ((r = nsbox_sandbox_start(p, argv, proxy.sandbox_end, NULL, &sb, err)) < 0)
                 goto out;
         for (int fd = 0; fd <= 2; fd++)
                 if (proxy.sandbox_end[fd] >= 0) {

@@ -10,6 +10,8 @@
 #include "error.h"
 #include "net.h"
 #include "policy.h"
+#include "spec.h"
+#include "userns.h"
 
 /* What a one-shot sandbox run ended with, as `nsbox run --json` reports it. */
 typedef struct nsbox_result {
@@ -59,13 +61,19 @@ typedef struct nsbox_sandbox {
           .net = NSBOX_NET_INIT }
 
 /* Build a sandbox from p, in a cgroup of its own named after tag (cgroup.h) when the host has
- * one to give, with p's limits written before its first instruction.  Run mode (argv set): the agent runs argv with stdio[i] (or the
- * caller's fd i when stdio is NULL or stdio[i] < 0) and reports on syncfd.  Serve mode (argv
- * NULL): the agent serves exec, process_* and the given tools on agentfd.  Returns once the
- * child has its id maps and its seccomp program; in serve mode, readiness comes later as
- * SYNC_READY on syncfd (nsbox_sandbox_read_ready / _wait_ready). */
-int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_tool_entry *tools, const int stdio[3],
-                        const char *tag, nsbox_sandbox *ret, nsbox_error *err);
+ * one to give, with p's limits written before its first instruction.  Run mode (argv set): the
+ * agent, a clone of the caller, runs argv with stdio[i] (or the caller's fd i when stdio is NULL
+ * or stdio[i] < 0) and reports on syncfd.  Serve mode (argv NULL): the agent, a fresh exec of
+ * nsbox-agent (agentexec.h), serves exec, process_* and the file, search and git tools on
+ * agentfd.  Returns once the child has its id maps and its seccomp program; in serve mode,
+ * readiness comes later as SYNC_READY on syncfd (nsbox_sandbox_read_ready / _wait_ready). */
+int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const int stdio[3], const char *tag, nsbox_sandbox *ret,
+                        nsbox_error *err);
+/* The child's steps 3 to 9 (SECURITY.md), after it waited for its id maps (SYNC_GO on syncfd):
+ * in the clone()d child in run mode, in nsbox-agent in serve mode (agentfd >= 0).  Every fd but
+ * 0-2, syncfd and agentfd is closed.  0, or -errno with err set for the parent. */
+int nsbox_sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const nsbox_egress_set *eg, int syncfd, int agentfd,
+                              nsbox_error *err);
 /* Serve mode: take one message from syncfd (readable): 1 ready (syncfd is closed), 0 not yet,
  * negative with err set (the setup failed: its message). */
 int nsbox_sandbox_read_ready(nsbox_sandbox *sb, nsbox_error *err);

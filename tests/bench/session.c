@@ -84,7 +84,7 @@ static json_t *agent_call(int fd, const char *tool, json_t *params, const void *
 static void start_direct(nsbox_sandbox *sb)
 {
         nsbox_error err = { 0 };
-        if (nsbox_sandbox_start(policy, NULL, nsbox_tool_handlers, NULL, NULL, sb, &err) < 0 || nsbox_sandbox_wait_ready(sb, 10000, &err) < 0)
+        if (nsbox_sandbox_start(policy, NULL, NULL, NULL, sb, &err) < 0 || nsbox_sandbox_wait_ready(sb, 10000, &err) < 0)
                 die(err.msg ? err.msg : "start a sandbox");
 }
 

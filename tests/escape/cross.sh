@@ -126,4 +126,70 @@ test_run_and_nsboxd_sandboxes_cannot_reach_each_other() {
         cross_check run daemon
 }
 
+# Every nsboxd agent is a fresh exec of nsbox-agent, never a copy of nsboxd's memory: sandbox A
+# gets one secret in its environment (-e) and writes another into a file through a tool call (its
+# bytes cross nsboxd); then B is made.  Read from the host as its owner, B's agent's whole memory
+# (process_vm_readv over /proc/PID/maps: its /proc/PID/mem belongs to root, the agent being
+# non-dumpable), environment and command line hold neither secret, and its /proc/PID/exe is
+# nsbox-agent.  The control: A's own agent holds its environment secret.
+# shellcheck disable=SC2016
+READ_AGENT='import ctypes, os, re, sys
+pid, needles = int(sys.argv[1]), [n.encode() for n in sys.argv[2:]]
+libc = ctypes.CDLL(None, use_errno=True)
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+libc.process_vm_readv.argtypes = [ctypes.c_int, ctypes.POINTER(iovec), ctypes.c_ulong, ctypes.POINTER(iovec), ctypes.c_ulong, ctypes.c_ulong]
+libc.process_vm_readv.restype = ctypes.c_ssize_t
+def read(lo, hi):
+    out = b""
+    while lo < hi:
+        n = min(hi - lo, 1 << 20)
+        buf = ctypes.create_string_buffer(n)
+        got = libc.process_vm_readv(pid, ctypes.byref(iovec(ctypes.addressof(buf), n)), 1, ctypes.byref(iovec(lo, n)), 1, 0)
+        if got <= 0:
+            if ctypes.get_errno() == 1:
+                sys.exit("process_vm_readv: %s" % os.strerror(1))
+            break
+        out += buf.raw[:got]
+        lo += got
+    return out
+found, readable = set(), 0
+for line in open("/proc/%d/maps" % pid):
+    m = re.match(r"([0-9a-f]+)-([0-9a-f]+) r", line)
+    # past 1 GiB: the shadow of a sanitizer build (terabytes reserved), no data of anyone
+    if m and "[vsyscall]" not in line and int(m.group(2), 16) - int(m.group(1), 16) <= 1 << 30:
+        data = read(int(m.group(1), 16), int(m.group(2), 16))
+        readable += len(data)
+        found.update(n for n in needles if n in data)
+stat = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+environ = read(int(stat[-4]), int(stat[-3]))
+cmdline = open("/proc/%d/cmdline" % pid, "rb").read()
+for name, data in (("environ", environ), ("cmdline", cmdline)):
+    found.update(n + (" in %s" % name).encode() for n in needles if n in data)
+print("read %d bytes, environ %r" % (readable, environ))
+for n in sorted(found):
+    print("FOUND " + n.decode())'
+
+test_agent_holds_no_other_sandboxs_data() {
+        local env_secret="nsbox-env-secret-$$-$RANDOM$RANDOM" file_secret="nsbox-file-secret-$$-$RANDOM$RANDOM" a b apid bpid out b64
+        new_daemon_sandbox a -e "AGENT_SECRET=$env_secret"
+        b64=$(printf '%s-and-more-bytes' "$file_secret" | base64 -w0)
+        assert_status 0 "$NSBOX" call "$a" write_file "{\"path\": \"/tmp/secret\", \"content\": \"$file_secret-and-more-bytes\"}"
+        assert_status 0 "$NSBOX" exec "$a" -- cat /tmp/secret
+        assert_contains "$OUT" "$file_secret" "A's file, read back"
+        new_daemon_sandbox b
+        assert_status 0 "$NSBOX" exec "$b" -- true
+        apid=$("$NSBOX" ls --json | python3 -c 'import json, sys; print({s["id"]: s["pid"] for s in json.load(sys.stdin)}[sys.argv[1]])' "$a")
+        bpid=$("$NSBOX" ls --json | python3 -c 'import json, sys; print({s["id"]: s["pid"] for s in json.load(sys.stdin)}[sys.argv[1]])' "$b")
+        [ -n "$apid" ] && [ -n "$bpid" ] || fail "no agent pids in nsbox ls --json"
+        assert_eq "$NSBOX_BUILD/nsbox-agent" "$(readlink "/proc/$bpid/exe")" "B's agent's program"
+        # the control: the reader finds A's secret in A's own agent
+        out=$(python3 -c "$READ_AGENT" "$apid" "$env_secret" 2>&1) || fail "read A's agent's memory: $out"
+        assert_contains "$out" "FOUND $env_secret" "A's agent's memory (the control)"
+        out=$(python3 -c "$READ_AGENT" "$bpid" "$env_secret" "$file_secret" "${b64:0:40}" 2>&1) || fail "read B's agent's memory: $out"
+        echo "    B's agent: $(printf '%s' "$out" | tr '\n' ' ')" >&2
+        assert_contains "$out" "read " "B's agent's memory"
+        assert_not_contains "$out" "FOUND" "B's agent's memory, environment and command line"
+}
+
 run_tests

@@ -6,7 +6,7 @@ test_installed_nsbox_runs_with_its_own_policy_and_man_pages() {
         local prefix="$TEST_TMP/prefix" b="$TEST_TMP/build"
         make -s -C "$NSBOX_SRC" B="$b" PREFIX="$prefix" install > "$TEST_TMP/make.log" 2>&1 || fail "make install: $(tail -5 "$TEST_TMP/make.log")"
         local f
-        for f in bin/nsbox bin/nsboxd share/nsbox/policy/default.json share/man/man1/nsbox.1 share/man/man5/nsbox-policy.5 \
+        for f in bin/nsbox bin/nsboxd libexec/nsbox/nsbox-agent share/nsbox/policy/default.json share/man/man1/nsbox.1 share/man/man5/nsbox-policy.5 \
                 share/man/man7/nsbox-protocol.7 share/man/man8/nsboxd.8 \
                 share/nsbox/rootfs/mkrootfs-debootstrap share/nsbox/apparmor/nsbox \
                 lib/systemd/system/nsboxd.service lib/systemd/system/nsboxd.socket \
@@ -36,6 +36,9 @@ test_installed_nsbox_runs_with_its_own_policy_and_man_pages() {
         assert_eq user "$OUT" "installed nsbox exec"
         local dpid; dpid=$(python3 -c 'import json,socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"); print(json.loads(s.makefile().readline())["result"]["pid"])' "$sock")
         assert_eq "$prefix/bin/nsboxd" "$(readlink "/proc/$dpid/exe")" "the daemon that answered"
+        # and its sandbox's agent is an exec of the installed nsbox-agent (none is next to nsboxd)
+        local apid; apid=$(cd / && NSBOX_SOCKET="$sock" "$prefix/bin/nsbox" ls --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["pid"])')
+        assert_eq "$prefix/libexec/nsbox/nsbox-agent" "$(readlink "/proc/$apid/exe")" "the sandbox's agent"
         kill "$dpid"
         if command -v man >/dev/null; then
                 OUT=$(MANWIDTH=80 man -l "$prefix/share/man/man1/nsbox.1" 2>&1)

@@ -16,11 +16,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t sigchld_count;
-static void on_sigchld(int sig)
+/* Every agent is an exec of nsbox-agent, and the kernel gives an exec'd child SIGCHLD as its exit
+ * signal: the program gets SIGCHLDs for agents too, and its own child's among them. */
+static volatile sig_atomic_t sigchld_count, sigchld_from_own_child;
+static pid_t mine;
+static void on_sigchld(int sig, siginfo_t *si, void *ctx)
 {
         (void)sig;
+        (void)ctx;
         sigchld_count++;
+        if (si->si_pid == mine)
+                sigchld_from_own_child = 1;
 }
 
 static void show(nsbox *nb, const char *what, int r)
@@ -121,11 +127,16 @@ static void on_output(int stream, const char *data, size_t len, void *userdata)
 
 int main(void)
 {
-        struct sigaction sa = { .sa_handler = on_sigchld, .sa_flags = SA_RESTART };
+        struct sigaction sa = { .sa_sigaction = on_sigchld, .sa_flags = SA_RESTART | SA_SIGINFO };
         sigaction(SIGCHLD, &sa, NULL);
-        pid_t mine = fork(); /* the host program's own child: it must be the only one it reaps */
+        sigset_t chld, old;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &chld, &old); /* mine is set before its SIGCHLD is handled */
+        mine = fork(); /* the host program's own child: it must be the only one it reaps */
         if (mine == 0)
                 _exit(42);
+        sigprocmask(SIG_SETMASK, &old, NULL);
         int mounts_before = count_lines("/proc/self/mountinfo"), tmp_before = tmp_entries();
         char own_cgroup[1024];
         cgroup_of(getpid(), own_cgroup, sizeof(own_cgroup));
@@ -175,6 +186,11 @@ int main(void)
                         p++;
         }
         printf("agent is a child: %s\n", agent > 0 ? "yes" : "no");
+        char exe_link[64], exe[4096];
+        snprintf(exe_link, sizeof(exe_link), "/proc/%d/exe", (int)agent);
+        ssize_t exe_len = readlink(exe_link, exe, sizeof(exe) - 1);
+        exe[exe_len > 0 ? exe_len : 0] = '\0';
+        printf("agent program: %s\n", exe); /* a fresh exec of nsbox-agent, not a copy of this program */
         cgroup_of(agent, agent_cg, sizeof(agent_cg));
         bool own_cg = agent_cg[0] && strcmp(agent_cg, own_cgroup);
         printf("agent cgroup: %s\n", own_cg ? (access(agent_cg, F_OK) == 0 ? "its own" : "NOT-FOUND") : "none (the host gives this user none)");
@@ -226,14 +242,18 @@ int main(void)
                 show(nb, "create", r);
                 return 1;
         }
+        /* and collected by the program, as a handler reaping every child would (the agent
+         * exits with SIGCHLD, an exec'd child's exit signal): the library copes */
         children(kids, sizeof(kids));
+        int reaped = 0;
         for (char *p = kids; *p;) {
                 pid_t pid = (pid_t)strtol(p, &p, 10);
-                if (pid != mine)
-                        kill(pid, SIGKILL);
+                if (pid != mine && kill(pid, SIGKILL) == 0 && waitpid(pid, NULL, 0) == pid)
+                        reaped++;
                 while (*p == ' ')
                         p++;
         }
+        printf("killed agents the program reaped: %d\n", reaped);
         show(nb, "call after the agent was killed", nsbox_call(nb, id, "exec", "{\"shell\": \"true\"}", &res));
         show(nb, "destroy after the agent was killed", nsbox_destroy(nb, id));
         free(id);
@@ -264,10 +284,10 @@ int main(void)
         printf("wait: %s, status %d\n", w == mine ? "its own child" : "ANOTHER", WEXITSTATUS(status));
         w = waitpid(-1, NULL, WNOHANG);
         printf("wait again: %s\n", w < 0 && errno == ECHILD ? "no children" : "A CHILD");
-        printf("SIGCHLD signals: %d\n", (int)sigchld_count);
+        printf("SIGCHLD from its own child: %s (%d signals in all)\n", sigchld_from_own_child ? "yes" : "no", (int)sigchld_count);
         struct sigaction now;
         sigaction(SIGCHLD, NULL, &now);
-        printf("SIGCHLD handler: %s\n", now.sa_handler == on_sigchld ? "its own" : "REPLACED");
+        printf("SIGCHLD handler: %s\n", now.sa_sigaction == on_sigchld ? "its own" : "REPLACED");
         printf("getopt state: %s\n", optind == 1 && opterr == 1 ? "as before" : "CHANGED");
         printf("mounts: %s\n", count_lines("/proc/self/mountinfo") == mounts_before ? "as before" : "CHANGED");
         printf("tmp: %s\n", tmp_entries() == tmp_before ? "as before" : "CHANGED");

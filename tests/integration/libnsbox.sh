@@ -167,9 +167,10 @@ test_in_process_example_runs_without_nsboxd() {
         [ ! -e "$sock" ] || fail "the in-process mode started an nsboxd on $sock"
 }
 
-# In process, as a host program sees it: its sandboxes are its children, get the create
-# options, stream, fail cleanly on bad input, and leave no process, mount, cgroup or temp
-# directory; its own child and SIGCHLD handler are untouched.
+# In process, as a host program sees it: its sandboxes are its children, fresh execs of the
+# installed nsbox-agent, get the create options, stream, fail cleanly on bad input, and leave no
+# process, mount, cgroup or temp directory; its own child and SIGCHLD handler are untouched (an
+# agent's exit is a SIGCHLD too, and the library copes with the program reaping one).
 test_in_process_sandboxes_are_children_that_leave_nothing_behind() {
         install_library
         cc_installed "$NSBOX_SRC/tests/integration/libnsbox-inprocess.c" "$TEST_TMP/host"
@@ -211,17 +212,20 @@ call by prefix: 0 {"path":"/work/notes/a.txt","exists":true
 destroy: 0 - NO-MESSAGE
 after destroy: -3 not_found no sandbox
 agent gone: yes
+killed agents the program reaped: 1
 destroy after the agent was killed: -3 not_found no sandbox
 children with two sandboxes: 3
 children after close: only its own
 wait: its own child, status 42
 wait again: no children
-SIGCHLD signals: 1
+SIGCHLD from its own child: yes
 SIGCHLD handler: its own
 getopt state: as before
 mounts: as before
 tmp: as before
 EXPECTED
+        # found where make install put it (the library's own directory has none)
+        assert_contains "$OUT" "agent program: $TEST_TMP/prefix/libexec/nsbox/nsbox-agent"
         assert_contains "$OUT" "call after the agent was killed: -5 internal sandbox " "a call after the agent died"
         assert_not_contains "$OUT" "NOT-FOUND" "the agent's cgroup"
         # root gets a cgroup per sandbox here; it must be gone with the sandbox

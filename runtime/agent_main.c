@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsbox-agent: the agent of every serve-mode sandbox (nsboxd's, libnsbox's in-process ones),
+ * executed by the launcher's clone()d child before its setup (agentexec.h), so that it holds its
+ * own sandbox's data and nothing of the process that started it.  It reads its spec from the
+ * sealed memfd at NSBOX_AGENT_SPEC_FD, then does what the child did before: the setup of
+ * SECURITY.md from step 3 (nsbox_sandbox_child_setup), then serves the protocol socket.  Errors
+ * reach the launcher over the setup channel, as they did from the child. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "agentexec.h"
+#include "sandbox.h"
+#include "spec.h"
+#include "sync.h"
+#include "util.h"
+
+static _Noreturn void setup_failed(nsbox_error *err)
+{
+        nsbox_sync_send_error(NSBOX_AGENT_SYNC_FD, err, "sandbox setup failed");
+        _exit(125);
+}
+
+static int read_spec(nsbox_agent_spec *ret, nsbox_error *err)
+{
+        struct stat st;
+        if (fstat(NSBOX_AGENT_SPEC_FD, &st) < 0)
+                return nsbox_err(err, errno, "agent spec");
+        if (st.st_size <= 0 || (uint64_t)st.st_size > NSBOX_SPEC_MAX_BYTES)
+                return nsbox_err(err, 0, "agent spec: %lld bytes", (long long)st.st_size);
+        _cleanup_free_ char *buf = malloc((size_t)st.st_size);
+        if (!buf)
+                return nsbox_err(err, ENOMEM, "agent spec");
+        ssize_t n = pread(NSBOX_AGENT_SPEC_FD, buf, (size_t)st.st_size, 0);
+        if (n != st.st_size)
+                return nsbox_err(err, n < 0 ? errno : EIO, "read the agent spec");
+        close(NSBOX_AGENT_SPEC_FD);
+        return nsbox_spec_decode(buf, (size_t)n, ret, err);
+}
+
+int main(int argc, char **argv)
+{
+        (void)argv;
+        /* Started by hand, not by a launcher: no sealed spec at its fixed fd. */
+        int seals = fcntl(NSBOX_AGENT_SPEC_FD, F_GET_SEALS);
+        if (argc != 1 || seals < 0 || !(seals & F_SEAL_WRITE)) {
+                fputs("nsbox-agent: the agent of nsbox's sandboxes, started by nsboxd and libnsbox, not by hand\n", stderr);
+                return 2;
+        }
+        static nsbox_agent_spec spec; /* lives as long as the agent */
+        nsbox_error err = { 0 };
+        if (read_spec(&spec, &err) < 0)
+                setup_failed(&err);
+        nsbox_egress_set eg = { .v = spec.rules, .n = spec.n_rules, .restricted = spec.restricted, .veth = spec.veth };
+        if (nsbox_sandbox_child_setup(spec.policy, &spec.map, &eg, NSBOX_AGENT_SYNC_FD, NSBOX_AGENT_PROTO_FD, &err) < 0)
+                setup_failed(&err);
+        nsbox_agent_config c = { .policy = spec.policy,
+                                 .argv = NULL,
+                                 .syncfd = NSBOX_AGENT_SYNC_FD,
+                                 .protofd = NSBOX_AGENT_PROTO_FD,
+                                 .tools = nsbox_tool_handlers };
+        nsbox_agent_main(&c);
+}
