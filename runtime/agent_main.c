@@ -53,6 +53,13 @@ int main(int argc, char **argv)
         }
         static nsbox_agent_spec spec; /* lives as long as the agent */
         nsbox_error err = { 0 };
+        /* They came without close-on-exec, to survive our own exec: no command the agent starts
+         * may inherit the setup channel or the protocol socket (SECURITY.md, step 8). */
+        for (int fd = NSBOX_AGENT_SYNC_FD; fd <= NSBOX_AGENT_SPEC_FD; fd++)
+                if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+                        nsbox_err(&err, errno, "close-on-exec for fd %d", fd);
+                        setup_failed(&err);
+                }
         if (read_spec(&spec, &err) < 0)
                 setup_failed(&err);
         nsbox_egress_set eg = { .v = spec.rules, .n = spec.n_rules, .restricted = spec.restricted, .veth = spec.veth };

@@ -2965,10 +2965,15 @@ static int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
 int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
 {
         nsbox_paths paths = { 0 };
+        /* Every agent is an exec of this nsbox-agent, opened first (without it, nothing is made):
+         * replacing the file later (an upgrade) changes nothing for this daemon's sandboxes. */
+        int r = nsbox_agent_program_open(err);
+        if (r < 0)
+                return r;
         /* socket activation: systemd made and bound the socket; its path is the one we serve */
         int activated_fd = -1;
         struct sockaddr_un activated = { 0 };
-        int r = nsbox_sd_listen_fd(&activated_fd, err);
+        r = nsbox_sd_listen_fd(&activated_fd, err);
         if (r < 0)
                 return r;
         if (activated_fd >= 0) {
@@ -2995,12 +3000,6 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
                 r = nsbox_err(err, errno == EWOULDBLOCK ? 0 : errno, "another nsboxd is already serving '%s'", sock);
                 nsbox_paths_release(&paths);
                 return r == -EINVAL ? -EADDRINUSE : r;
-        }
-        /* Every agent is an exec of this nsbox-agent, opened now: replacing the file later (an
-         * upgrade) changes nothing for this daemon's sandboxes. */
-        if ((r = nsbox_agent_program_open(err)) < 0) {
-                nsbox_paths_release(&paths);
-                return r;
         }
         /* five descriptors per sandbox: as many as the hard limit allows (sandboxes get their
          * policy's limits.nofile) */

@@ -141,9 +141,16 @@ int main(void)
         char own_cgroup[1024];
         cgroup_of(getpid(), own_cgroup, sizeof(own_cgroup));
 
+        /* without its agent program, an in-process handle is refused at once; then found */
         nsbox *nb = NULL;
-        char *id = NULL, *res = NULL;
+        setenv("NSBOX_AGENT", "/no/such/nsbox-agent", 1);
         int r = nsbox_connect(NSBOX_IN_PROCESS, &nb);
+        show(nb, "connect without the agent", r);
+        nsbox_close(nb);
+        unsetenv("NSBOX_AGENT");
+        nb = NULL;
+        char *id = NULL, *res = NULL;
+        r = nsbox_connect(NSBOX_IN_PROCESS, &nb);
         show(nb, "connect", r);
         if (r < 0)
                 return 1;

@@ -181,6 +181,7 @@ test_in_process_sandboxes_are_children_that_leave_nothing_behind() {
         while IFS= read -r line; do
                 assert_contains "$OUT" "$line"
         done <<'EXPECTED'
+connect without the agent: -2 unavailable open the sandbox agent '/no/such/nsbox-agent': No such file or directory
 connect: 0 - NO-MESSAGE
 create bad json: -22 invalid_argument create: not JSON
 create not an object: -22 invalid_argument create: expected a JSON object

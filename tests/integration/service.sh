@@ -177,6 +177,18 @@ test_bad_socket_activation_is_one_clear_line() {
         assert_eq "$p" "$got" "the nsboxd answering on its own socket with LISTEN_PID of another process"
 }
 
+# Without its agent program nsboxd could start no sandbox: it says so in one line when it starts
+# and makes nothing (no socket, no lock file).
+test_nsboxd_without_its_agent_refuses_to_start_in_one_line() {
+        OUT=$(NSBOX_AGENT="$TEST_TMP/no-such-agent" timeout 10 "$NSBOXD" --socket "$TEST_TMP/noagent.sock" 2>&1)
+        local st=$?
+        assert_eq 1 "$st" "nsboxd's exit status without its agent ($OUT)"
+        assert_eq "nsboxd: open the sandbox agent '$TEST_TMP/no-such-agent': No such file or directory" "$OUT"
+        OUT=$(NSBOX_AGENT="$TEST_TMP" timeout 10 "$NSBOXD" --socket "$TEST_TMP/noagent.sock" 2>&1)
+        assert_eq "nsboxd: open the sandbox agent '$TEST_TMP': Is a directory" "$OUT"
+        assert_eq "" "$(ls "$TEST_TMP" | grep noagent)" "what nsboxd made"
+}
+
 # A client that systemd runs (NOTIFY_SOCKET in its environment) starts nsboxd for itself: the
 # daemon must not talk to the client's service manager.
 test_daemon_started_by_a_client_keeps_off_the_clients_notify_socket() {
