@@ -2,7 +2,9 @@
 /* The launcher.  nsbox_run() is SECURITY.md's setup order read top to bottom: validate (done by
  * the caller and nsbox_policy_check_host), compile the seccomp filter, clone into new
  * namespaces, write the id maps from outside, then the child builds its root, drops every
- * privilege and becomes the sandbox's pid 1, which starts the command and reports its status. */
+ * privilege and becomes the sandbox's pid 1, which starts the command and reports its status.
+ * In serve mode (nsboxd, libnsbox in process) the child first executes nsbox-agent, which does
+ * the same from step 3 on (agentexec.h): it holds nothing of the launcher's memory. */
 #include "sandbox.h"
 
 #include <errno.h>
