@@ -63,7 +63,9 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
 {
         *o = (nsbox_run_options){ .policy = "default", .count = 1 };
         const char *cmd = argv[0];
-        bool create = !strcmp(cmd, "create") || !strcmp(cmd, "mcp"); /* mcp: its default sandbox's */
+        /* mcp: its default sandbox's; replay: given again, what a trajectory may not choose alone */
+        bool replay = !strcmp(cmd, "replay");
+        bool create = !strcmp(cmd, "create") || !strcmp(cmd, "mcp") || replay;
         optind = 0; /* full reset: the parser may run more than once in a process (tests) */
         opterr = 0;
         int c;
@@ -192,6 +194,14 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
                         return nsbox_err(err, 0, "%s: --reuse gets or creates the sandbox with the --label given: give at least one", cmd);
                 if (o->reuse && o->count > 1)
                         return nsbox_err(err, 0, "%s: --reuse gives one sandbox, not --count %llu", cmd, (unsigned long long)o->count);
+                if (replay && (o->labels || o->reuse || o->count > 1))
+                        return nsbox_err(err, 0, "%s: --label, --reuse and --count do not apply to nsbox replay", cmd);
+                if (replay && optind + 1 != argc)
+                        return nsbox_err(err, 0, "%s: expected one trajectory FILE after the options (see nsbox replay --help)", cmd);
+                if (replay) {
+                        o->argv = argv + optind;
+                        return 0;
+                }
                 if (optind < argc)
                         return nsbox_err(err, 0, "%s: unexpected argument '%s' (commands run with nsbox exec ID -- CMD)", cmd, argv[optind]);
                 return 0;
