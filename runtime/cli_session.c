@@ -467,7 +467,9 @@ static int cp_call(nsbox_client *cl, const char *id, const char *tool, json_t *t
 
 static int cp_in(nsbox_client *cl, const char *src, const char *id, const char *dst)
 {
-        _cleanup_close_ int fd = !strcmp(src, "-") ? dup(0) : open(src, O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO must not hang the copy (it is refused below; - is for pipes) */
+        bool from_stdin = !strcmp(src, "-");
+        _cleanup_close_ int fd = from_stdin ? dup(0) : open(src, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0) {
                 fprintf(stderr, "nsbox: cp: '%s': %s\n", src, strerror(errno));
@@ -475,6 +477,10 @@ static int cp_in(nsbox_client *cl, const char *src, const char *id, const char *
         }
         if (S_ISDIR(st.st_mode)) {
                 fprintf(stderr, "nsbox: cp: '%s': is a directory (nsbox cp copies one file)\n", src);
+                return EXIT_REFUSED;
+        }
+        if (!from_stdin && !S_ISREG(st.st_mode)) {
+                fprintf(stderr, "nsbox: cp: '%s' is not a regular file: nsbox cp copies regular files only (- reads standard input)\n", src);
                 return EXIT_REFUSED;
         }
         /* into a directory: under SRC's name */
@@ -537,6 +543,45 @@ static int cp_in(nsbox_client *cl, const char *src, const char *id, const char *
         return r;
 }
 
+/* Write n zero bytes to fd: a hole of the file, for an output that cannot seek (standard output). */
+static int write_zeros(int fd, uint64_t n)
+{
+        static const char zeros[65536];
+        while (n > 0) {
+                size_t k = n < sizeof(zeros) ? (size_t)n : sizeof(zeros);
+                int r = write_full(fd, zeros, k);
+                if (r < 0)
+                        return r;
+                n -= k;
+        }
+        return 0;
+}
+
+static int pwrite_full(int fd, const char *buf, size_t n, uint64_t at)
+{
+        while (n > 0) {
+                ssize_t k = pwrite(fd, buf, n, (off_t)at);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? -errno : -EIO;
+                buf += k;
+                n -= (size_t)k;
+                at += (uint64_t)k;
+        }
+        return 0;
+}
+
+static mode_t caller_umask(void)
+{
+        mode_t m = umask(0);
+        umask(m);
+        return m;
+}
+
+/* The file as it was when cp began: its size then bounds the copy (a file growing inside would
+ * keep a copy going for ever), its holes stay holes (a sparse file of 512 MiB holding nothing is
+ * not sent, nor written out, as 512 MiB of zeros), and only a regular file is copied. */
 static int cp_out(nsbox_client *cl, const char *id, const char *src, const char *dst)
 {
         json_t *sres = NULL;
@@ -546,9 +591,11 @@ static int cp_out(nsbox_client *cl, const char *id, const char *src, const char 
         const char *type = json_string_value(json_object_get(sres, "type"));
         bool regular = type && !strcmp(type, "file");
         json_int_t mode = json_integer_value(json_object_get(sres, "mode"));
+        json_int_t size = json_integer_value(json_object_get(sres, "size"));
         json_decref(sres);
-        if (!regular) {
-                fprintf(stderr, "nsbox: cp: '%s' in sandbox %s is not a regular file\n", src, id);
+        if (!regular || size < 0) {
+                fprintf(stderr, "nsbox: cp: '%s' in sandbox %s is not a regular file (%s): nsbox cp copies regular files only\n", src, id,
+                        type ? type : "unknown");
                 return EXIT_REFUSED;
         }
         bool to_stdout = !strcmp(dst, "-");
@@ -561,45 +608,66 @@ static int cp_out(nsbox_client *cl, const char *id, const char *src, const char 
         }
         if (!target || (!to_stdout && asprintf(&tmp, "%s.nsbox-cp-%d", target, (int)getpid()) < 0))
                 return EXIT_NSBOX;
-        _cleanup_close_ int fd = to_stdout ? dup(1) : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)(mode & 0777) | 0600);
+        _cleanup_close_ int fd = to_stdout ? dup(1) : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0) {
                 fprintf(stderr, "nsbox: cp: '%s': %s\n", to_stdout ? "-" : tmp, strerror(errno));
                 return EXIT_REFUSED;
         }
+        /* the holes, as the caller's own cp makes them: a file of that size, data written into it */
+        if (!to_stdout && ftruncate(fd, (off_t)size) < 0) {
+                fprintf(stderr, "nsbox: cp: '%s': %s\n", tmp, strerror(errno));
+                unlink(tmp);
+                return EXIT_REFUSED;
+        }
         strbuf bytes;
         sb_init(&bytes, 0);
-        for (uint64_t off = 0;;) {
+        uint64_t end = (uint64_t)size, off = 0;
+        while (off < end) {
                 json_t *res = NULL;
+                uint64_t want = end - off < CP_CHUNK ? end - off : CP_CHUNK;
                 r = cp_call(cl, id, "read_file",
-                            json_pack("{ss ss sI sI}", "path", src, "encoding", "base64", "byte_offset", (json_int_t)off, "byte_limit",
-                                      (json_int_t)CP_CHUNK),
+                            json_pack("{ss ss sI sI sb}", "path", src, "encoding", "base64", "byte_offset", (json_int_t)off, "byte_limit",
+                                      (json_int_t)want, "skip_holes", 1),
                             &res);
                 if (r)
                         break;
                 json_t *content = json_object_get(res, "content");
+                json_int_t at = json_integer_value(json_object_get(res, "byte_offset"));
                 bytes.len = 0;
-                if (!json_is_string(content) || b64_decode(json_string_value(content), json_string_length(content), &bytes) < 0) {
+                if (!json_is_string(content) || b64_decode(json_string_value(content), json_string_length(content), &bytes) < 0 ||
+                    at < (json_int_t)off) {
                         json_decref(res);
                         fprintf(stderr, "nsbox: cp: nsboxd sent a malformed chunk\n");
                         r = EXIT_NSBOX;
                         break;
                 }
-                bool eof = json_is_true(json_object_get(res, "eof")) || bytes.len == 0;
+                bool eof = json_is_true(json_object_get(res, "eof"));
                 json_decref(res);
-                int w = bytes.len ? write_full(fd, bytes.buf, bytes.len) : 0;
+                /* what lies past the size seen at first is not copied */
+                uint64_t from = (uint64_t)at < end ? (uint64_t)at : end;
+                size_t n = bytes.len < end - from ? bytes.len : (size_t)(end - from);
+                int w = 0;
+                if (to_stdout) {
+                        w = write_zeros(fd, from - off);
+                        if (w == 0 && n)
+                                w = write_full(fd, bytes.buf, n);
+                } else if (n) {
+                        w = pwrite_full(fd, bytes.buf, n, from);
+                }
                 if (w < 0) {
                         fprintf(stderr, "nsbox: cp: write '%s': %s\n", to_stdout ? "-" : tmp, strerror(-w));
                         r = EXIT_REFUSED;
                         break;
                 }
-                off += bytes.len;
-                if (eof)
+                off = from + n;
+                if (eof || n == 0)
                         break;
         }
         sb_release(&bytes);
-        if (to_stdout)
-                return r;
-        if (r == 0 && (fchmod(fd, (mode_t)(mode & 0777)) < 0 || rename(tmp, target) < 0)) {
+        if (to_stdout) /* a file that shrank meanwhile still gives the size seen at first */
+                return r ? r : write_zeros(fd, end - off) < 0 ? EXIT_REFUSED : 0;
+        /* the caller's umask applies, as to any file it makes; no setuid, setgid or sticky bit */
+        if (r == 0 && (fchmod(fd, (mode_t)(mode & 0777) & ~caller_umask()) < 0 || rename(tmp, target) < 0)) {
                 fprintf(stderr, "nsbox: cp: '%s': %s\n", target, strerror(errno));
                 r = EXIT_REFUSED;
         }

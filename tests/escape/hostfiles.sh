@@ -84,4 +84,81 @@ test_replay_uses_host_binds_given_again() {
         assert_eq 2 "$(grep -c appended "$HOSTLOG")" "lines in the host file after the refused replay"
 }
 
+# ---- copies out ---------------------------------------------------------------------------------
+
+test_cp_out_keeps_holes_and_bounds_size() {
+        local id want got blocks
+        new_daemon_sandbox id --disk 16M
+        # 512 MiB that hold 3 small pieces of data, in a sandbox of 16 MiB
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'truncate -s 512M sparse && printf head | dd of=sparse conv=notrunc 2>/dev/null &&
+                printf middle | dd of=sparse bs=1M seek=256 conv=notrunc 2>/dev/null && printf tail | dd of=sparse bs=1 seek=$((512 * 1048576 - 4)) conv=notrunc 2>/dev/null &&
+                stat -c %s sparse && sha256sum < sparse'
+        want=$OUT
+        scratch_dir
+        assert_status 0 "$NSBOX" cp "$id:sparse" "$SCRATCH/sparse"
+        got=$(stat -c %s "$SCRATCH/sparse" && sha256sum < "$SCRATCH/sparse")
+        assert_eq "$want" "$got" "size and sha256 of the copy"
+        # the holes stay holes: a few blocks of data, not 512 MiB of zeros
+        blocks=$(stat -c %b "$SCRATCH/sparse")
+        echo "    the copy: $(stat -c '%s bytes, %b blocks of %B' "$SCRATCH/sparse")" >&2
+        [ "$blocks" -le 4096 ] || fail "the copy of a sparse file takes $blocks blocks (512-byte) on the host: it was written densely"
+        # standard output gets the zeros (a pipe has no holes), the same bytes
+        assert_eq "$(echo "$want" | tail -n 1)" "$("$NSBOX" cp "$id:sparse" - | sha256sum)" "sha256 of the copy to standard output"
+        assert_eq "sparse" "$(find "$SCRATCH" -mindepth 1 -printf '%f\n')" "the host directory after the copies (no temporary left)"
+}
+
+test_cp_out_of_a_growing_file_stops_at_the_size_seen_at_open() {
+        local id size_before size_after copied st
+        new_daemon_sandbox id --disk 16M
+        # a writer that appends data and grows the file by 64 MiB of holes, for ever: far faster
+        # than any copy could follow
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'echo start > grow; (while :; do echo line >> grow; truncate -s +64M grow; done) >/dev/null 2>&1 &
+                sleep 0.5; echo started'
+        size_before=$("$NSBOX" exec "$id" -- stat -c %s grow)
+        scratch_dir
+        timeout 120 "$NSBOX" cp "$id:grow" "$SCRATCH/grow"
+        st=$?
+        [ "$st" != 124 ] || fail "nsbox cp of a growing file was still copying after 120 s"
+        assert_eq 0 "$st" "exit status of nsbox cp of a growing file"
+        size_after=$("$NSBOX" exec "$id" -- stat -c %s grow)
+        copied=$(stat -c %s "$SCRATCH/grow")
+        echo "    sizes inside: $size_before before the copy, $size_after after; the copy: $copied bytes, $(stat -c %b "$SCRATCH/grow") blocks" >&2
+        [ "$copied" -ge "$size_before" ] && [ "$copied" -le "$size_after" ] ||
+                fail "the copy has $copied bytes: not a size the file had while cp ran ($size_before to $size_after)"
+        assert_eq start "$(head -n 1 "$SCRATCH/grow")" "the first line of the copy"
+        [ "$(stat -c %b "$SCRATCH/grow")" -le 8192 ] || fail "the copy of a file of holes and lines was written densely"
+}
+
+test_cp_out_of_a_fifo_is_refused() {
+        local id
+        new_daemon_sandbox id
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'mkfifo fifo && mkdir d && ln -s fifo link'
+        scratch_dir
+        for src in fifo link d /dev/null; do
+                assert_status 1 timeout 30 "$NSBOX" cp "$id:$src" "$SCRATCH/out"
+                echo "    cp $src: $OUT" >&2
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "is not a regular file" "nsbox cp of '$src'"
+        done
+        assert_eq "" "$(find "$SCRATCH" -mindepth 1)" "the host directory after the refused copies"
+        # into the sandbox: a host FIFO is refused at once too, not waited on
+        mkfifo "$SCRATCH/hostfifo"
+        assert_status 1 timeout 30 "$NSBOX" cp "$SCRATCH/hostfifo" "$id:in"
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "is not a regular file" "nsbox cp of a host FIFO into the sandbox"
+        assert_status 1 "$NSBOX" exec "$id" -- test -e in
+}
+
+test_cp_out_applies_umask() {
+        local id
+        new_daemon_sandbox id
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'echo x > open && chmod 0777 open && echo y > suid && chmod 04755 suid && echo z > private && chmod 0600 private'
+        scratch_dir
+        (umask 022 && "$NSBOX" cp "$id:open" "$SCRATCH/open" && "$NSBOX" cp "$id:suid" "$SCRATCH/suid" &&
+                "$NSBOX" cp "$id:private" "$SCRATCH/private") || fail "nsbox cp out failed"
+        (umask 077 && "$NSBOX" cp "$id:open" "$SCRATCH/open077") || fail "nsbox cp out with umask 077 failed"
+        assert_eq "755 755 600 700" "$(stat -c %a "$SCRATCH/open" "$SCRATCH/suid" "$SCRATCH/private" "$SCRATCH/open077" | tr '\n' ' ' | sed 's/ $//')" \
+                "modes of the copies (0777, 04755, 0600 inside; umask 022, then 077)"
+}
+
 run_tests
