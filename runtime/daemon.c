@@ -551,6 +551,7 @@ static const char *code_for(int r)
         case EINVAL:
         case EPERM: return "invalid_argument";
         case ETIMEDOUT: return "timeout";
+        case EFBIG: return "too_large";
         case EMFILE:
         case ENFILE:
         case EAGAIN: return "capacity"; /* out of file descriptors, or of host id ranges */
@@ -704,8 +705,13 @@ static int job_repo(sandbox *s, json_t **ret, nsbox_error *err)
         if (r == 0 && !last)
                 r = nsbox_err_as(err, EINVAL, "workdir '%s': a repository cannot be the root", s->policy->workdir);
         char sha[41] = "";
+        /* the checkout is bounded by the sandbox's disk: a small repository of one big blob named
+         * many times (a git bomb) must not fill the host's store, nor the worker the host's memory */
+        uint64_t checkout_max = s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK;
         if (r == 0)
-                r = nsbox_repo_clone(s->repo_url, s->repo_commit, false, dir, last, sha, err);
+                r = nsbox_repo_worker_limits(checkout_max, err);
+        if (r == 0)
+                r = nsbox_repo_clone(s->repo_url, s->repo_commit, false, checkout_max, dir, last, sha, err);
         _cleanup_close_ int layer = r == 0 ? openat(tmpfd, "layer", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
         if (r == 0)
                 r = layer < 0 ? nsbox_err(err, errno, "open the repository layer") : nsbox_tree_chown(layer, s->host_uid, s->host_gid, err);
@@ -807,8 +813,11 @@ static void job_done(daemon_state *d, sandbox *s)
         close(s->job_fd);
         s->job_fd = -1;
         int status = 0;
-        while (waitpid(s->job_pid, &status, 0) < 0 && errno == EINTR)
+        struct rusage ru = { 0 };
+        while (wait4(s->job_pid, &status, 0, &ru) < 0 && errno == EINTR)
                 ;
+        dlog(LOG_INFO, "job.done", s->id, "sandbox %s: %s worker done in %.1f ms, peak memory %ld KiB", s->id,
+             kind == JOB_SNAPSHOT ? "snapshot" : "repository", (double)(now_ns() - s->job_start_ns) / 1e6, ru.ru_maxrss);
         s->job = JOB_NONE;
         json_error_t je;
         json_t *line = s->job_out.buf ? json_loadb(s->job_out.buf, s->job_out.len, 0, &je) : NULL;

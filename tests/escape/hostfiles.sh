@@ -161,4 +161,58 @@ test_cp_out_applies_umask() {
                 "modes of the copies (0777, 04755, 0600 inside; umask 022, then 077)"
 }
 
+# ---- repositories --------------------------------------------------------------------------------
+
+# The bytes of the regular files in the store, and its entries that are not empty directories or
+# lock files: what a failed clone must not change.
+store_usage() {
+        [ -d "$NSBOX_STORE" ] || { echo "0 bytes"; return; }
+        echo "$(find "$NSBOX_STORE" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }') bytes"
+        (cd "$NSBOX_STORE" && find . -mindepth 2 ! -empty -printf '%p\n' | LC_ALL=C sort)
+}
+
+test_repo_git_bomb_fails_and_leaves_nothing_in_the_store() {
+        local repo blob tree sub commit small treebomb before out peak i
+        scratch_dir
+        repo="$SCRATCH/bomb"
+        export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
+        git init -q -b main "$repo" || fail "git init"
+        # one blob of 128 MiB of zeros (a few hundred KiB stored), named 8 times: 1 GiB to check out
+        blob=$(head -c 128M /dev/zero | git -C "$repo" hash-object -w --stdin) || fail "git hash-object"
+        tree=$(for i in 1 2 3 4 5 6 7 8; do printf '100644 blob %s\tzeros%s\n' "$blob" "$i"; done | git -C "$repo" mktree) || fail "git mktree"
+        commit=$(git -C "$repo" commit-tree -m bomb "$tree") || fail "git commit-tree"
+        git -C "$repo" update-ref refs/heads/main "$commit"
+        # a tree of trees: 16 names for one subtree, 6 levels deep, 16^6 empty files
+        sub=$(printf '100644 blob %s\tf\n' "$(git -C "$repo" hash-object -w --stdin </dev/null)" | git -C "$repo" mktree)
+        for i in 1 2 3 4 5 6; do
+                sub=$(for j in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do printf '040000 tree %s\td%s\n' "$sub" "$j"; done | git -C "$repo" mktree)
+        done
+        git -C "$repo" update-ref refs/heads/treebomb "$(git -C "$repo" commit-tree -m treebomb "$sub")"
+        # and a commit that fits, as a control
+        small=$(printf '100644 blob %s\tsmall\n' "$(echo small | git -C "$repo" hash-object -w --stdin)" | git -C "$repo" mktree)
+        git -C "$repo" update-ref refs/heads/small "$(git -C "$repo" commit-tree -m small "$small")"
+        echo "    the repository: $(du -sk "$repo/.git" | cut -f1) KiB" >&2
+        # the daemon runs, so that its store and log exist before we measure
+        new_daemon_sandbox i
+        before=$(store_usage)
+        for commit in main treebomb; do
+                assert_status 125 "$NSBOX" create --disk 16M --repo "$repo" --commit "$commit"
+                echo "    --commit $commit: $OUT" >&2
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "take more than 16.0 MiB, the sandbox's disk limit (--disk); nothing was checked out" "create --repo of a git bomb"
+                assert_eq "$before" "$(store_usage)" "the store after the git bomb '$commit' (files and bytes)"
+        done
+        # the worker never inflated the blob: its peak memory stays far below the blob's 128 MiB
+        out=$(grep "repository worker done" "$NSBOX_SOCKET.log")
+        echo "    nsboxd: $out" >&2
+        assert_eq 2 "$(printf '%s\n' "$out" | grep -c .)" "repository workers in nsboxd's log"
+        for peak in $(printf '%s\n' "$out" | sed -n 's/.*peak memory \([0-9]*\) KiB.*/\1/p'); do
+                [ "$peak" -lt 65536 ] || fail "a clone worker of a git bomb peaked at $peak KiB"
+        done
+        # control: a commit that fits the same limit is checked out
+        new_daemon_sandbox i --disk 16M --repo "$repo" --commit small
+        assert_status 0 "$NSBOX" exec "$i" -- cat small
+        assert_eq small "$OUT" "the file of the commit that fits"
+}
+
 run_tests
