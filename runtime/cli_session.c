@@ -592,12 +592,13 @@ static int cp_out(nsbox_client *cl, const char *id, const char *src, const char 
         bool regular = type && !strcmp(type, "file");
         json_int_t mode = json_integer_value(json_object_get(sres, "mode"));
         json_int_t size = json_integer_value(json_object_get(sres, "size"));
-        json_decref(sres);
         if (!regular || size < 0) {
-                fprintf(stderr, "nsbox: cp: '%s' in sandbox %s is not a regular file (%s): nsbox cp copies regular files only\n", src, id,
+                fprintf(stderr, "nsbox: cp: '%s' in sandbox %s is not a regular file (%.32s): nsbox cp copies regular files only\n", src, id,
                         type ? type : "unknown");
+                json_decref(sres);
                 return EXIT_REFUSED;
         }
+        json_decref(sres);
         bool to_stdout = !strcmp(dst, "-");
         _cleanup_free_ char *target = strdup(dst), *tmp = NULL;
         struct stat st;
