@@ -536,7 +536,7 @@ int nsbox_cmd_mcp(int argc, char **argv)
                 nsbox_run_options_release(&o);
                 return nsbox_cli_usage_error("mcp", "--count, --reuse, --json and --record do not apply to nsbox mcp");
         }
-        if (nsbox_cli_create_params(&o, &s.create_params) < 0) {
+        if (nsbox_cli_create_params("mcp", &o, &s.create_params) < 0) {
                 nsbox_run_options_release(&o);
                 return EXIT_NSBOX;
         }

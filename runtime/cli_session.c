@@ -110,7 +110,7 @@ static char *absolute(const char *path)
         return r;
 }
 
-int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
+int nsbox_cli_create_params(const char *cmd, const nsbox_run_options *o, json_t **ret)
 {
         json_t *p = json_object();
         char *abs = NULL;
@@ -118,7 +118,7 @@ int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
                 bool file = strchr(o->policy, '/') || strstr(o->policy, ".json");
                 if (file && !(abs = absolute(o->policy))) {
                         json_decref(p);
-                        fprintf(stderr, "nsbox: create: --policy '%s': %s\n", o->policy, strerror(errno));
+                        fprintf(stderr, "nsbox: %s: --policy '%s': %s\n", cmd, o->policy, strerror(errno));
                         return -1;
                 }
                 json_object_set_new(p, "policy", json_string(file ? abs : o->policy));
@@ -128,7 +128,7 @@ int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
         if (o->rootfs) {
                 if (strcmp(o->rootfs, "host") && !(abs = absolute(o->rootfs))) {
                         json_decref(p);
-                        fprintf(stderr, "nsbox: create: --rootfs '%s': %s\n", o->rootfs, strerror(errno));
+                        fprintf(stderr, "nsbox: %s: --rootfs '%s': %s\n", cmd, o->rootfs, strerror(errno));
                         return -1;
                 }
                 json_object_set_new(p, "rootfs", json_string(strcmp(o->rootfs, "host") ? abs : "host"));
@@ -141,7 +141,7 @@ int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
                 _cleanup_free_ char *real = url ? NULL : absolute(o->repo);
                 if (!url && !real) {
                         json_decref(p);
-                        fprintf(stderr, "nsbox: create: --repo '%s': %s\n", o->repo, strerror(errno));
+                        fprintf(stderr, "nsbox: %s: --repo '%s': %s\n", cmd, o->repo, strerror(errno));
                         return -1;
                 }
                 json_object_set_new(p, "repo", json_string(url ? o->repo : real));
@@ -156,7 +156,7 @@ int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
                 _cleanup_free_ char *dir = copy ? absolute(slash ? (copy[0] ? copy : "/") : ".") : NULL;
                 if (!dir || !*base) {
                         json_decref(p);
-                        fprintf(stderr, "nsbox: create: --record '%s': %s\n", o->record, dir ? "expected a file name" : strerror(errno));
+                        fprintf(stderr, "nsbox: %s: --record '%s': %s\n", cmd, o->record, dir ? "expected a file name" : strerror(errno));
                         return -1;
                 }
                 json_object_set_new(p, "record", json_sprintf("%s/%s", strcmp(dir, "/") ? dir : "", base));
@@ -192,7 +192,7 @@ int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
                 if (!real) {
                         json_decref(p);
                         json_decref(binds);
-                        fprintf(stderr, "nsbox: create: --bind '%s': '%s': %s\n", *b, src ? src : "", strerror(errno));
+                        fprintf(stderr, "nsbox: %s: --bind '%s': '%s': %s\n", cmd, *b, src ? src : "", strerror(errno));
                         return -1;
                 }
                 json_array_append_new(binds, json_sprintf("%s%s", real, colon ? colon : ""));
@@ -243,7 +243,7 @@ int nsbox_cmd_create(int argc, char **argv)
                 goto out;
         }
         json_t *params = NULL, *res = NULL;
-        if (nsbox_cli_create_params(&o, &params) < 0) {
+        if (nsbox_cli_create_params("create", &o, &params) < 0) {
                 status = EXIT_NSBOX;
                 goto out;
         }

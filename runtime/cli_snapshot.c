@@ -313,7 +313,7 @@ static int replay_step(replay *rp, const nsbox_traj_step *st, json_t **ret_resul
 static int replay_create_params(const nsbox_run_options *o, json_t *recorded, json_t **ret)
 {
         json_t *given = NULL;
-        if (nsbox_cli_create_params(o, &given) < 0)
+        if (nsbox_cli_create_params("replay", o, &given) < 0)
                 return EXIT_NSBOX;
         _cleanup_sb_ strbuf refused;
         sb_init(&refused, 4096);
