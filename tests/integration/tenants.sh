@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tenants of one nsboxd (issue 19, findings 5, 6, 10 and 12): one uid cannot take every
 # connection, fill nsboxd's memory with unfinished request lines, ask for a writable layer (host
-# RAM) without bound or all the sandboxes.  Every test starts an nsboxd of its own with a configuration of its own.
+# RAM) without bound or all the sandboxes; and what clients chose (labels) reaches a terminal
+# escaped.  Every test starts an nsboxd of its own with a configuration of its own.
 # As root, the tenant is $NSBOX_TEST_USER (nsboxtest), a configured client of root's nsboxd, and
 # root and a second client (uid 65534) are the others who must still be served: the tests that
 # need a second uid are root-only there (only root can switch uids and only a root nsboxd serves
@@ -343,6 +344,32 @@ for i in ids:
 print("ok")' 2>&1)
                 assert_eq ok "$OUT" "three creates of nsboxd's own uid with max_sandboxes 8"
         fi
+}
+
+test_labels_with_escape_sequences_are_shown_escaped_in_ls() {
+        trap cleanup EXIT
+        local d id evil
+        d=$(new_dir)
+        start_daemon "$d" "$(tenant_conf '')"
+        # a title change, a screen clear, an 8-bit CSI, DEL and a byte that is not UTF-8 (as
+        # \udc.. in python: sent raw)
+        id=$(tpy 'c = Conn()
+evil = "\x1b]0;pwned\x07\x1b[2J\u009b31m\x7fend"
+print(c.ok("create", {"labels": {"x": evil}})["id"])' 2>&1) || fail "create with an escape sequence in a label: $id"
+        assert_status 0 "$NSBOX" ls
+        printf '%s' "$OUT" | LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' && fail "nsbox ls printed control characters: $(printf '%s' "$OUT" | od -c | head -n 5)"
+        printf '%s' "$OUT" | LC_ALL=C grep -q $'\xc2[\x80-\x9f]' && fail "nsbox ls printed a C1 control: $(printf '%s' "$OUT" | od -c | head -n 5)"
+        assert_contains "$OUT" 'x=\x1b]0;pwned\x07\x1b[2J\u009b31m\x7fend' "nsbox ls"
+        # --json keeps them exact (escaped as JSON)
+        assert_status 0 "$NSBOX" ls --json
+        printf '%s' "$OUT" | LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]' && fail "nsbox ls --json printed control characters"
+        evil=$(printf '%s' "$OUT" | python3 -c 'import json, sys; print(ascii([s["labels"]["x"] for s in json.load(sys.stdin)]))')
+        assert_eq "['\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\x7fend']" "$evil" "the label in nsbox ls --json"
+        # an error echoing what a client typed (an 8-bit CSI: C0 controls were '?' already)
+        assert_status 1 "$NSBOX" rm $'\xc2\x9b2Jabcd'
+        printf '%s' "$OUT" | LC_ALL=C grep -q $'\xc2[\x80-\x9f]' && fail "nsbox rm printed a C1 control: $OUT"
+        assert_contains "$OUT" "no sandbox '\\u009b2Jabcd'" "nsbox rm of an id with an escape sequence"
+        assert_status 0 "$NSBOX" rm "$id"
 }
 
 run_tests
