@@ -28,12 +28,15 @@
 /* Exit statuses of the client commands other than exec: 0, 1 when the daemon or a tool said
  * no, 125 when nsbox itself failed (bad option, no daemon). */
 
+/* nsboxd's messages may echo what a client chose (labels, names): escaped (nsbox_escape_controls) */
 static int say(const char *cmd, int status, const char *code, const nsbox_error *err)
 {
-        if (code && strcmp(code, "internal"))
-                fprintf(stderr, "nsbox: %s: %s: %s\n", cmd, code, err->msg ? err->msg : "failed");
+        _cleanup_free_ char *safe = nsbox_escape_controls(err->msg ? err->msg : "failed");
+        _cleanup_free_ char *safe_code = code ? nsbox_escape_controls(code) : NULL;
+        if (safe_code && strcmp(code, "internal"))
+                fprintf(stderr, "nsbox: %s: %s: %s\n", cmd, safe_code, safe ? safe : "failed");
         else
-                fprintf(stderr, "nsbox: %s: %s\n", cmd, err->msg ? err->msg : "failed");
+                fprintf(stderr, "nsbox: %s: %s\n", cmd, safe ? safe : "failed");
         return status;
 }
 
@@ -73,10 +76,10 @@ int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t
 #define print_json nsbox_cli_print_json
 void nsbox_cli_print_json(FILE *f, json_t *v)
 {
-        char *text = json_dumps(v, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-        if (text)
-                fprintf(f, "%s\n", text);
-        free(text);
+        _cleanup_free_ char *text = json_dumps(v, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        _cleanup_free_ char *safe = text ? nsbox_json_escape_c1(text) : NULL; /* the same JSON, nothing a terminal acts on */
+        if (safe)
+                fprintf(f, "%s\n", safe);
 }
 
 /* ---- create ----------------------------------------------------------------------------------- */
@@ -757,10 +760,14 @@ int nsbox_cmd_ls(int argc, char **argv)
                         json_t *v;
                         json_object_foreach(json_object_get(s, "labels"), k, v)
                                 sb_appendf(&labels, "%s%s=%s", labels.len ? "," : "", k, json_string_value(v));
+                        /* what clients chose (labels, a policy's name) reaches the terminal escaped */
                         const char *pol = json_string_value(json_object_get(s, "policy"));
-                        printf("%-32s  %-8s  %-6s  %-14s  %s\n", json_string_value(json_object_get(s, "id")),
-                               json_string_value(json_object_get(s, "state")), agebuf, pol ? base_name(pol) : "",
-                               labels.buf ? labels.buf : "");
+                        _cleanup_free_ char *safe_labels = nsbox_escape_controls(labels.buf ? labels.buf : "");
+                        _cleanup_free_ char *safe_pol = nsbox_escape_controls(pol ? base_name(pol) : "");
+                        _cleanup_free_ char *safe_id = nsbox_escape_controls(json_string_value(json_object_get(s, "id")) ?: "");
+                        _cleanup_free_ char *safe_state = nsbox_escape_controls(json_string_value(json_object_get(s, "state")) ?: "");
+                        printf("%-32s  %-8s  %-6s  %-14s  %s\n", safe_id ? safe_id : "", safe_state ? safe_state : "", agebuf,
+                               safe_pol ? safe_pol : "", safe_labels ? safe_labels : "");
                         sb_release(&labels);
                 }
         }

@@ -23,7 +23,8 @@ static bool is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "
 
 static int store_failed(const char *cmd, int r, nsbox_error *err)
 {
-        fprintf(stderr, "nsbox: %s: %s\n", cmd, err->msg ? err->msg : strerror(-r));
+        _cleanup_free_ char *safe = nsbox_escape_controls(err->msg ? err->msg : strerror(-r));
+        fprintf(stderr, "nsbox: %s: %s\n", cmd, safe ? safe : strerror(-r));
         nsbox_error_clear(err);
         return r == -ENOENT || r == -EBUSY || r == -EEXIST || r == -EINVAL ? EXIT_REFUSED : EXIT_NSBOX;
 }
@@ -80,9 +81,11 @@ static int snapshot_ls(int argc, char **argv)
                         struct tm tm;
                         strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
                         const char *src = json_string_value(json_object_get(s, "source"));
-                        printf("%-24s  %-6zu  %-8s  %-19s  %-6s  %s\n", json_string_value(json_object_get(s, "name")),
+                        _cleanup_free_ char *safe_name = nsbox_escape_controls(json_string_value(json_object_get(s, "name")) ?: "");
+                        _cleanup_free_ char *safe_src = nsbox_escape_controls(src ? src : "");
+                        printf("%-24s  %-6zu  %-8s  %-19s  %-6s  %s\n", safe_name ? safe_name : "",
                                json_array_size(json_object_get(s, "layers")), size, when,
-                               json_is_true(json_object_get(s, "in_use")) ? "yes" : "no", src ? src : "");
+                               json_is_true(json_object_get(s, "in_use")) ? "yes" : "no", safe_src ? safe_src : "");
                 }
         }
         json_decref(list);

@@ -332,3 +332,78 @@ int nsbox_slot_take(const char *dir, unsigned count, const char *what, unsigned 
         }
         return nsbox_err(err, EAGAIN, "%s: all %u are taken", what, count);
 }
+
+/* The length of the UTF-8 sequence at p (1 to 4) and its code point, or 0 when it is not one
+ * (overlong, a surrogate, past U+10FFFF, cut short). */
+static size_t utf8_char(const unsigned char *p, uint32_t *ret)
+{
+        size_t n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
+        if (p[0] < 0x80) {
+                *ret = p[0];
+                return 1;
+        }
+        if (n == 0 || p[0] > 0xf4)
+                return 0;
+        uint32_t c = p[0] & (0x7f >> n);
+        for (size_t i = 1; i < n; i++) {
+                if ((p[i] & 0xc0) != 0x80)
+                        return 0;
+                c = c << 6 | (p[i] & 0x3f);
+        }
+        static const uint32_t least[] = { 0, 0, 0x80, 0x800, 0x10000 };
+        if (c < least[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+                return 0;
+        *ret = c;
+        return n;
+}
+
+char *nsbox_escape_controls(const char *s)
+{
+        strbuf out;
+        sb_init(&out, 0);
+        int r = sb_append(&out, "", 0);
+        for (const unsigned char *p = (const unsigned char *)s; r == 0 && *p;) {
+                uint32_t c;
+                size_t n = utf8_char(p, &c);
+                if (n == 0) {
+                        r = sb_appendf(&out, "\\x%02x", *p++);
+                        continue;
+                }
+                if (c == '\\')
+                        r = sb_append(&out, "\\\\", 2);
+                else if (c == '\n' || c == '\t' || c == '\r')
+                        r = sb_appendf(&out, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+                else if (c < 0x20 || c == 0x7f)
+                        r = sb_appendf(&out, "\\x%02x", (unsigned)c);
+                else if (c >= 0x80 && c <= 0x9f)
+                        r = sb_appendf(&out, "\\u%04x", (unsigned)c);
+                else
+                        r = sb_append(&out, p, n);
+                p += n;
+        }
+        if (r < 0) {
+                sb_release(&out);
+                return NULL;
+        }
+        return out.buf;
+}
+
+char *nsbox_json_escape_c1(const char *json)
+{
+        strbuf out;
+        sb_init(&out, 0);
+        int r = sb_append(&out, "", 0);
+        for (const unsigned char *p = (const unsigned char *)json; r == 0 && *p; p++) {
+                if (*p == 0x7f)
+                        r = sb_append(&out, "\\u007f", 6);
+                else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+                        r = sb_appendf(&out, "\\u%04x", (unsigned)*++p);
+                else
+                        r = sb_append(&out, p, 1);
+        }
+        if (r < 0) {
+                sb_release(&out);
+                return NULL;
+        }
+        return out.buf;
+}

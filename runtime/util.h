@@ -45,6 +45,15 @@ int sb_appendf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2
 static inline void cleanup_sbp(strbuf *sb) { sb_release(sb); }
 #define _cleanup_sb_ _cleanup_(cleanup_sbp)
 
+/* s as a terminal may show it: C0 controls, DEL, C1 controls (U+0080-U+009F) and bytes that are
+ * not UTF-8 become \n, \t, \r, \xHH or \u00HH, and a backslash \\; printable text, other
+ * characters included, is kept.  Allocated; NULL when out of memory (strings from clients, nsboxd's
+ * messages). */
+char *nsbox_escape_controls(const char *s);
+/* JSON text with DEL and C1 controls inside its strings written as \u escapes: the same value,
+ * nothing a terminal acts on (jansson escapes C0 only).  Allocated; NULL when out of memory. */
+char *nsbox_json_escape_c1(const char *json);
+
 /* "64M", "1G", "4096", "512k": binary units.  Returns 0 or -EINVAL/-ERANGE. */
 int parse_size(const char *s, uint64_t *ret);
 /* "30", "1.5", "250ms", "2m", "1h": returns milliseconds. */

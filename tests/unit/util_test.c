@@ -296,6 +296,39 @@ START_TEST(test_hostname_invalid)
 }
 END_TEST
 
+/* ---- terminal escaping ---- */
+
+static void assert_escaped(const char *in, const char *want)
+{
+        char *got = nsbox_escape_controls(in);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_msg(!strcmp(got, want), "escaped '%s', expected '%s'", got, want);
+        free(got);
+}
+
+START_TEST(test_escape_controls_c0_del_c1_and_bad_utf8)
+{
+        assert_escaped("plain text, ünïcödé and 中文", "plain text, ünïcödé and 中文");
+        assert_escaped("\x1b]0;t\x07\x1b[2J", "\\x1b]0;t\\x07\\x1b[2J");
+        assert_escaped("a\nb\tc\rd\\e", "a\\nb\\tc\\rd\\\\e");
+        assert_escaped("\x7f", "\\x7f");
+        assert_escaped("\xc2\x9b" "31m\xc2\x85", "\\u009b31m\\u0085");
+        assert_escaped("\xc2\xa0", "\xc2\xa0"); /* U+00A0 is printable */
+        assert_escaped("\xff\xc0\xafx\xe2\x82", "\\xff\\xc0\\xafx\\xe2\\x82"); /* invalid, overlong, cut short */
+        assert_escaped("\xed\xa0\x80", "\\xed\\xa0\\x80"); /* a surrogate */
+        assert_escaped("", "");
+}
+END_TEST
+
+START_TEST(test_json_escape_c1_keeps_the_value)
+{
+        char *got = nsbox_json_escape_c1("{\"x\": \"a\x7f\xc2\x9b\xc2\xa0\xe4\xb8\xad\"}");
+        ck_assert_ptr_nonnull(got);
+        ck_assert_str_eq(got, "{\"x\": \"a\\u007f\\u009b\xc2\xa0\xe4\xb8\xad\"}");
+        free(got);
+}
+END_TEST
+
 Suite *util_suite(void)
 {
         Suite *s = suite_create("util");
@@ -334,5 +367,9 @@ Suite *util_suite(void)
         tc = unit_tcase(s, "hostname");
         unit_add(tc, test_hostname_valid);
         unit_add(tc, test_hostname_invalid);
+
+        tc = unit_tcase(s, "escape");
+        unit_add(tc, test_escape_controls_c0_del_c1_and_bad_utf8);
+        unit_add(tc, test_json_escape_c1_keeps_the_value);
         return s;
 }
