@@ -983,21 +983,29 @@ int nsbox_policy_load(const char *path, nsbox_policy **ret, nsbox_error *err)
 {
         _cleanup_free_ char *text = NULL;
         size_t len;
-        int r = read_file_at(AT_FDCWD, path, 0, NSBOX_MAX_POLICY_BYTES, &text, &len);
-        if (r == -EFBIG)
-                return nsbox_err(err, 0, "policy '%s': larger than %u bytes", path, NSBOX_MAX_POLICY_BYTES);
+        _cleanup_free_ char *shown = NULL;
+        if (asprintf(&shown, "policy '%s'", path) < 0)
+                return nsbox_err(err, ENOMEM, "policy");
+        /* a FIFO, a device or a directory is refused at once, never waited on */
+        int r = read_file_strict(AT_FDCWD, path, 0, NSBOX_MAX_POLICY_BYTES, shown, &text, &len, err);
         if (r < 0)
-                return nsbox_err(err, -r, "cannot read policy '%s'", path);
+                return r;
         return nsbox_policy_parse(text, len, path, ret, err);
 }
 
-static bool valid_policy_name(const char *n)
+static bool ends_with_json(const char *s)
+{
+        size_t n = strlen(s);
+        return n >= 5 && !strcmp(s + n - 5, ".json");
+}
+
+bool nsbox_policy_name_valid(const char *n)
 {
         size_t len = strlen(n);
-        if (len == 0 || len > 64)
+        if (len == 0 || len > 64 || !(isalnum((unsigned char)n[0]) || n[0] == '_') || ends_with_json(n))
                 return false;
         for (size_t i = 0; i < len; i++)
-                if (!(isalnum((unsigned char)n[i]) || n[i] == '-' || n[i] == '_' || (n[i] == '.' && i > 0)))
+                if (!(isalnum((unsigned char)n[i]) || n[i] == '-' || n[i] == '_' || n[i] == '.'))
                         return false;
         return true;
 }
@@ -1030,12 +1038,13 @@ static char *source_tree_policy_dir(void)
 
 int nsbox_policy_find(const char *name, char **ret_path, nsbox_error *err)
 {
-        if (strchr(name, '/') || (strlen(name) > 5 && !strcmp(name + strlen(name) - 5, ".json"))) {
+        if (strchr(name, '/') || ends_with_json(name)) {
                 *ret_path = strdup(name);
                 return *ret_path ? 0 : -ENOMEM;
         }
-        if (!valid_policy_name(name))
-                return nsbox_err(err, 0, "policy name '%s' is not valid (letters, digits, '-', '_', '.')", name);
+        if (!nsbox_policy_name_valid(name))
+                return nsbox_err(err, 0, "policy name '%s' is not valid (1 to 64 letters, digits, '.', '_', '-', not starting with '.' or '-')",
+                                 name);
         _cleanup_strv_ char **dirs = NULL;
         const char *env = getenv("NSBOX_POLICY_PATH");
         if (env && *env) {

@@ -110,7 +110,12 @@ typedef struct nsbox_policy {
         nsbox_sc_action sc_foreign_arch; /* SC_KILL or SC_ERRNO (ENOSYS) */
 } nsbox_policy;
 
-/* Find a policy by NAME (search path) or by FILE (contains '/' or ends in .json). */
+/* A policy name: 1 to 64 letters, digits, '.', '_' and '-', starting with a letter, a digit or
+ * '_', not ending in ".json".  Found only as NAME.json in the policy directories. */
+bool nsbox_policy_name_valid(const char *name);
+/* Find a policy by NAME (the policy directories) or by FILE (contains '/' or ends in .json, as
+ * the command line takes it; a client of nsboxd gives a name or an absolute path, which
+ * nsbox_create_params_argv checks first). */
 int nsbox_policy_find(const char *name_or_file, char **ret_path, nsbox_error *err);
 /* Parse and validate; on failure nothing is allocated and err says file, key and reason. */
 int nsbox_policy_load(const char *path, nsbox_policy **ret, nsbox_error *err);

@@ -2,6 +2,7 @@
 /* Policy files (nsbox-policy(5)): the shipped default, every refusal a user can meet with its
  * one-line message, the values a policy can set, and how a policy is found by name. */
 #include <check.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -515,6 +516,92 @@ START_TEST(test_seccomp_rule_args_are_kept)
 }
 END_TEST
 
+/* ---- policy names, and policies read strictly ---- */
+
+START_TEST(test_policy_names_follow_the_grammar)
+{
+        static const char *const good[] = { "default", "strict", "py3.11", "a_b-c", "_x", "A1", "x.jsonx" };
+        static const char *const bad[] = { "", ".hidden", "-x", "x.json", "rt-evil.json", "../x", "a/b", "..", "a b",
+                                           "x;y", "x\n", "\xc3\xa9" };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+                ck_assert_msg(nsbox_policy_name_valid(good[i]), "'%s' was refused", good[i]);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                ck_assert_msg(!nsbox_policy_name_valid(bad[i]), "'%s' was accepted", bad[i]);
+        char longest[66];
+        memset(longest, 'a', 65);
+        longest[65] = '\0';
+        ck_assert(!nsbox_policy_name_valid(longest));
+        longest[64] = '\0';
+        ck_assert(nsbox_policy_name_valid(longest));
+}
+END_TEST
+
+/* A scratch directory for the file tests: created, and removed with what is in it. */
+static char scratch[] = "/tmp/nsbox-unit-policy.XXXXXX";
+static void scratch_setup(void)
+{
+        strcpy(scratch, "/tmp/nsbox-unit-policy.XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+static void scratch_teardown(void)
+{
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
+/* nsbox_policy_load(path) fails at once, leaves its result alone, and says each needle in one line. */
+#define ASSERT_LOAD_REFUSED(path, ...)                                                   \
+        do {                                                                             \
+                nsbox_error _err = { 0 };                                                \
+                nsbox_policy *_p = SENTINEL;                                             \
+                int _r = nsbox_policy_load((path), &_p, &_err);                          \
+                if (_r == 0)                                                             \
+                        nsbox_policy_free(_p);                                           \
+                ck_assert_msg(_r < 0, "'%s' was loaded", (path));                       \
+                ck_assert_ptr_eq(_p, SENTINEL);                                          \
+                UNIT_ASSERT_ERROR(&_err, __VA_ARGS__);                                   \
+        } while (0)
+
+START_TEST(test_fifo_policy_is_refused_at_once)
+{
+        /* no writer ever opens it: a blocking open would hang here until check's timeout */
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/x.json", scratch);
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+        ASSERT_LOAD_REFUSED(path, "policy '", "x.json'", "a FIFO, not a regular file");
+}
+END_TEST
+
+START_TEST(test_directory_and_device_policies_are_refused)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/d.json", scratch);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+        ASSERT_LOAD_REFUSED(path, "d.json'", "a directory, not a regular file");
+        ASSERT_LOAD_REFUSED("/dev/zero", "policy '/dev/zero'", "a character device, not a regular file");
+        /* a symbolic link is followed (policy directories hold links), to the same refusal */
+        snprintf(path, sizeof(path), "%s/zero.json", scratch);
+        ck_assert_int_eq(symlink("/dev/zero", path), 0);
+        ASSERT_LOAD_REFUSED(path, "zero.json'", "a character device");
+}
+END_TEST
+
+START_TEST(test_oversized_policy_is_refused)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/big.json", scratch);
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(ftruncate(fileno(f), NSBOX_MAX_POLICY_BYTES + 1), 0);
+        fclose(f);
+        ASSERT_LOAD_REFUSED(path, "big.json'", "larger than 1048576 bytes");
+        /* at the limit it is read (and refused as JSON: NUL bytes) */
+        ck_assert_int_eq(truncate(path, NSBOX_MAX_POLICY_BYTES), 0);
+        ASSERT_LOAD_REFUSED(path, "big.json'", "line 1");
+}
+END_TEST
+
 /* ---- finding a policy ---- */
 
 START_TEST(test_find_path_with_slash_is_returned_as_is)
@@ -657,6 +744,13 @@ Suite *policy_suite(void)
         unit_add(tc, test_socket_families_restrict_socket);
         unit_add(tc, test_bind_mount_is_readonly_and_resolved);
         unit_add(tc, test_seccomp_rule_args_are_kept);
+
+        tc = unit_tcase(s, "policy_files");
+        tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
+        unit_add(tc, test_policy_names_follow_the_grammar);
+        unit_add(tc, test_fifo_policy_is_refused_at_once);
+        unit_add(tc, test_directory_and_device_policies_are_refused);
+        unit_add(tc, test_oversized_policy_is_refused);
 
         tc = unit_tcase(s, "policy_find");
         unit_add(tc, test_find_path_with_slash_is_returned_as_is);
