@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Escape tier, policies (issue 19, finding 2).  A client of nsboxd names a policy: only a
+# Escape tier, policies (issue 19, findings 2 and 13).  A client of nsboxd names a policy: only a
 # name of the policy directories or an absolute path, never a file relative to wherever nsboxd
 # runs, which may be a directory the client can write; policy files are read strictly, so a FIFO,
-# a directory, a device or a huge file is refused at once and the daemon keeps serving.  As root
-# the client is a tenant (another uid) of a root nsboxd; as a user, the user.
+# a directory, a device or a huge file is refused at once and the daemon keeps serving.  A short
+# policy inherits the default's seccomp filter; weakening it takes an explicit "inherit": false
+# or null.  As root the client is a tenant (another uid) of a root nsboxd; as a user, the user.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/escape.bash"
@@ -187,6 +188,50 @@ print("ok")' "$DSOCK" "$base" "$TEST_AS" 2>&1) || fail "client of nsboxd: $OUT"
         assert_status 2 timeout 60 "$NSBOXD" --check-config --config "$base/pol/fifo.json"
         assert_eq "nsboxd: $base/pol/fifo.json: a FIFO, not a regular file" "$OUT" "nsboxd --config FIFO"
         assert_eq "$DPID" "$(NSBOX_SOCKET=$DSOCK daemon_pid)" "nsboxd still answering"
+}
+
+# ---- finding 13: a policy inherits what it does not set from the default -----------------------
+
+# CMD's output in a sandbox of KIND with policy file $1 (as `nsbox run` and `nsbox create`
+# send it: an absolute path, which root and a user may give their own nsboxd).
+USERNS_CHECK='unshare -U true 2>&1 && echo UNSHARED; grep "^Seccomp:" /proc/self/status'
+
+check_short_policy() { # kind policy-file
+        local out
+        out=$(in_kind "$1" --policy "$2" -- sh -c "$USERNS_CHECK")
+        echo "    $KIND_NAME, policy $(cat "$2"): $out" >&2
+        assert_not_contains "$out" "UNSHARED" "unshare -U in the $KIND_NAME"
+        assert_contains "$out" "Operation not permitted" "unshare -U in the $KIND_NAME"
+        assert_contains "$out" "$(printf 'Seccomp:\t2')" "/proc/self/status in the $KIND_NAME"
+}
+
+test_short_policy_keeps_the_default_seccomp_filter() {
+        chmod 0755 "$TEST_TMP"
+        printf '{"limits": {"timeout": 300}}\n' > "$TEST_TMP/short.json"
+        printf '{"description": "stricter: a smaller disk", "limits": {"disk": "64M"}, "seccomp": {"foreign_arch": "errno"}}\n' \
+                > "$TEST_TMP/stricter.json"
+        chmod 0644 "$TEST_TMP/short.json" "$TEST_TMP/stricter.json"
+        for_each_kind check_short_policy "$TEST_TMP/short.json"
+        for_each_kind check_short_policy "$TEST_TMP/stricter.json"
+        # and the limits of the short policy are its own
+        assert_status 124 "$NSBOX" run --policy "$TEST_TMP/short.json" --timeout 0.5 -- sleep 30
+}
+
+check_weakened_policy() { # kind policy-file
+        local out
+        out=$(in_kind "$1" --policy "$2" -- sh -c "$USERNS_CHECK")
+        echo "    $KIND_NAME, policy $(cat "$2"): $out" >&2
+        assert_contains "$out" "UNSHARED" "unshare -U in the $KIND_NAME of an explicitly weakened policy"
+}
+
+test_explicit_weakening_drops_the_default_filter() {
+        # the control of the test above: the same unshare works once a policy says so
+        chmod 0755 "$TEST_TMP"
+        printf '{"inherit": false, "limits": {"timeout": 300}}\n' > "$TEST_TMP/alone.json"
+        printf '{"limits": {"timeout": 300}, "seccomp": {"rules": null}}\n' > "$TEST_TMP/norules.json"
+        chmod 0644 "$TEST_TMP/alone.json" "$TEST_TMP/norules.json"
+        for_each_kind check_weakened_policy "$TEST_TMP/alone.json"
+        for_each_kind check_weakened_policy "$TEST_TMP/norules.json"
 }
 
 run_tests

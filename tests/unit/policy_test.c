@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../../runtime/policy.h"
+#include "../../runtime/util.h"
 #include "unit.h"
 
 /* A failed call must not write its result: tests set the result to this first and check it. */
@@ -422,7 +423,7 @@ END_TEST
 START_TEST(test_empty_policy_gets_defaults)
 {
         nsbox_policy *p;
-        ASSERT_PARSES("{}", &p);
+        ASSERT_PARSES("{\"inherit\": false}", &p);
         ck_assert_str_eq(p->source, "test.json");
         ck_assert_uint_eq(p->uid, 1000);
         ck_assert_str_eq(p->workdir, "/workspace");
@@ -456,7 +457,7 @@ END_TEST
 START_TEST(test_env_object_sets_variables)
 {
         nsbox_policy *p;
-        ASSERT_PARSES("{\"env\": {\"FOO\": \"bar\", \"EMPTY\": \"\"}}", &p);
+        ASSERT_PARSES("{\"inherit\": false, \"env\": {\"FOO\": \"bar\", \"EMPTY\": \"\"}}", &p);
         ck_assert_ptr_nonnull(p->env);
         ck_assert_str_eq(p->env[0], "FOO=bar");
         ck_assert_str_eq(p->env[1], "EMPTY=");
@@ -513,6 +514,155 @@ START_TEST(test_seccomp_rule_args_are_kept)
         ck_assert_uint_eq(p->sc_rules[0].args[0].mask, 0x10000000);
         ck_assert_uint_eq(p->sc_rules[0].args[0].value, 0x10000000);
         nsbox_policy_free(p);
+}
+END_TEST
+
+/* ---- inheritance from the built-in default (nsbox-policy(5), INHERITANCE) ---- */
+
+/* The variable NAME=... of p's environment, or NULL. */
+static const char *env_of(const nsbox_policy *p, const char *name)
+{
+        size_t n = strlen(name);
+        for (char **e = p->env; e && *e; e++)
+                if (!strncmp(*e, name, n) && (*e)[n] == '=')
+                        return *e + n + 1;
+        return NULL;
+}
+
+START_TEST(test_builtin_default_is_the_shipped_default_json)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/policy/default.json", unit_src());
+        char *text = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(read_file_at(AT_FDCWD, path, 0, NSBOX_MAX_POLICY_BYTES, &text, &len), 0);
+        ck_assert_uint_eq(strlen(nsbox_default_policy_json), len);
+        ck_assert(memcmp(nsbox_default_policy_json, text, len) == 0);
+        free(text);
+}
+END_TEST
+
+START_TEST(test_empty_policy_is_the_default_policy)
+{
+        nsbox_policy *d = NULL, *p;
+        LOAD_DEFAULT(&d);
+        ASSERT_PARSES("{}", &p);
+        ck_assert_uint_eq(p->n_sc_rules, d->n_sc_rules);
+        ck_assert(p->sc_socket_restricted);
+        ck_assert_uint_eq(p->sc_socket_families, d->sc_socket_families);
+        ck_assert_uint_eq(p->limits.disk, 1ull << 30);
+        ck_assert_uint_eq(p->limits.nofile, 1024);
+        ck_assert_str_eq(env_of(p, "LANG"), "C.UTF-8");
+        ck_assert_str_eq(p->user_name, "user");
+        ck_assert_int_eq(p->net, NET_NONE);
+        nsbox_policy_free(p);
+        nsbox_policy_free(d);
+}
+END_TEST
+
+START_TEST(test_short_policy_keeps_the_default_seccomp_filter)
+{
+        nsbox_policy *d = NULL, *p;
+        LOAD_DEFAULT(&d);
+        ASSERT_PARSES("{\"limits\": {\"timeout\": 300}}", &p);
+        ck_assert_uint_eq(p->limits.timeout_ms, 300000);
+        ck_assert_uint_gt(d->n_sc_rules, 0);
+        ck_assert_uint_eq(p->n_sc_rules, d->n_sc_rules);
+        for (size_t i = 0; i < p->n_sc_rules; i++) {
+                ck_assert_uint_eq(p->sc_rules[i].n_syscalls, d->sc_rules[i].n_syscalls);
+                ck_assert(memcmp(p->sc_rules[i].syscalls, d->sc_rules[i].syscalls, p->sc_rules[i].n_syscalls * sizeof(int)) == 0);
+        }
+        ck_assert(p->sc_socket_restricted);
+        ck_assert_int_eq(p->sc_foreign_arch, SC_KILL);
+        /* and the rest of limits too */
+        ck_assert_uint_eq(p->limits.disk, 1ull << 30);
+        ck_assert_uint_eq(p->limits.nofile, 1024);
+        nsbox_policy_free(p);
+        nsbox_policy_free(d);
+}
+END_TEST
+
+START_TEST(test_objects_merge_key_by_key)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"user\": {\"name\": \"agent\", \"uid\": 2000}, \"limits\": {\"memory\": \"64M\"}, "
+                      "\"env\": {\"FOO\": \"bar\", \"LANG\": \"C\"}, \"seccomp\": {\"foreign_arch\": \"errno\"}}",
+                      &p);
+        ck_assert_str_eq(p->user_name, "agent");
+        ck_assert_uint_eq(p->uid, 2000);
+        ck_assert_uint_eq(p->gid, 1000); /* the default's */
+        ck_assert_str_eq(p->home, "/workspace");
+        ck_assert_uint_eq(p->limits.memory, 64ull << 20);
+        ck_assert_uint_eq(p->limits.nofile, 1024);
+        ck_assert_str_eq(env_of(p, "FOO"), "bar");
+        ck_assert_str_eq(env_of(p, "LANG"), "C");
+        ck_assert_str_eq(env_of(p, "TERM"), "xterm");
+        ck_assert_int_eq(p->sc_foreign_arch, SC_ERRNO);
+        ck_assert_uint_gt(p->n_sc_rules, 1);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_arrays_and_scalars_replace_whole)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"seccomp\": {\"rules\": [{\"syscalls\": [\"mount\"]}]}, \"hostname\": \"box\"}", &p);
+        ck_assert_uint_eq(p->n_sc_rules, 1); /* an explicit list: the policy's own, not appended */
+        ck_assert(p->sc_socket_restricted);  /* the rest of seccomp is still the default's */
+        ck_assert_str_eq(p->hostname, "box");
+        nsbox_policy_free(p);
+        ASSERT_PARSES("{\"seccomp\": {\"socket_families\": [\"AF_UNIX\"]}}", &p);
+        ck_assert_uint_eq(p->sc_socket_families, 1ull << 1);
+        ck_assert_uint_gt(p->n_sc_rules, 1);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_null_removes_an_inherited_key)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"seccomp\": null}", &p);
+        ck_assert_uint_eq(p->n_sc_rules, 0);
+        ck_assert(!p->sc_socket_restricted);
+        ck_assert_uint_eq(p->limits.nofile, 1024);
+        nsbox_policy_free(p);
+        ASSERT_PARSES("{\"limits\": {\"nofile\": null}, \"env\": {\"LANG\": null}, "
+                      "\"network\": {\"mode\": \"nat\", \"egress\": null}}",
+                      &p);
+        ck_assert_uint_eq(p->limits.nofile, 0);
+        ck_assert_uint_eq(p->limits.disk, 1ull << 30);
+        ck_assert_ptr_null(env_of(p, "LANG"));
+        ck_assert_str_eq(env_of(p, "TERM"), "xterm");
+        ck_assert(!p->egress_set);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_inherit_false_stands_alone)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"inherit\": false, \"limits\": {\"timeout\": 300}, \"hostname\": null}", &p);
+        ck_assert_uint_eq(p->limits.timeout_ms, 300000);
+        ck_assert_uint_eq(p->n_sc_rules, 0);
+        ck_assert(!p->sc_socket_restricted);
+        ck_assert_uint_eq(p->limits.nofile, 0);
+        ck_assert_ptr_null(p->env);
+        ck_assert_str_eq(p->hostname, "nsbox");
+        nsbox_policy_free(p);
+        ASSERT_PARSES("{\"inherit\": true}", &p);
+        ck_assert_uint_gt(p->n_sc_rules, 0);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_bad_inherit_is_refused)
+{
+        ASSERT_REFUSED("{\"inherit\": \"no\"}", "'inherit'", "true or false");
+        ASSERT_REFUSED("{\"inherit\": null}", "'inherit'", "true or false");
+        ASSERT_REFUSED("{\"inherits\": false}", "'inherits'", "unknown key");
+        ASSERT_REFUSED("{\"limits\": {\"inherit\": false}}", "'limits.inherit'", "unknown key");
+        /* a value the policy gives is checked after the merge, under its full key */
+        ASSERT_REFUSED("{\"seccomp\": {\"default_errno\": \"EACCES\"}}", "seccomp.default_errno", "default_action 'errno'");
 }
 END_TEST
 
@@ -744,6 +894,16 @@ Suite *policy_suite(void)
         unit_add(tc, test_socket_families_restrict_socket);
         unit_add(tc, test_bind_mount_is_readonly_and_resolved);
         unit_add(tc, test_seccomp_rule_args_are_kept);
+
+        tc = unit_tcase(s, "policy_inherit");
+        unit_add(tc, test_builtin_default_is_the_shipped_default_json);
+        unit_add(tc, test_empty_policy_is_the_default_policy);
+        unit_add(tc, test_short_policy_keeps_the_default_seccomp_filter);
+        unit_add(tc, test_objects_merge_key_by_key);
+        unit_add(tc, test_arrays_and_scalars_replace_whole);
+        unit_add(tc, test_null_removes_an_inherited_key);
+        unit_add(tc, test_inherit_false_stands_alone);
+        unit_add(tc, test_bad_inherit_is_refused);
 
         tc = unit_tcase(s, "policy_files");
         tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
