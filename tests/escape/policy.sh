@@ -60,7 +60,7 @@ as_client() {
 # environment additions given), serving the tenant as root; its socket, config and log in a
 # directory of its own.  Sets DSOCK, DDIR and DPID; stopped when the test ends.
 start_nsboxd() {
-        local cwd=$1 uid i
+        local cwd=$1 uid
         shift
         DDIR=$(mktemp -d /tmp/nsbox-pol.XXXXXX) || fail "mktemp"
         chmod 0711 "$DDIR"
@@ -76,7 +76,7 @@ start_nsboxd() {
                 >> "$DDIR/log" 2>&1 < /dev/null) &
         DPID=$!
         at_exit "kill -TERM $DPID 2>/dev/null; wait_pids_gone 10 $DPID >/dev/null || kill -KILL $DPID 2>/dev/null"
-        for i in $(seq 300); do
+        for _ in $(seq 300); do
                 [ "$(NSBOX_SOCKET=$DSOCK daemon_pid)" = "$DPID" ] && return 0
                 pid_alive "$DPID" || fail "nsboxd exited at start: $(tail -n 5 "$DDIR/log")"
                 sleep 0.1
@@ -98,6 +98,7 @@ test_client_policy_name_cannot_load_a_file_from_nsboxd_cwd() {
         echo "TOPSECRET-$$" > "$secret"
         chmod 0600 "$secret"
         # the client plants a policy binding the secret, and a FIFO nobody writes to
+        # shellcheck disable=SC2016 # expanded by that shell
         as_client sh -c 'printf "{\"mounts\": [{\"source\": \"%s\", \"target\": \"/loot\"}], \"seccomp\": {\"rules\": []}}\n" "$2" > "$1/rt-evil.json" &&
                 mkfifo "$1/x.json" && mkdir "$1/sub" && cp "$1/rt-evil.json" "$1/sub/p.json"' sh "$w" "$secret" ||
                 fail "the client could not write into $w"
@@ -130,6 +131,7 @@ print("ok")' "$DSOCK" 2>&1) || fail "client of nsboxd: $OUT"
         assert_eq "$before" "$after" "the client's directory after the refused creates"
         if [ "$TEST_AS" = root ]; then
                 # the command line sends a policy file as an absolute path: refused to a tenant
+                # shellcheck disable=SC2016 # expanded by that shell
                 OUT=$(as_client sh -c 'cd "$1" && NSBOX_SOCKET="$2" "$3" create --policy rt-evil.json' sh "$w" "$DSOCK" "$NSBOX" 2>&1) &&
                         fail "a tenant's nsbox create --policy rt-evil.json succeeded: $OUT"
                 assert_one_line_error "$OUT"
@@ -196,6 +198,7 @@ print("ok")' "$DSOCK" "$base" "$TEST_AS" 2>&1) || fail "client of nsboxd: $OUT"
 # send it: an absolute path, which root and a user may give their own nsboxd).
 USERNS_CHECK='unshare -U true 2>&1 && echo UNSHARED; grep "^Seccomp:" /proc/self/status'
 
+# shellcheck disable=SC2031 # KIND_NAME is set by for_each_kind for the check it runs
 check_short_policy() { # kind policy-file
         local out
         out=$(in_kind "$1" --policy "$2" -- sh -c "$USERNS_CHECK")
@@ -217,6 +220,7 @@ test_short_policy_keeps_the_default_seccomp_filter() {
         assert_status 124 "$NSBOX" run --policy "$TEST_TMP/short.json" --timeout 0.5 -- sleep 30
 }
 
+# shellcheck disable=SC2031
 check_weakened_policy() { # kind policy-file
         local out
         out=$(in_kind "$1" --policy "$2" -- sh -c "$USERNS_CHECK")
