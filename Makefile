@@ -92,6 +92,10 @@ $(B)/%.o: %.c $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# The default policy is built into the programs (.incbin in runtime/policy_default.c), which the
+# compiler's dependency files do not see.
+$(B)/runtime/policy_default.o $(B)/pic/runtime/policy_default.o: policy/default.json
+
 $(B)/libnsbox.a: $(LIB_OBJS)
 	$(AR) rcs $@ $^
 

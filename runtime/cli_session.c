@@ -118,7 +118,9 @@ int nsbox_cli_create_params(const char *cmd, const nsbox_run_options *o, json_t 
         json_t *p = json_object();
         char *abs = NULL;
         if (o->policy && strcmp(o->policy, "default")) {
-                bool file = strchr(o->policy, '/') || strstr(o->policy, ".json");
+                /* as nsbox_policy_find takes it: nsboxd looks a name up in its own directories */
+                size_t n = strlen(o->policy);
+                bool file = strchr(o->policy, '/') || (n >= 5 && !strcmp(o->policy + n - 5, ".json"));
                 if (file && !(abs = absolute(o->policy))) {
                         json_decref(p);
                         fprintf(stderr, "nsbox: %s: --policy '%s': %s\n", cmd, o->policy, strerror(errno));

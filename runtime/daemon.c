@@ -1101,8 +1101,8 @@ static int check_client_paths(const client *c, json_t *shape, strbuf *why)
                 const char *s = json_string_value(v);
                 if (i == 5 && s && !strcmp(s, "host"))
                         continue;
-                if (i == 6 && s && !strchr(s, '/'))
-                        continue; /* a named policy, from the policy directories */
+                if (i == 6 && s && s[0] != '/')
+                        continue; /* not a path: a policy name, held to its grammar by nsbox_create_params_argv */
                 sb_appendf(why, "'%s' names host paths or state of root, which a client of uid %u may not ask of a root nsboxd (use a template, or a per-user nsboxd)",
                            keys[i], (unsigned)c->uid);
                 return -EPERM;

@@ -267,11 +267,17 @@ int nsbox_dconfig_load(const char *path, bool required, nsbox_dconfig *ret, nsbo
         nsbox_dconfig_defaults(ret);
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        int r = read_file_at(AT_FDCWD, path, 0, CONFIG_MAX_BYTES, &text, &len);
-        if (r == -ENOENT && !required)
+        nsbox_error e = { 0 };
+        int r = read_file_strict(AT_FDCWD, path, 0, CONFIG_MAX_BYTES, path, &text, &len, &e);
+        if (r == -ENOENT && !required) {
+                nsbox_error_clear(&e);
                 return 0;
-        if (r < 0)
-                return nsbox_err(err, -r, "%s", path);
+        }
+        if (r < 0) {
+                nsbox_err_as(err, -r, "%s", e.msg ? e.msg : path);
+                nsbox_error_clear(&e);
+                return r;
+        }
         json_error_t je;
         json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
         if (!root)

@@ -467,9 +467,12 @@ int nsbox_create_params_argv(json_t *params, strbuf *why, char ***ret)
                         PUSH(s);
                 }
         }
+        /* A name is looked up only in the policy directories; anything else must be an absolute
+         * path: a relative one ("x.json", "../x") would be relative to the daemon's directory. */
         const char *pol = json_string_value(json_object_get(params, "policy"));
-        if (pol && strchr(pol, '/') && pol[0] != '/') {
-                sb_appendf(why, "policy '%s': a policy file must be given as an absolute path", pol);
+        if (pol && pol[0] != '/' && !nsbox_policy_name_valid(pol)) {
+                sb_appendf(why, "policy '%.300s': neither a policy name (1 to 64 letters, digits, '.', '_', '-', without .json) nor the absolute path of a policy file",
+                           pol);
                 return -EINVAL;
         }
         const char *record = json_string_value(json_object_get(params, "record"));

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../runtime/dconfig.h"
@@ -159,6 +160,26 @@ START_TEST(test_dconfig_load_missing_file_is_an_error_only_when_named)
 }
 END_TEST
 
+START_TEST(test_dconfig_fifo_directory_and_device_are_refused_at_once)
+{
+        nsbox_dconfig c;
+        nsbox_error err = { 0 };
+        char dir[] = "/tmp/nsbox-dconfig-XXXXXX", path[64];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/fifo.json", dir);
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+        /* a FIFO nobody writes: a blocking open would hang here until check's timeout */
+        ck_assert_int_lt(nsbox_dconfig_load(path, false, &c, &err), 0);
+        UNIT_ASSERT_ERROR(&err, path, "a FIFO, not a regular file");
+        unlink(path);
+        ck_assert_int_lt(nsbox_dconfig_load(dir, true, &c, &err), 0);
+        UNIT_ASSERT_ERROR(&err, dir, "a directory, not a regular file");
+        rmdir(dir);
+        ck_assert_int_lt(nsbox_dconfig_load("/dev/zero", true, &c, &err), 0);
+        UNIT_ASSERT_ERROR(&err, "/dev/zero: a character device, not a regular file");
+}
+END_TEST
+
 Suite *dconfig_suite(void)
 {
         Suite *s = suite_create("dconfig");
@@ -167,5 +188,6 @@ Suite *dconfig_suite(void)
         unit_add(tc, test_dconfig_empty_object_gives_the_defaults);
         unit_add(tc, test_dconfig_bad_values_are_one_line_errors_naming_the_key);
         unit_add(tc, test_dconfig_load_missing_file_is_an_error_only_when_named);
+        unit_add(tc, test_dconfig_fifo_directory_and_device_are_refused_at_once);
         return s;
 }

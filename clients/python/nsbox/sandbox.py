@@ -6,6 +6,7 @@ of nsbox-protocol(7), named in each docstring.
 
 import base64
 import codecs
+import os
 import datetime
 import posixpath
 import secrets
@@ -481,6 +482,10 @@ class Sandbox:
         else:
             params: Dict[str, Any] = dict(create_params)
             if policy is not None:
+                # a file (a "/" or ".json" in it, as nsbox(1) takes it) goes to nsboxd absolute:
+                # it refuses a relative one, which would be relative to its own directory
+                if "/" in policy or policy.endswith(".json"):
+                    policy = os.path.realpath(policy)
                 params["policy"] = policy
             if template is not None:
                 params["template"] = template
