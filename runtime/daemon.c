@@ -38,6 +38,7 @@
 #include "keeper.h"
 #include "options.h"
 #include "paths.h"
+#include "peer.h"
 #include "proto.h"
 #include "repo.h"
 #include "sandbox.h"
@@ -2337,6 +2338,18 @@ static void accept_clients(daemon_state *d)
                 if (d->n_clients >= MAX_CLIENTS || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
                     !(c = calloc(1, sizeof(*c)))) {
                         close(fd);
+                        continue;
+                }
+                /* a sandbox reaches the socket through a bind that shows its directory, as a uid
+                 * that maps to its owner's: only processes of our own namespaces are clients */
+                char why[160];
+                if (nsbox_peer_check(fd, why, sizeof(why)) < 0) {
+                        dlog(LOG_WARNING, "client.refused", NULL, "refused a client of uid %u pid %d: %s", (unsigned)cred.uid, (int)cred.pid, why);
+                        static const char line[] = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32000,\"message\":\""
+                                NSBOX_PEER_REFUSED_MSG "\",\"data\":{\"code\":\"permission_denied\"}}}\n";
+                        (void)!send(fd, line, sizeof(line) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                        close(fd);
+                        free(c);
                         continue;
                 }
                 /* the socket is 0600 (0666 with clients configured), the directory or a bind could be

@@ -147,6 +147,7 @@ class Connection:
         self._events: Dict[int, List[dict]] = {}
         self._reading = False
         self._closed: Optional[str] = None
+        self._refused: Optional[SandboxException] = None  # nsboxd refused the connection (id null)
 
     @staticmethod
     def _connect(path: str) -> socket.socket:
@@ -188,8 +189,27 @@ class Connection:
         except OSError as e:
             with self._cond:
                 self._handlers.pop(rid, None)
+            # nsboxd may have said why before it closed: a refusal of the connection
+            try:
+                refused = self._refusal(json.loads(self._rfile.readline() or b"null"))
+            except (OSError, ValueError):
+                refused = None
+            if refused is not None:
+                raise refused from None
             raise UnavailableException(f"send to nsboxd at '{self.path}': {e.strerror}") from None
         return rid
+
+    @staticmethod
+    def _refusal(msg: Any) -> Optional[SandboxException]:
+        """An error about the connection (id null), not a request: nsboxd refused it."""
+        if not isinstance(msg, dict) or "id" not in msg or msg["id"] is not None:
+            return None
+        if not isinstance(msg.get("error"), dict):
+            return None
+        err = msg["error"]
+        data = err.get("data") if isinstance(err.get("data"), dict) else {}
+        return from_code(str(data.get("code") or "internal"), str(err.get("message") or "nsboxd refused the connection"),
+                         err.get("code"))
 
     def wait(self, rid: int) -> Any:
         """The result of request rid, or its error raised as the exception of its stable code."""
@@ -234,6 +254,8 @@ class Connection:
                         return self._replies.pop(rid)
                     if self._closed:
                         self._handlers.pop(rid, None)
+                        if self._refused is not None:
+                            raise self._refused
                         raise UnavailableException(f"nsboxd at '{self.path}': {self._closed}")
                     self._reading = True
             if events:
@@ -261,6 +283,10 @@ class Connection:
                     continue
                 if not isinstance(msg, dict):
                     continue  # a client skips lines it does not expect
+                refused = self._refusal(msg)
+                if refused is not None:
+                    self._refused, self._closed = refused, refused.message
+                    continue
                 if "id" in msg:
                     if msg["id"] in self._handlers:
                         self._replies[msg["id"]] = msg

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Escape tier, the sandbox as a client of nsboxd: a unix socket is reachable through any bind
+# that shows its directory, read-only included (connect() writes nothing), and a sandbox's uid
+# maps to its owner's.  nsboxd and its keeper refuse peers that run inside a sandbox (another
+# user or pid namespace than theirs), say so to the peer and in their log, and go on serving the
+# host.
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/escape.bash"
+
+NSBOXD=${NSBOXD:-$(dirname "$NSBOX")/nsboxd}
+REFUSAL="nsboxd refused the connection: clients inside a sandbox are not served"
+
+# The number of sandboxes nsboxd on $NSBOX_SOCKET lists.
+count_sandboxes() {
+        "$NSBOX" ls --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'
+}
+
+# Root's nsboxd has a 0600 socket, which a sandbox's uid (an unprivileged host uid) may not open
+# at all; with "clients" configured it is 0666.  Open it so, for this test: the check that
+# matters is then the one of the sandbox's namespaces, not of its uid.
+open_socket_as_root_does_for_clients() {
+        if [ "$TEST_AS" = root ]; then
+                chmod 0666 "$NSBOX_SOCKET" || fail "chmod $NSBOX_SOCKET"
+                at_exit "chmod 0600 '$NSBOX_SOCKET'"
+        fi
+}
+
+# The attack of issue 19: from a sandbox that sees nsboxd's socket through a read-only bind of
+# its directory, ask for a new sandbox with the host "home" bound read-write.
+test_sandbox_is_refused_as_a_client_of_nsboxd() {
+        local log=$NSBOX_SOCKET.log req before refused_before n
+        "$NSBOX" ls >/dev/null || fail "the file's nsboxd does not answer"
+        scratch_dir
+        mkdir "$SCRATCH/home" && echo untouched >"$SCRATCH/home/marker" && chmod 0777 "$SCRATCH/home"
+        open_socket_as_root_does_for_clients
+        control_host daemon_client "$NSBOX_SOCKET"
+        before=$(count_sandboxes)
+        refused_before=$(grep -c 'event=client.refused' "$log")
+        req='{"jsonrpc":"2.0","id":1,"method":"create","params":{"bind":["'$SCRATCH/home':/h:rw"]}}'
+        PROBE_OPTS=(--bind "$ESCAPE_DIR:/rt")
+        assert_held daemon_client /rt/d.sock "$req"
+        assert_probe_says "connect '/rt/d.sock': connected"
+        assert_probe_says "$REFUSAL"
+        # nothing was made, the host home is as it was, and nsboxd still serves the host
+        assert_eq "$before" "$(count_sandboxes)" "sandboxes after the requests from inside"
+        assert_eq "marker" "$(ls -A "$SCRATCH/home")" "the host home's entries"
+        assert_eq untouched "$(cat "$SCRATCH/home/marker")" "the host home's marker"
+        assert_status 0 "$NSBOX" ls
+        # each refusal is in nsboxd's log with its reason
+        n=$(tail -n "+$((refused_before + 1))" "$log" | grep 'event=client.refused' | grep -c 'namespace (inside a sandbox)')
+        [ "$n" -ge 2 ] || fail "expected 2 'client.refused ... inside a sandbox' lines in nsboxd's log, got $n: $(grep client.refused "$log" | tail -n 3)"
+}
+
+# What a client inside sees: the nsbox command and the Python client each say it in one line.
+test_refused_clients_get_one_clear_error() {
+        local bindir
+        bindir=$(dirname "$NSBOX")
+        "$NSBOX" ls >/dev/null || fail "the file's nsboxd does not answer"
+        open_socket_as_root_does_for_clients
+        # shellcheck disable=SC2317
+        refused_cli() { # kind
+                local out st
+                out=$(in_kind "$1" --bind "$ESCAPE_DIR:/rt" --bind "$bindir:/nsboxbin" -- env NSBOX_SOCKET=/rt/d.sock /nsboxbin/nsbox ls)
+                st=$?
+                assert_eq 125 "$st" "exit status of nsbox ls inside the $KIND_NAME (output: $out)"
+                assert_one_line_error "$out"
+                assert_eq "nsbox: ls: $REFUSAL" "$out" "nsbox ls inside the $KIND_NAME"
+        }
+        for_each_kind refused_cli
+        local out
+        out=$("$NSBOX" run --bind "$ESCAPE_DIR:/rt" --bind "$NSBOX_SRC/clients/python:/py" -- env NSBOX_SOCKET=/rt/d.sock PYTHONPATH=/py \
+                python3 -c 'import nsbox._rpc as r
+try:
+    r.Connection(autostart=False).call("list")
+except Exception as e:
+    print(type(e).__name__ + ": " + str(e))' 2>&1)
+        assert_eq "PermissionDeniedException: $REFUSAL" "$out" "the Python client inside a sandbox"
+}
+
+# The keeper (nsboxd with on_stop "keep", stopped: it holds the sandboxes for the next nsboxd)
+# hands nothing to a sandbox that sees its socket, and still hands everything to the next nsboxd.
+test_keeper_refuses_a_sandbox_peer() {
+        local d dpid id run st out
+        scratch_dir
+        d=$SCRATCH/k
+        mkdir -m 0755 "$d"
+        printf '{"on_stop": "keep", "keep_timeout": 60}\n' >"$d/conf.json"
+        export NSBOX_SOCKET=$d/d.sock
+        start_keeping_nsboxd() { # log
+                "$NSBOXD" --config "$d/conf.json" --socket "$d/d.sock" >>"$1" 2>&1 </dev/null &
+                dpid=$!
+                at_exit "kill $dpid 2>/dev/null"
+                for _ in $(seq 100); do [ "$(daemon_pid)" = "$dpid" ] && return 0; sleep 0.1; done
+                fail "nsboxd did not start: $(tail -n 3 "$1")"
+        }
+        start_keeping_nsboxd "$d/log"
+        id=$("$NSBOX" create 2>&1) || fail "nsbox create: $id"
+        at_exit "NSBOX_SOCKET='$d/d.sock' '$NSBOX' rm -f $id >/dev/null 2>&1"
+        # the attacker sees the state directory, and waits for the keeper's socket
+        "$NSBOX" run --bind "$d:/rt" --bind "$NSBOX_BUILD/tests:/probe" -- \
+                sh -c 'while [ ! -e /rt/go ]; do sleep 0.1; done; exec /probe/probe keeper_client /rt/d.sock.state/keeper' \
+                >"$d/probe.out" 2>&1 </dev/null &
+        run=$!
+        at_exit "kill $run 2>/dev/null"
+        kill -TERM "$dpid"
+        for _ in $(seq 100); do [ -S "$d/d.sock.state/keeper" ] && break; sleep 0.1; done
+        [ -S "$d/d.sock.state/keeper" ] || fail "no keeper socket after SIGTERM: $(tail -n 3 "$d/log")"
+        if [ "$TEST_AS" = root ]; then
+                # as open as a tenant's: the sandbox's uid reaches the socket
+                chmod 0711 "$d/d.sock.state" && chmod 0666 "$d/d.sock.state/keeper" || fail "chmod the keeper's socket"
+        fi
+        touch "$d/go"
+        wait "$run"
+        st=$?
+        [ "$TEST_AS" != root ] || chmod 0700 "$d/d.sock.state" # as nsboxd wants it
+        out=$(cat "$d/probe.out")
+        printf '    probe in a nsbox run sandbox: %s [exit %s]\n' "$out" "$st" >&2
+        assert_eq 0 "$st" "the keeper_client probe's status (output: $out)"
+        assert_contains "$out" "connect '/rt/d.sock.state/keeper': connected"
+        assert_contains "$out" "the keeper sent nothing"
+        grep 'event=client.refused' "$d/log" | grep 'keeper: refused' | grep -q 'namespace (inside a sandbox)' ||
+                fail "no 'keeper: refused ... inside a sandbox' in the log: $(tail -n 5 "$d/log")"
+        # the next nsboxd still gets the sandbox
+        start_keeping_nsboxd "$d/log2"
+        assert_status 0 "$NSBOX" ls
+        assert_contains "$OUT" "$id" "nsbox ls after the hand-over (log: $(tail -n 4 "$d/log" "$d/log2"))"
+}
+
+run_tests
