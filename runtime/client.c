@@ -119,6 +119,11 @@ int nsbox_client_connect(bool autostart, nsbox_client *ret, nsbox_error *err)
         int r = nsbox_paths_get(autostart, &paths, err);
         if (r < 0)
                 return r;
+        static bool warned; /* once per process, not per connection */
+        if (paths.warning && !warned) {
+                fprintf(stderr, "nsbox: warning: %s\n", paths.warning);
+                warned = true;
+        }
         int fd = connect_to(paths.socket);
         if (fd < 0 && autostart && (fd == -ENOENT || fd == -ECONNREFUSED)) {
                 if ((r = start_daemon(&paths, err)) < 0) {

@@ -2991,6 +2991,8 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
         r = nsbox_paths_get(true, &paths, err);
         if (r < 0)
                 return r;
+        if (paths.warning)
+                dlog(LOG_WARNING, "daemon.runtime_dir", NULL, "%s", paths.warning);
         const char *sock = activated_fd >= 0 ? activated.sun_path : cfg->socket_path ? cfg->socket_path : paths.socket;
         _cleanup_free_ char *lock = NULL;
         if (asprintf(&lock, "%s.lock", sock) < 0) {

@@ -3,7 +3,8 @@
 # that shows its directory, read-only included (connect() writes nothing), and a sandbox's uid
 # maps to its owner's.  nsboxd and its keeper refuse peers that run inside a sandbox (another
 # user or pid namespace than theirs), say so to the peer and in their log, and go on serving the
-# host.
+# host; and a runtime directory that another user took first in /tmp does not leave its owner
+# without nsboxd.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/escape.bash"
@@ -125,6 +126,60 @@ test_keeper_refuses_a_sandbox_peer() {
         start_keeping_nsboxd "$d/log2"
         assert_status 0 "$NSBOX" ls
         assert_contains "$OUT" "$id" "nsbox ls after the hand-over (log: $(tail -n 4 "$d/log" "$d/log2"))"
+}
+
+# Another user made /tmp/nsbox-UID first (root plants it for the test user, in a mount namespace
+# of the test's own with an empty /tmp; as the user, a symbolic link stands in for it in a user
+# namespace of its own): nsbox falls back to ~/.cache/nsbox-run, says so once, and works.
+test_runtime_directory_taken_by_another_user_falls_back_to_home() {
+        local user uid home fb out st pid
+        if [ "$TEST_AS" = root ]; then
+                user=${NSBOX_TEST_USER:-nsboxtest}
+                id "$user" >/dev/null 2>&1 || fail "no user '$user' to run as"
+        else
+                user=$(id -un)
+        fi
+        uid=$(id -u "$user")
+        home=$(getent passwd "$user" | cut -d: -f6)
+        fb=$home/.cache/nsbox-run
+        rm -f "$fb/nsboxd.log" # a previous run's lines are not this one's
+        # As the user, with no XDG_RUNTIME_DIR: nsbox ls (which starts nsboxd), then the pid of the
+        # nsboxd that answers, asked from the same namespaces (it refuses clients of others: the
+        # user variant's nsboxd runs in a user namespace of the test's).
+        local client='import json, os, socket, subprocess, sys
+env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "NSBOX_SOCKET")}
+r = subprocess.run([sys.argv[1], "ls"], env=env, stdout=sys.stdout, stderr=subprocess.STDOUT)
+if r.returncode:
+    sys.exit(r.returncode)
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[2])
+s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+print("PID=%d" % json.loads(s.makefile().readline())["result"]["pid"], flush=True)'
+        # shellcheck disable=SC2016
+        local inner='mount -t tmpfs tmpfs /tmp || exit 90
+[ ! -d /run/user ] || mount -t tmpfs tmpfs /run/user || exit 91
+if [ "$1" = root ]; then
+        mkdir -m 0700 "/tmp/nsbox-$2" && chown 4242:4242 "/tmp/nsbox-$2" || exit 92
+        exec setpriv --reuid="$2" --regid="$2" --init-groups --reset-env python3 -c "$3" "$4" "$5"
+fi
+ln -s /nonexistent "/tmp/nsbox-$2" || exit 92
+exec python3 -c "$3" "$4" "$5"'
+        if [ "$TEST_AS" = root ]; then
+                out=$(unshare --mount sh -c "$inner" sh root "$uid" "$client" "$NSBOX" "$fb/nsboxd.sock" 2>&1)
+        else
+                out=$(unshare --user --map-current-user --mount --keep-caps sh -c "$inner" sh user "$uid" "$client" "$NSBOX" "$fb/nsboxd.sock" 2>&1)
+        fi
+        st=$?
+        pid=$(printf '%s\n' "$out" | sed -n 's/^PID=//p')
+        at_exit "[ -z '$pid' ] || kill $pid 2>/dev/null"
+        assert_eq 0 "$st" "exit status of nsbox ls (output: $out)"
+        assert_contains "$out" "nsbox: warning: runtime directory '/tmp/nsbox-$uid' is not ours (another user made it first): using '$fb' instead"
+        assert_eq 1 "$(printf '%s\n' "$out" | grep -c warning)" "warnings printed"
+        assert_contains "$out" "ID " "nsbox ls's output"
+        [ -n "$pid" ] || fail "no nsboxd answers on $fb/nsboxd.sock"
+        grep 'event=daemon.runtime_dir' "$fb/nsboxd.log" | grep -q "using '$fb' instead" ||
+                fail "no daemon.runtime_dir warning in $fb/nsboxd.log: $(tail -n 3 "$fb/nsboxd.log")"
+        assert_eq 700 "$(stat -c %a "$fb")" "mode of $fb"
 }
 
 run_tests

@@ -8,10 +8,12 @@ the socket for everyone, so a long call (a command, a process_wait) does not hol
 import errno
 import json
 import os
+import pwd
 import shutil
 import socket
 import stat
 import subprocess
+import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -28,6 +30,36 @@ def _usable_base(base: Optional[str]) -> bool:
     return st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
 
 
+_warned = False
+
+
+def _squatted(path: str) -> bool:
+    """PATH exists and is not a directory of ours: another user made it first (or a symlink)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid()
+
+
+def _fallback_dir(uid: int, taken: str) -> str:
+    """~/.cache/nsbox-run, the home from the password database, as runtime/paths.c; said once."""
+    global _warned
+    try:
+        home = pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        home = ""
+    if not home.startswith("/"):
+        raise UnavailableException(
+            f"runtime directory '{taken}' belongs to another user, and uid {uid} has no home directory to use instead")
+    d = f"{home.rstrip('/')}/.cache/nsbox-run"
+    if not _warned:
+        sys.stderr.write(f"nsbox: warning: runtime directory '{taken}' is not ours (another user made it first): "
+                         f"using '{d}' instead\n")
+        _warned = True
+    return d
+
+
 def runtime_paths() -> Tuple[str, str, str]:
     """(runtime directory, socket, log) of the calling user, as runtime/paths.c finds them."""
     uid = os.geteuid()
@@ -40,6 +72,8 @@ def runtime_paths() -> Tuple[str, str, str]:
         d = f"/run/user/{uid}/nsbox"
     else:
         d = f"/tmp/nsbox-{uid}"
+        if _squatted(d):
+            d = _fallback_dir(uid, d)
     sock = os.environ.get("NSBOX_SOCKET") or ""
     if sock and not sock.startswith("/"):
         raise InvalidArgumentException(f"NSBOX_SOCKET '{sock}': expected an absolute path", "invalid_argument")
@@ -56,6 +90,14 @@ def runtime_paths() -> Tuple[str, str, str]:
 def _check_private_dir(d: str, create: bool) -> None:
     # a directory another user controls could hold a planted socket or log symlink
     if create:
+        if d.endswith("/.cache/nsbox-run"):
+            # the fallback's parent: made 0700 when missing, as runtime/paths.c
+            try:
+                os.mkdir(os.path.dirname(d), 0o700)
+            except FileExistsError:
+                pass
+            except OSError as e:
+                raise UnavailableException(f"create '{os.path.dirname(d)}': {e.strerror}") from None
         try:
             os.mkdir(d, 0o700)
         except FileExistsError:
