@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,5 +146,59 @@ int nsbox_paths_get(bool create, nsbox_paths *ret, nsbox_error *err)
                 return -ENAMETOOLONG;
         }
         *ret = p;
+        return 0;
+}
+
+/* Push the real path of the directory candidate (freed here) onto *v, once; gone ones skipped. */
+static int push_dir(char ***v, char *candidate)
+{
+        _cleanup_free_ char *c = candidate;
+        if (!c)
+                return -ENOMEM;
+        char *real = realpath(c, NULL);
+        struct stat st;
+        if (!real || stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                free(real);
+                return 0;
+        }
+        for (char **e = *v; e && *e; e++)
+                if (!strcmp(*e, real)) {
+                        free(real);
+                        return 0;
+                }
+        return strv_push(v, real);
+}
+
+static char *printed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *printed(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        char *s = NULL;
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        return s;
+}
+
+int nsbox_paths_runtime_dirs(char ***ret)
+{
+        _cleanup_strv_ char **v = NULL;
+        uid_t uid = geteuid();
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        char *fallback = NULL;
+        int r;
+        if ((r = push_dir(&v, strdup("/run/nsbox"))) < 0)
+                return r;
+        if (uid != 0) {
+                if (xdg && xdg[0] == '/' && (r = push_dir(&v, printed("%s/nsbox", xdg))) < 0)
+                        return r;
+                if ((r = push_dir(&v, printed("/run/user/%u/nsbox", (unsigned)uid))) < 0 ||
+                    (r = push_dir(&v, printed("/tmp/nsbox-%u", (unsigned)uid))) < 0)
+                        return r;
+                if (nsbox_paths_fallback(uid, &fallback) == 0 && (r = push_dir(&v, fallback)) < 0)
+                        return r;
+        }
+        *ret = steal_pointer(&v);
         return 0;
 }

@@ -23,3 +23,7 @@ int nsbox_paths_get(bool create, nsbox_paths *ret, nsbox_error *err);
 void nsbox_paths_release(nsbox_paths *p);
 /* The fallback runtime directory of uid (~/.cache/nsbox-run, home from the password database). */
 int nsbox_paths_fallback(uid_t uid, char **ret);
+/* Every runtime directory of nsbox a sandbox started by us must not see through a bind: root's
+ * (/run/nsbox) and, for another user, each of the places above that exists, as real paths.  A
+ * socket given by $NSBOX_SOCKET or nsboxd --socket elsewhere is not among them. */
+int nsbox_paths_runtime_dirs(char ***ret);

@@ -3,8 +3,8 @@
 # that shows its directory, read-only included (connect() writes nothing), and a sandbox's uid
 # maps to its owner's.  nsboxd and its keeper refuse peers that run inside a sandbox (another
 # user or pid namespace than theirs), say so to the peer and in their log, and go on serving the
-# host; and a runtime directory that another user took first in /tmp does not leave its owner
-# without nsboxd.
+# host; nsbox's runtime directories are hidden from binds that would show them; and a runtime
+# directory that another user took first in /tmp does not leave its owner without nsboxd.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/escape.bash"
@@ -77,6 +77,48 @@ try:
 except Exception as e:
     print(type(e).__name__ + ": " + str(e))' 2>&1)
         assert_eq "PermissionDeniedException: $REFUSAL" "$out" "the Python client inside a sandbox"
+}
+
+# nsbox's runtime directories, with a marker file of ours in each, are empty inside a sandbox
+# whose binds would show them: a bind of a parent (/tmp, /run, $XDG_RUNTIME_DIR) and one of the
+# directory itself.  As root: /run/nsbox; as a user: /tmp/nsbox-UID (no XDG_RUNTIME_DIR), then
+# $XDG_RUNTIME_DIR/nsbox.
+hidden_in() { # kind parent-bind-source path-below-it
+        local out st
+        out=$(in_kind "$1" --bind "$2:/hostdir" --bind "$2/$3:/rt" --bind "$NSBOX_BUILD/tests:/probe" -- \
+                sh -c 'ls -A "/hostdir/$1" /rt; /probe/probe daemon_client "/hostdir/$1/nsboxd.sock"' sh "$3")
+        st=$?
+        printf '    %s: %s\n' "$KIND_NAME" "$out" >&2
+        assert_eq 0 "$st" "status of ls and the probe inside the $KIND_NAME (output: $out)"
+        assert_not_contains "$out" "hide-marker" "what the $KIND_NAME lists of $2/$3"
+        assert_contains "$out" "attack daemon_client: refused: connect '/hostdir/$3/nsboxd.sock': No such file or directory"
+}
+
+test_runtime_directory_is_hidden_from_binds() {
+        local rt parent
+        if [ "$TEST_AS" = root ]; then
+                rt=/run/nsbox parent=/run
+        else
+                rt=/tmp/nsbox-$(id -u) parent=/tmp
+        fi
+        mkdir -p -m 0700 "$rt" || fail "mkdir $rt"
+        [ -d "$rt" ] && [ "$(stat -c %u "$rt")" = "$(id -u)" ] || fail "$rt is not a directory of ours: $(ls -ld "$rt")"
+        touch "$rt/hide-marker.$$" || fail "cannot plant a marker in $rt"
+        at_exit "rm -f '$rt/hide-marker.$$'"
+        for_each_kind hidden_in "$parent" "${rt#"$parent"/}"
+        [ "$TEST_AS" = user ] || return 0
+        # With XDG_RUNTIME_DIR set (a private one here, as /run/user/UID would be): its nsbox
+        # directory, where the nsboxd it starts listens, is hidden from a bind of XDG_RUNTIME_DIR.
+        local xdg=$TEST_TMP/xdg pid
+        mkdir -m 0700 "$xdg" || fail "mkdir $xdg"
+        export XDG_RUNTIME_DIR=$xdg
+        unset NSBOX_SOCKET
+        "$NSBOX" ls >/dev/null || fail "no nsboxd started in $xdg"
+        pid=$(NSBOX_SOCKET=$xdg/nsbox/nsboxd.sock daemon_pid)
+        at_exit "kill $pid 2>/dev/null"
+        touch "$xdg/nsbox/hide-marker.$$"
+        [ -S "$xdg/nsbox/nsboxd.sock" ] || fail "no socket in $xdg/nsbox: $(ls -A "$xdg/nsbox")"
+        for_each_kind hidden_in "$xdg" nsbox
 }
 
 # The keeper (nsboxd with on_stop "keep", stopped: it holds the sandboxes for the next nsboxd)
