@@ -6,6 +6,7 @@
 # host; nsbox's runtime directories are hidden from binds that would show them; and a runtime
 # directory that another user took first in /tmp does not leave its owner without nsboxd.
 # shellcheck source-path=SCRIPTDIR
+# shellcheck disable=SC2031 # KIND_NAME is set by for_each_kind's subshell for its check
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/escape.bash"
 
@@ -85,6 +86,7 @@ except Exception as e:
 # $XDG_RUNTIME_DIR/nsbox.
 hidden_in() { # kind parent-bind-source path-below-it
         local out st
+        # shellcheck disable=SC2016 # expanded by the sandbox's shell
         out=$(in_kind "$1" --bind "$2:/hostdir" --bind "$2/$3:/rt" --bind "$NSBOX_BUILD/tests:/probe" -- \
                 sh -c 'ls -A "/hostdir/$1" /rt; /probe/probe daemon_client "/hostdir/$1/nsboxd.sock"' sh "$3")
         st=$?
@@ -101,8 +103,10 @@ test_runtime_directory_is_hidden_from_binds() {
         else
                 rt=/tmp/nsbox-$(id -u) parent=/tmp
         fi
-        mkdir -p -m 0700 "$rt" || fail "mkdir $rt"
-        [ -d "$rt" ] && [ "$(stat -c %u "$rt")" = "$(id -u)" ] || fail "$rt is not a directory of ours: $(ls -ld "$rt")"
+        [ -e "$rt" ] || mkdir -m 0700 "$rt" || fail "mkdir $rt"
+        if [ ! -d "$rt" ] || [ "$(stat -c %u "$rt")" != "$(id -u)" ]; then
+                fail "$rt is not a directory of ours: $(ls -ld "$rt")"
+        fi
         touch "$rt/hide-marker.$$" || fail "cannot plant a marker in $rt"
         at_exit "rm -f '$rt/hide-marker.$$'"
         for_each_kind hidden_in "$parent" "${rt#"$parent"/}"
@@ -151,7 +155,8 @@ test_keeper_refuses_a_sandbox_peer() {
         [ -S "$d/d.sock.state/keeper" ] || fail "no keeper socket after SIGTERM: $(tail -n 3 "$d/log")"
         if [ "$TEST_AS" = root ]; then
                 # as open as a tenant's: the sandbox's uid reaches the socket
-                chmod 0711 "$d/d.sock.state" && chmod 0666 "$d/d.sock.state/keeper" || fail "chmod the keeper's socket"
+                chmod 0711 "$d/d.sock.state" || fail "chmod the state directory"
+                chmod 0666 "$d/d.sock.state/keeper" || fail "chmod the keeper's socket"
         fi
         touch "$d/go"
         wait "$run"
