@@ -203,7 +203,13 @@ s.connect(sys.argv[2])
 s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
 print("PID=%d" % json.loads(s.makefile().readline())["result"]["pid"], flush=True)'
         # shellcheck disable=SC2016
-        local inner='mount -t tmpfs tmpfs /tmp || exit 90
+        # (nsbox and nsboxd stay where they are when they are under /tmp: bound back from a
+        # descriptor taken before the tmpfs covers them)
+        local inner='bin=$(dirname "$4")
+exec 9<"$bin" || exit 89
+mount -t tmpfs tmpfs /tmp || exit 90
+case $bin in /tmp/*) mkdir -p "$bin" && mount --no-canonicalize --bind /proc/self/fd/9 "$bin" || exit 93 ;; esac
+exec 9<&-
 [ ! -d /run/user ] || mount -t tmpfs tmpfs /run/user || exit 91
 if [ "$1" = root ]; then
         mkdir -m 0700 "/tmp/nsbox-$2" && chown 4242:4242 "/tmp/nsbox-$2" || exit 92
