@@ -40,12 +40,10 @@ static int pidfd_pid(int pidfd, pid_t *ret)
         int r = read_file_at(AT_FDCWD, path, 0, 4096, &text, NULL);
         if (r < 0)
                 return r;
-        const char *p = strstr(text, "\nPid:");
-        if (!p && !strncmp(text, "Pid:", 4))
-                p = text - 1;
+        const char *p = !strncmp(text, "Pid:", 4) ? text : strstr(text, "\nPid:");
         if (!p)
                 return -ENOENT;
-        *ret = (pid_t)strtol(p + 5, NULL, 10);
+        *ret = (pid_t)strtol(p + (*p == '\n' ? 5 : 4), NULL, 10);
         return 0;
 }
 
