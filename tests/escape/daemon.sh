@@ -143,7 +143,9 @@ test_keeper_refuses_a_sandbox_peer() {
         }
         start_keeping_nsboxd "$d/log"
         id=$("$NSBOX" create 2>&1) || fail "nsbox create: $id"
-        at_exit "NSBOX_SOCKET='$d/d.sock' '$NSBOX' rm -f $id >/dev/null 2>&1"
+        # removed by whichever nsboxd holds it, before that one is stopped (at_exit runs the last
+        # command first); never through a client that would start one of its own
+        at_exit "[ -z \"\$(daemon_pid)\" ] || '$NSBOX' rm -f $id >/dev/null 2>&1"
         # the attacker sees the state directory, and waits for the keeper's socket
         "$NSBOX" run --bind "$d:/rt" --bind "$NSBOX_BUILD/tests:/probe" -- \
                 sh -c 'while [ ! -e /rt/go ]; do sleep 0.1; done; exec /probe/probe keeper_client /rt/d.sock.state/keeper' \
@@ -171,6 +173,7 @@ test_keeper_refuses_a_sandbox_peer() {
                 fail "no 'keeper: refused ... inside a sandbox' in the log: $(tail -n 5 "$d/log")"
         # the next nsboxd still gets the sandbox
         start_keeping_nsboxd "$d/log2"
+        at_exit "[ -z \"\$(daemon_pid)\" ] || '$NSBOX' rm -f $id >/dev/null 2>&1"
         assert_status 0 "$NSBOX" ls
         assert_contains "$OUT" "$id" "nsbox ls after the hand-over (log: $(tail -n 4 "$d/log" "$d/log2"))"
 }
