@@ -38,6 +38,7 @@
 #include "keeper.h"
 #include "options.h"
 #include "paths.h"
+#include "peer.h"
 #include "proto.h"
 #include "repo.h"
 #include "sandbox.h"
@@ -2594,6 +2595,18 @@ static void accept_clients(daemon_state *d)
                         close(fd);
                         continue;
                 }
+                /* a sandbox reaches the socket through a bind that shows its directory, as a uid
+                 * that maps to its owner's: only processes of our own namespaces are clients */
+                char why[160];
+                if (nsbox_peer_check(fd, why, sizeof(why)) < 0) {
+                        dlog(LOG_WARNING, "client.refused", NULL, "refused a client of uid %u pid %d: %s", (unsigned)cred.uid, (int)cred.pid, why);
+                        static const char line[] = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32000,\"message\":\""
+                                NSBOX_PEER_REFUSED_MSG "\",\"data\":{\"code\":\"permission_denied\"}}}\n";
+                        (void)!send(fd, line, sizeof(line) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                        close(fd);
+                        free(c);
+                        continue;
+                }
                 /* the socket is 0600 (0666 with clients configured), the directory or a bind could be
                  * shared: check each connection */
                 if (!client_allowed(d, fd, &cred)) {
@@ -2602,7 +2615,6 @@ static void accept_clients(daemon_state *d)
                         free(c);
                         continue;
                 }
-                char why[160];
                 if (connection_refused(d, cred.uid, why, sizeof(why))) {
                         refuse_connection(d, fd, cred.uid, why);
                         close(fd);
@@ -3247,6 +3259,8 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
         r = nsbox_paths_get(true, &paths, err);
         if (r < 0)
                 return r;
+        if (paths.warning)
+                dlog(LOG_WARNING, "daemon.runtime_dir", NULL, "%s", paths.warning);
         const char *sock = activated_fd >= 0 ? activated.sun_path : cfg->socket_path ? cfg->socket_path : paths.socket;
         _cleanup_free_ char *lock = NULL;
         if (asprintf(&lock, "%s.lock", sock) < 0) {

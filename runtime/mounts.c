@@ -12,7 +12,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
@@ -510,7 +512,98 @@ static int own_dir(int fd, const nsbox_policy *p, const char *shown, nsbox_error
         return 0;
 }
 
-int nsbox_prepare_sources(const nsbox_policy *p, nsbox_sources *ret, nsbox_error *err)
+/* A hidden directory (or a bind source below one) as a bind shows it: at the mount's target
+ * followed by rel, the same inode as on the host unless something was mounted over it since. */
+struct hide_point {
+        size_t mount;
+        char *rel; /* "" (the target itself) or "a/b" */
+        dev_t dev;
+        ino_t ino;
+};
+
+/* Is PATH at or below DIR ("/" is above everything)?  Then *ret_rel is the rest ("" or "a/b"). */
+static bool path_under(const char *path, const char *dir, const char **ret_rel)
+{
+        size_t n = strlen(dir);
+        if (!strcmp(dir, "/")) {
+                *ret_rel = path + 1;
+                return true;
+        }
+        if (strncmp(path, dir, n) || (path[n] != '/' && path[n] != '\0'))
+                return false;
+        *ret_rel = path[n] == '/' ? path + n + 1 : path + n;
+        return true;
+}
+
+static int add_hide(nsbox_sources *s, size_t mount, const char *host_path, const char *rel)
+{
+        struct stat st;
+        if (stat(host_path, &st) < 0)
+                return 0; /* gone: nothing to show */
+        hide_point *h = realloc(s->hides, (s->n_hides + 1) * sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        s->hides = h;
+        h[s->n_hides] = (hide_point){ .mount = mount, .rel = strdup(rel), .dev = st.st_dev, .ino = st.st_ino };
+        if (!h[s->n_hides].rel)
+                return -ENOMEM;
+        s->n_hides++;
+        return 0;
+}
+
+static int find_hides(const nsbox_policy *p, char *const *hidden, nsbox_sources *s)
+{
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                const nsbox_mount *m = &p->mounts[i];
+                if (m->type != MOUNT_BIND)
+                        continue;
+                for (char *const *h = hidden; h && *h; h++) {
+                        const char *rel;
+                        int r = 0;
+                        if (path_under(*h, m->source, &rel))
+                                r = add_hide(s, i, *h, rel); /* the source shows it, at rel */
+                        else if (path_under(m->source, *h, &rel))
+                                r = add_hide(s, i, m->source, ""); /* the source is part of it */
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* Cover what a bind shows of a hidden directory: an empty read-only tmpfs over a directory,
+ * /dev/null over a file (a socket).  Walked without symlinks; skipped when the inode there is
+ * no longer the hidden one (a later mount covers it already). */
+static int apply_hides(int rootfd, const nsbox_policy *p, const nsbox_sources *s, nsbox_error *err)
+{
+        for (size_t i = 0; i < s->n_hides; i++) {
+                const hide_point *h = &s->hides[i];
+                _cleanup_free_ char *path = NULL;
+                const char *target = p->mounts[h->mount].target;
+                if (asprintf(&path, "%s%s%s", target + 1, *h->rel && target[1] ? "/" : "", h->rel) < 0)
+                        return -ENOMEM;
+                struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+                _cleanup_close_ int fd = (int)syscall(SYS_openat2, rootfd, *path ? path : ".", &how, sizeof(how));
+                struct stat st;
+                /* covered, or out of the sandbox's reach (a directory its root may not search) */
+                if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EACCES))
+                        continue;
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        return nsbox_err(err, errno, "hide nsbox's runtime directory at '/%s'", path);
+                if (st.st_dev != h->dev || st.st_ino != h->ino)
+                        continue;
+                fdpath fp = fd_path(fd);
+                int r = S_ISDIR(st.st_mode)
+                                ? do_mount("tmpfs", fp.s, path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=1,mode=0555", err)
+                                : do_mount("/dev/null", fp.s, path, NULL, MS_BIND, NULL, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, nsbox_sources *ret, nsbox_error *err)
 {
         /* 3. Nothing we mount may propagate back to the host. */
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -530,6 +623,8 @@ int nsbox_prepare_sources(const nsbox_policy *p, nsbox_sources *ret, nsbox_error
                 layer_fds[i] = -1;
         *ret = (nsbox_sources){ .trees = trees, .rootfs_fd = -1, .layer_fds = layer_fds, .n_layers = n_layers };
         int r;
+        if ((r = find_hides(p, hidden, ret)) < 0)
+                return nsbox_err(err, -r, "hide nsbox's runtime directories");
         for (size_t i = 0; i < p->n_mounts; i++)
                 if (p->mounts[i].type == MOUNT_BIND && (r = prepare_tree(p->mounts[i].source, p->mounts[i].readonly, &trees[i], err)) < 0)
                         return r;
@@ -555,6 +650,11 @@ void nsbox_sources_release(nsbox_sources *s)
         free(s->layer_fds);
         s->layer_fds = NULL;
         s->n_layers = 0;
+        for (size_t i = 0; i < s->n_hides; i++)
+                free(s->hides[i].rel);
+        free(s->hides);
+        s->hides = NULL;
+        s->n_hides = 0;
 }
 
 int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_stage_fd, nsbox_error *err)
@@ -659,6 +759,10 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_s
                 if (r < 0)
                         return r;
         }
+        /* once every bind is in place: what they show of nsbox's sockets goes (a read-only bind
+         * stops no connect()) */
+        if ((r = apply_hides(rootfd, p, src, err)) < 0)
+                return r;
         if ((r = setup_dev(rootfd, disk < (64u << 20) ? disk : (64u << 20), err)) < 0)
                 return r;
         if ((r = setup_proc(rootfd, err)) < 0)

@@ -8,15 +8,21 @@
  * root-started sandbox, while the child still has host root's owner rights (the namespace's root
  * is an unprivileged host uid that may not traverse /root). */
 typedef struct prepared_tree prepared_tree;
+typedef struct hide_point hide_point;
 typedef struct nsbox_sources {
         prepared_tree *trees; /* one per policy mount; detached clones for binds */
         int rootfs_fd;        /* O_PATH of the root filesystem directory, or -1 */
         int *layer_fds;       /* O_PATH of each store layer, topmost first */
         size_t n_layers;
+        hide_point *hides;    /* where a bind shows one of the hidden directories */
+        size_t n_hides;
 } nsbox_sources;
 
-/* Step 3 (private propagation), then the bind sources cloned and flagged while detached. */
-int nsbox_prepare_sources(const nsbox_policy *p, nsbox_sources *ret, nsbox_error *err);
+/* Step 3 (private propagation), then the bind sources cloned and flagged while detached.
+ * hidden: host directories (real paths) that a bind must not show, nsbox's runtime directories
+ * (paths.h): where a bind's source is one of them or above one, it is covered by an empty
+ * read-only tmpfs inside; a source below one is replaced by an empty one itself. */
+int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, nsbox_sources *ret, nsbox_error *err);
 void nsbox_sources_release(nsbox_sources *s);
 
 /* Steps 3 to 5 of SECURITY.md's setup order, run inside the new mount namespace by a process

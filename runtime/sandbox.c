@@ -28,6 +28,7 @@
 #include "caps.h"
 #include "mounts.h"
 #include "net.h"
+#include "paths.h"
 #include "seccomp.h"
 #include "sync.h"
 #include "userns.h"
@@ -90,8 +91,8 @@ typedef struct egress_rules {
         const nsbox_veth *veth; /* backend veth: the addresses reserved for the sandbox */
 } egress_rules;
 
-static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const egress_rules *eg, int syncfd, int agentfd,
-                               nsbox_error *err)
+static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const egress_rules *eg, char *const *hidden, int syncfd,
+                               int agentfd, nsbox_error *err)
 {
         static nsbox_sync_msg m; /* 32 KiB: not on the stack */
         int r;
@@ -104,8 +105,8 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, co
                 _exit(125); /* the launcher went away or gave up: nothing to report to */
         /* 3. Private propagation, and what we take from the host, opened while a root-started
          * child still has host uid 0's owner rights. */
-        nsbox_sources src = { .trees = NULL, .rootfs_fd = -1 };
-        r = nsbox_prepare_sources(p, &src, err);
+        nsbox_sources src = { .trees = NULL, .rootfs_fd = -1, .hides = NULL };
+        r = nsbox_prepare_sources(p, hidden, &src, err);
         /* Root-started: we still carry host uid 0, which the map does not contain; become the
          * namespace's root (a host id of the unprivileged range) before creating any file. */
         if (r == 0 && map->privileged && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
@@ -383,6 +384,10 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
         if (eg.restricted && (r = nsbox_egress_resolve(p, &rules, &eg.n, err)) < 0)
                 return r;
         eg.v = rules;
+        /* nsbox's sockets, which no bind may show: looked up by the launcher, with its rights */
+        _cleanup_strv_ char **hidden = NULL;
+        if ((r = nsbox_paths_runtime_dirs(&hidden)) < 0)
+                return nsbox_err(err, -r, "nsbox's runtime directories");
         int sv[2] = { -1, -1 }, av[2] = { -1, -1 };
         if ((r = socketpair_above_stdio(SOCK_SEQPACKET, sv)) < 0)
                 return nsbox_err(err, -r, "create the sandbox's control channel");
@@ -461,7 +466,7 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
                                         _exit(125);
                 }
                 nsbox_error cerr = { 0 };
-                if (sandbox_child_setup(p, &map, &eg, sv[1], av[1], &cerr) < 0) {
+                if (sandbox_child_setup(p, &map, &eg, hidden, sv[1], av[1], &cerr) < 0) {
                         nsbox_sync_send_error(sv[1], &cerr, "sandbox setup failed");
                         _exit(125);
                 }
