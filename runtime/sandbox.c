@@ -102,6 +102,10 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, co
         nsbox_close_all_but(keep, 2);
         if (nsbox_sync_recv(syncfd, &m) != 1 || m.type != SYNC_GO)
                 _exit(125); /* the launcher went away or gave up: nothing to report to */
+        /* Our own share of the owner's per-user counters, while we hold CAP_SYS_RESOURCE in our
+         * user namespace (the host's /proc: the sysctls are those of the writer's namespace). */
+        if ((r = nsbox_userns_limit_counters(err)) < 0)
+                return nsbox_err_wrap(err, r, "limit the sandbox's inotify instances and watches");
         /* 3. Private propagation, and what we take from the host, opened while a root-started
          * child still has host uid 0's owner rights. */
         nsbox_sources src = { .trees = NULL, .rootfs_fd = -1 };
@@ -422,7 +426,17 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
         }
         /* Serve mode: no exit signal, so that a program embedding libnsbox gets no SIGCHLD for
          * the agent and its wait(2) never collects it; the agent is watched through its pidfd. */
+        nsbox_userns_owner owner;
+        if ((r = nsbox_userns_owner_enter(&map, &owner)) < 0) {
+                close(sv[1]);
+                if (av[1] >= 0)
+                        close(av[1]);
+                nsbox_sandbox_destroy(&sb);
+                return nsbox_err(err, -r, "make host id %u the owner of the sandbox's user namespace", (unsigned)map.host_uid);
+        }
         sb.pid = raw_clone(SANDBOX_CLONE_FLAGS, argv ? SIGCHLD : 0, sb.cg.dirfd, &sb.pidfd);
+        if (sb.pid != 0) /* the child has its own credentials, in its own user namespace */
+                nsbox_userns_owner_leave(&owner);
         if (sb.pid < 0) {
                 int e = errno;
                 bool in_cg = sb.cg.dirfd >= 0;

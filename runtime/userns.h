@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -28,5 +29,27 @@ typedef struct nsbox_idmap {
 void nsbox_idmap_for_caller(uid_t policy_uid, gid_t policy_gid, nsbox_idmap *ret);
 /* Step 2, from the parent: uid_map, setgroups=deny (unprivileged), gid_map. */
 int nsbox_write_idmap(pid_t pid, const nsbox_idmap *m, nsbox_error *err);
+/* Root-started sandboxes: the kernel charges per-user counters (inotify instances and watches,
+ * user namespaces, mqueue bytes...) at every level up to the owner of each user namespace, so a
+ * namespace owned by root lets one tenant exhaust root's.  Around the clone that creates it, the
+ * calling thread (only it: raw system calls, not glibc's, which change every thread) takes the
+ * sandbox's host id as its effective uid, making that id the owner; its fsuid stays 0, so the
+ * child keeps host root's owner rights to open the bind sources and CLONE_INTO_CGROUP's write
+ * check on cgroup.procs passes, as before.  Leave restores the euid, the effective capabilities
+ * and the dumpable flag that the change of euid cleared.  Unprivileged: nothing to do. */
+typedef struct nsbox_userns_owner {
+        bool entered;
+        int dumpable;
+        uint32_t effective[2];
+} nsbox_userns_owner;
+int nsbox_userns_owner_enter(const nsbox_idmap *m, nsbox_userns_owner *ret);
+void nsbox_userns_owner_leave(nsbox_userns_owner *o);
+/* Child, in its new user namespace and before any mount: at most half of each inotify limit of
+ * the owner (fs.inotify.max_user_*) for each user of the sandbox (user.max_inotify_* of its
+ * namespace), and half of the rlimits that bound per-user counters (RLIMIT_MSGQUEUE,
+ * RLIMIT_SIGPENDING, RLIMIT_MEMLOCK), so that one sandbox leaves its owner (the host user, or a
+ * host id range of root's that sandboxes share) room to work.  A kernel without the inotify
+ * entries is left as it is. */
+int nsbox_userns_limit_counters(nsbox_error *err);
 /* Explain why a user namespace could not be created, for the error message. */
 const char *nsbox_userns_hint(int errnum);
