@@ -23,6 +23,7 @@
 
 #include "../rootfs/hostview.h"
 #include "net.h"
+#include "userns.h"
 #include "util.h"
 
 #define STAGE "/tmp"
@@ -478,6 +479,9 @@ static int setup_proc(int rootfd, nsbox_error *err)
         _cleanup_close_ int procfd = -1;
         if ((r = open_in_root(rootfd, "/proc", false, &procfd, err)) < 0)
                 return r;
+        /* while /proc/sys is still writable (by us only: we hold CAP_SYS_RESOURCE) */
+        if ((r = nsbox_userns_limit_inotify(procfd, err)) < 0)
+                return nsbox_err_wrap(err, r, "limit the sandbox's inotify instances and watches");
         for (size_t i = 0; i < ARRAY_SIZE(readonly); i++) {
                 if (faccessat(procfd, readonly[i] + 6, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
                         continue; /* not in this kernel */

@@ -102,10 +102,6 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, co
         nsbox_close_all_but(keep, 2);
         if (nsbox_sync_recv(syncfd, &m) != 1 || m.type != SYNC_GO)
                 _exit(125); /* the launcher went away or gave up: nothing to report to */
-        /* Our own share of the owner's per-user counters, while we hold CAP_SYS_RESOURCE in our
-         * user namespace (the host's /proc: the sysctls are those of the writer's namespace). */
-        if ((r = nsbox_userns_limit_counters(err)) < 0)
-                return nsbox_err_wrap(err, r, "limit the sandbox's inotify instances and watches");
         /* 3. Private propagation, and what we take from the host, opened while a root-started
          * child still has host uid 0's owner rights. */
         nsbox_sources src = { .trees = NULL, .rootfs_fd = -1 };
@@ -131,6 +127,7 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, co
         if ((r = nsbox_net_setup_inside(eg->veth, eg->v, eg->n, eg->restricted, err)) < 0)
                 return nsbox_err_wrap(err, r, "set up the network");
         set_rlimit(RLIMIT_CORE, 0);
+        nsbox_userns_limit_rlimits(); /* our share of the owner's per-user counters */
         set_rlimit(RLIMIT_NOFILE, p->limits.nofile ? p->limits.nofile : 1024);
         if (p->limits.fsize)
                 set_rlimit(RLIMIT_FSIZE, p->limits.fsize);
@@ -424,8 +421,6 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
                 nsbox_sandbox_destroy(&sb);
                 return r;
         }
-        /* Serve mode: no exit signal, so that a program embedding libnsbox gets no SIGCHLD for
-         * the agent and its wait(2) never collects it; the agent is watched through its pidfd. */
         nsbox_userns_owner owner;
         if ((r = nsbox_userns_owner_enter(&map, &owner)) < 0) {
                 close(sv[1]);
@@ -434,6 +429,8 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
                 nsbox_sandbox_destroy(&sb);
                 return nsbox_err(err, -r, "make host id %u the owner of the sandbox's user namespace", (unsigned)map.host_uid);
         }
+        /* Serve mode: no exit signal, so that a program embedding libnsbox gets no SIGCHLD for
+         * the agent and its wait(2) never collects it; the agent is watched through its pidfd. */
         sb.pid = raw_clone(SANDBOX_CLONE_FLAGS, argv ? SIGCHLD : 0, sb.cg.dirfd, &sb.pidfd);
         if (sb.pid != 0) /* the child has its own credentials, in its own user namespace */
                 nsbox_userns_owner_leave(&owner);

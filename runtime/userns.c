@@ -116,28 +116,37 @@ void nsbox_userns_owner_leave(nsbox_userns_owner *o)
         errno = saved_errno;
 }
 
-/* Set user.max_inotify_NAME of our user namespace to half of fs.inotify.max_user_GLOBAL. */
-static int limit_half(const char *global, const char *name, nsbox_error *err)
+/* Set user.max_inotify_NAME of our user namespace to half of fs.inotify.max_user_GLOBAL (the
+ * initial namespace's, whichever namespace reads it). */
+static int limit_half(int procfd, const char *global, const char *name, nsbox_error *err)
 {
         char from[96], to[96], buf[32] = "";
-        snprintf(from, sizeof(from), "/proc/sys/fs/inotify/max_user_%s", global);
-        snprintf(to, sizeof(to), "/proc/sys/user/max_inotify_%s", name);
-        _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC);
+        snprintf(from, sizeof(from), "sys/fs/inotify/max_user_%s", global);
+        snprintf(to, sizeof(to), "sys/user/max_inotify_%s", name);
+        _cleanup_close_ int in = openat(procfd, from, O_RDONLY | O_CLOEXEC);
         if (in < 0)
-                return errno == ENOENT ? 0 : nsbox_err(err, errno, "open '%s'", from); /* ENOENT: no inotify */
-        _cleanup_close_ int out = open(to, O_WRONLY | O_CLOEXEC);
+                return errno == ENOENT ? 0 : nsbox_err(err, errno, "open '/proc/%s'", from); /* ENOENT: no inotify */
+        _cleanup_close_ int out = openat(procfd, to, O_WRONLY | O_CLOEXEC);
         if (out < 0)
-                return errno == ENOENT ? 0 : nsbox_err(err, errno, "open '%s'", to); /* ENOENT: before Linux 4.9 */
+                return errno == ENOENT ? 0 : nsbox_err(err, errno, "open '/proc/%s'", to); /* ENOENT: before Linux 4.9 */
         ssize_t n = read(in, buf, sizeof(buf) - 1);
         char *end;
         long v = n > 0 ? strtol(buf, &end, 10) : -1;
         if (n <= 0 || v < 0 || *end != '\n')
-                return nsbox_err(err, n < 0 ? errno : EINVAL, "read '%s'", from);
+                return nsbox_err(err, n < 0 ? errno : EINVAL, "read '/proc/%s'", from);
         snprintf(buf, sizeof(buf), "%ld\n", v / 2 > 0 ? v / 2 : 1);
         n = write(out, buf, strlen(buf));
         if (n != (ssize_t)strlen(buf))
-                return nsbox_err(err, n < 0 ? errno : EIO, "write '%s'", to);
+                return nsbox_err(err, n < 0 ? errno : EIO, "write '/proc/%s'", to);
         return 0;
+}
+
+int nsbox_userns_limit_inotify(int procfd, nsbox_error *err)
+{
+        int r = limit_half(procfd, "instances", "instances", err);
+        if (r == 0)
+                r = limit_half(procfd, "watches", "watches", err);
+        return r;
 }
 
 /* Counters checked against the process's own rlimit at each level up to the owner (mqueue
@@ -152,15 +161,11 @@ static void halve_rlimit(int res)
         setrlimit(res, &rl);
 }
 
-int nsbox_userns_limit_counters(nsbox_error *err)
+void nsbox_userns_limit_rlimits(void)
 {
-        int r = limit_half("instances", "instances", err);
-        if (r == 0)
-                r = limit_half("watches", "watches", err);
         halve_rlimit(RLIMIT_MSGQUEUE);
         halve_rlimit(RLIMIT_SIGPENDING);
         halve_rlimit(RLIMIT_MEMLOCK);
-        return r;
 }
 
 static int read_int_file(const char *path, long *ret)

@@ -44,12 +44,13 @@ typedef struct nsbox_userns_owner {
 } nsbox_userns_owner;
 int nsbox_userns_owner_enter(const nsbox_idmap *m, nsbox_userns_owner *ret);
 void nsbox_userns_owner_leave(nsbox_userns_owner *o);
-/* Child, in its new user namespace and before any mount: at most half of each inotify limit of
- * the owner (fs.inotify.max_user_*) for each user of the sandbox (user.max_inotify_* of its
- * namespace), and half of the rlimits that bound per-user counters (RLIMIT_MSGQUEUE,
- * RLIMIT_SIGPENDING, RLIMIT_MEMLOCK), so that one sandbox leaves its owner (the host user, or a
- * host id range of root's that sandboxes share) room to work.  A kernel without the inotify
- * entries is left as it is. */
-int nsbox_userns_limit_counters(nsbox_error *err);
+/* So that one sandbox leaves its owner (the host user, or a host id range of root's that
+ * sandboxes share) room to work, each sandbox takes at most half of each per-user counter.
+ * Child, holding CAP_SYS_RESOURCE in its user namespace, through its fresh /proc (PROCFD) before
+ * /proc/sys turns read-only: user.max_inotify_{instances,watches} of its namespace become half of
+ * the host's fs.inotify.max_user_* (a kernel without these entries is left as it is).  And with
+ * the other rlimits: RLIMIT_MSGQUEUE, RLIMIT_SIGPENDING and RLIMIT_MEMLOCK, half of ours. */
+int nsbox_userns_limit_inotify(int procfd, nsbox_error *err);
+void nsbox_userns_limit_rlimits(void);
 /* Explain why a user namespace could not be created, for the error message. */
 const char *nsbox_userns_hint(int errnum);
