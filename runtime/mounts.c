@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,6 +25,7 @@
 
 #include "../rootfs/hostview.h"
 #include "net.h"
+#include "userns.h"
 #include "util.h"
 
 #define STAGE "/tmp"
@@ -429,14 +431,45 @@ static int setup_dev(int rootfd, uint64_t shm_size, nsbox_error *err)
         return set_attr(devm, "/dev", false, MOUNT_ATTR_RDONLY, 0, err);
 }
 
+/* The host's boot_id names the host (and its boot) to whoever reads it: the sandbox gets a
+ * random one of its own, as if it had booted, so programs that key state on it still work.
+ * The file lives on the staging tmpfs and is bound read-only over the entry. */
+static int fake_boot_id(int procfd, nsbox_error *err)
+{
+        static const char entry[] = "sys/kernel/random/boot_id";
+        _cleanup_close_ int e = openat(procfd, entry, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (e < 0)
+                return 0; /* not in this kernel */
+        uint8_t b[16];
+        if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+                return nsbox_err(err, errno, "getrandom for /proc/%s", entry);
+        b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* a version 4 UUID, as the kernel's */
+        b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+        char id[40];
+        snprintf(id, sizeof(id), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", b[0], b[1], b[2],
+                 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+        int r = write_file_at(AT_FDCWD, STAGE "/boot_id", id, 0444);
+        if (r < 0)
+                return nsbox_err(err, -r, "write '%s'", STAGE "/boot_id");
+        fdpath ep = fd_path(e);
+        if ((r = do_mount(STAGE "/boot_id", ep.s, "/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL, err)) < 0)
+                return r;
+        _cleanup_close_ int m = openat(procfd, entry, O_PATH | O_NOFOLLOW | O_CLOEXEC); /* the bind, now */
+        if (m < 0)
+                return nsbox_err(err, errno, "open /proc/%s", entry);
+        return set_attr(m, "/proc/sys/kernel/random/boot_id", false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, 0, err);
+}
+
 /* A fresh /proc for the new pid namespace, with the entries that describe or steer the host
  * kernel made read-only or hidden. */
 static int setup_proc(int rootfd, nsbox_error *err)
 {
         static const char *const readonly[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs" };
         /* (entries that are mode 0400 for host root, like kpageflags, are unreadable already) */
+        /* (cmdline and interrupts: the host's boot options and devices, which name the host) */
         static const char *const hidden_files[] = { "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
-                                                    "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms" };
+                                                    "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms",
+                                                    "/proc/cmdline", "/proc/interrupts" };
         static const char *const hidden_dirs[] = { "/proc/acpi", "/proc/scsi", "/proc/driver" };
         _cleanup_close_ int fd = -1;
         int r = open_in_root(rootfd, "/proc", false, &fd, err);
@@ -448,6 +481,9 @@ static int setup_proc(int rootfd, nsbox_error *err)
         _cleanup_close_ int procfd = -1;
         if ((r = open_in_root(rootfd, "/proc", false, &procfd, err)) < 0)
                 return r;
+        /* while /proc/sys is still writable (by us only: we hold CAP_SYS_RESOURCE) */
+        if ((r = nsbox_userns_limit_inotify(procfd, err)) < 0)
+                return nsbox_err_wrap(err, r, "limit the sandbox's inotify instances and watches");
         for (size_t i = 0; i < ARRAY_SIZE(readonly); i++) {
                 if (faccessat(procfd, readonly[i] + 6, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
                         continue; /* not in this kernel */
@@ -475,7 +511,7 @@ static int setup_proc(int rootfd, nsbox_error *err)
                 if ((r = do_mount("tmpfs", ep.s, hidden_dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1", err)) < 0)
                         return r;
         }
-        return 0;
+        return fake_boot_id(procfd, err);
 }
 
 static int pivot_into(const char *newroot, nsbox_error *err)

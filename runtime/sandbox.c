@@ -128,6 +128,7 @@ static int sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, co
         if ((r = nsbox_net_setup_inside(eg->veth, eg->v, eg->n, eg->restricted, err)) < 0)
                 return nsbox_err_wrap(err, r, "set up the network");
         set_rlimit(RLIMIT_CORE, 0);
+        nsbox_userns_limit_rlimits(); /* our share of the owner's per-user counters */
         set_rlimit(RLIMIT_NOFILE, p->limits.nofile ? p->limits.nofile : 1024);
         if (p->limits.fsize)
                 set_rlimit(RLIMIT_FSIZE, p->limits.fsize);
@@ -425,9 +426,19 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const nsbox_t
                 nsbox_sandbox_destroy(&sb);
                 return r;
         }
+        nsbox_userns_owner owner;
+        if ((r = nsbox_userns_owner_enter(&map, &owner)) < 0) {
+                close(sv[1]);
+                if (av[1] >= 0)
+                        close(av[1]);
+                nsbox_sandbox_destroy(&sb);
+                return nsbox_err(err, -r, "make host id %u the owner of the sandbox's user namespace", (unsigned)map.host_uid);
+        }
         /* Serve mode: no exit signal, so that a program embedding libnsbox gets no SIGCHLD for
          * the agent and its wait(2) never collects it; the agent is watched through its pidfd. */
         sb.pid = raw_clone(SANDBOX_CLONE_FLAGS, argv ? SIGCHLD : 0, sb.cg.dirfd, &sb.pidfd);
+        if (sb.pid != 0) /* the child has its own credentials, in its own user namespace */
+                nsbox_userns_owner_leave(&owner);
         if (sb.pid < 0) {
                 int e = errno;
                 bool in_cg = sb.cg.dirfd >= 0;

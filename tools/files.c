@@ -866,7 +866,7 @@ static int list_walk(int dirfd, const char *dir, unsigned depth, listing *l)
                 if (S_ISDIR(st.st_mode) && depth > 1) {
                         _cleanup_close_ int sub = openat(dirfd, *np, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         /* An unreadable subdirectory is listed, not entered. */
-                        if (sub >= 0 && (r = list_walk(sub, path, depth - 1, l)) == -ENOMEM)
+                        if (sub >= 0 && !tool_is_agent_proc(sub) && (r = list_walk(sub, path, depth - 1, l)) == -ENOMEM)
                                 return r;
                 }
         }

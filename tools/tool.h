@@ -101,6 +101,10 @@ size_t tool_utf8_cut(const char *s, size_t n, size_t max);
 int tool_path_normalize(const tool_ctx *ctx, const char *path, char **ret_abs, tool_error *e);
 int tool_open(const tool_ctx *ctx, const char *abs, int flags, mode_t mode, int *ret_fd, tool_error *e);
 int tool_open_parent(const tool_ctx *ctx, const char *abs, int *ret_dirfd, const char **ret_name, tool_error *e);
+/* Whether fd is a /proc entry of the agent's own process (its pid, pid 1, a thread of its): its
+ * memory layout, fds and environment, which no tool shows.  tool_open refuses these with
+ * permission_denied; directory walks (grep, glob, list_dir) skip them. */
+bool tool_is_agent_proc(int fd);
 /* The names in directory dirfd (dirfd itself stays open and unmoved) except "." and "..", sorted
  * bytewise, as a NULL-terminated vector for strv_free; 0 or -errno. */
 int tool_read_dir(int dirfd, char ***ret_names);

@@ -534,17 +534,32 @@ START_TEST(test_path_open_refuses_proc_magic_links)
                 ck_assert_msg(e.code == TOOL_INVALID_PATH && strstr(e.message, strerror(ELOOP)), "'%s': %s (%s)",
                               refused[i], e.message, tool_code_name(e.code));
         }
-        const char *plain[] = { "/proc/self/status", "/proc/mounts", "/proc/thread-self/stat" };
+        /* plain links are followed: into this process's own entries, which are then refused
+         * (the agent's layout, fds and environment are no tool's to show) */
+        const char *plain[] = { "/proc/self/status", "/proc/mounts", "/proc/thread-self/stat", "/proc/self" };
         for (size_t i = 0; i < ARRAY_SIZE(plain); i++) {
                 int fd = -1;
                 tool_error e = { 0 };
-                ck_assert_msg(tool_open(&host, plain[i], O_RDONLY, 0, &fd, &e) == 0, "'%s': %s", plain[i], e.message);
+                int r = tool_open(&host, plain[i], O_RDONLY, 0, &fd, &e);
+                if (r == 0)
+                        close(fd);
+                ck_assert_msg(r == -1 && e.code == TOOL_PERMISSION_DENIED && strstr(e.message, "the agent's own /proc entry"),
+                              "'%s': %s (%s)", plain[i], r == 0 ? "opened" : e.message, tool_code_name(e.code));
+        }
+        char other[64];
+        snprintf(other, sizeof(other), "/proc/%d/status", (int)getppid());
+        const char *others[] = { other, "/proc/cpuinfo", "/proc" };
+        for (size_t i = 0; i < ARRAY_SIZE(others); i++) {
+                int fd = -1;
+                tool_error e = { 0 };
+                ck_assert_msg(tool_open(&host, others[i], O_RDONLY, 0, &fd, &e) == 0, "'%s': %s", others[i], e.message);
                 close(fd);
         }
         /* O_NOFOLLOW opens the magic link itself, as with openat2 */
         int fd = -1;
         tool_error e = { 0 };
-        ck_assert_int_eq(tool_open(&host, "/proc/self/exe", O_PATH | O_NOFOLLOW, 0, &fd, &e), 0);
+        snprintf(other, sizeof(other), "/proc/%d/exe", (int)getppid());
+        ck_assert_msg(tool_open(&host, other, O_PATH | O_NOFOLLOW, 0, &fd, &e) == 0, "'%s': %s", other, e.message);
         struct stat st;
         ck_assert_int_eq(fstat(fd, &st), 0);
         ck_assert(S_ISLNK(st.st_mode));
