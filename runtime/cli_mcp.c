@@ -18,7 +18,7 @@
 #include "cli_session.h"
 #include "client.h"
 #include "options.h"
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #ifndef NSBOX_VERSION

@@ -20,7 +20,7 @@
 #include "base64.h"
 #include "client.h"
 #include "options.h"
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #define CP_CHUNK (4u << 20) /* bytes per call: large files are streamed, never held whole */

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "paths.h"
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #define AUTOSTART_TIMEOUT_MS 10000

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #define CONFIG_MAX_BYTES (1u << 20)

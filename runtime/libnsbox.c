@@ -17,7 +17,7 @@
 #include "base64.h"
 #include "client.h"
 #include "inproc.h"
-#include "proto.h"
+#include "json.h"
 #include "../tools/registry.h"
 #include "util.h"
 

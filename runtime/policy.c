@@ -19,7 +19,7 @@
 
 #include "consts.h"
 #include "net.h"
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #ifndef NSBOX_POLICYDIR

@@ -32,11 +32,13 @@
 #include <time.h>
 
 #include "error.h"
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #define NSBOX_TRAJ_VERSION 1
-#define NSBOX_TRAJ_MAX_LINE (2 * NSBOX_FRAME_MAX_JSON)
+/* a step line holds a call's params and its result, each at most a protocol frame's JSON
+ * (NSBOX_FRAME_MAX_JSON, 32 MiB; tests/unit/trajectory_test.c checks the two agree) */
+#define NSBOX_TRAJ_MAX_LINE (64u << 20)
 #define NSBOX_TRAJ_MAX_STEPS 1000000
 #define NSBOX_TRAJ_MAX_BYTES (4ull << 30) /* of a trajectory file */
 

@@ -413,22 +413,3 @@ char *nsbox_escape_controls(const char *s)
         return out.buf;
 }
 
-char *nsbox_json_escape_c1(const char *json)
-{
-        strbuf out;
-        sb_init(&out, 0);
-        int r = sb_append(&out, "", 0);
-        for (const unsigned char *p = (const unsigned char *)json; r == 0 && *p; p++) {
-                if (*p == 0x7f)
-                        r = sb_append(&out, "\\u007f", 6);
-                else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
-                        r = sb_appendf(&out, "\\u%04x", (unsigned)*++p);
-                else
-                        r = sb_append(&out, p, 1);
-        }
-        if (r < 0) {
-                sb_release(&out);
-                return NULL;
-        }
-        return out.buf;
-}

@@ -50,9 +50,6 @@ static inline void cleanup_sbp(strbuf *sb) { sb_release(sb); }
  * characters included, is kept.  Allocated; NULL when out of memory (strings from clients, nsboxd's
  * messages). */
 char *nsbox_escape_controls(const char *s);
-/* JSON text with DEL and C1 controls inside its strings written as \u escapes: the same value,
- * nothing a terminal acts on (jansson escapes C0 only).  Allocated; NULL when out of memory. */
-char *nsbox_json_escape_c1(const char *json);
 
 /* "64M", "1G", "4096", "512k": binary units.  Returns 0 or -EINVAL/-ERANGE. */
 int parse_size(const char *s, uint64_t *ret);

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "../runtime/proto.h" /* nsbox_json_text: bytes that may not be UTF-8 as a JSON string */
+#include "../runtime/json.h" /* nsbox_json_text: bytes that may not be UTF-8 as a JSON string */
 #include "../runtime/util.h"
 
 typedef enum {
@@ -127,3 +127,13 @@ int tool_git_status(const tool_ctx *, const tool_in *, tool_out *, tool_error *)
 int tool_git_diff(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
 int tool_git_log(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
 int tool_git_commit(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
+
+/* The table the agent serves from: a canonical name (tools/registry.c) and its handler. */
+typedef struct nsbox_tool_entry {
+        const char *name;
+        tool_fn fn;
+} nsbox_tool_entry;
+
+/* The file, search and git handlers (tools/dispatch.c), { NULL, NULL }-terminated.  Only
+ * programs that serve tools link it (and so libgit2). */
+extern const nsbox_tool_entry nsbox_tool_handlers[];

@@ -8,9 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../runtime/proto.h"
 #include "../../runtime/sha256.h"
 #include "../../runtime/trajectory.h"
 #include "unit.h"
+
+/* trajectory.h does not include the protocol's header; its line limit must still fit a call's
+ * params and result, each up to one frame's JSON */
+_Static_assert(NSBOX_TRAJ_MAX_LINE == 2 * NSBOX_FRAME_MAX_JSON, "a trajectory line holds two frames' JSON");
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define HEADER "{\"nsbox_trajectory\":1,\"sandbox\":\"sb1\",\"created\":1700000000,\"create\":{\"network\":\"none\"}}\n"

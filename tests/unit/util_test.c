@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../runtime/json.h"
 #include "../../runtime/policy.h"
 #include "../../runtime/userns.h"
 #include "../../runtime/util.h"
