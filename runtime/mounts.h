@@ -25,7 +25,7 @@ typedef struct nsbox_sources {
 int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, nsbox_sources *ret, nsbox_error *err);
 void nsbox_sources_release(nsbox_sources *s);
 
-/* Steps 3 to 5 of SECURITY.md's setup order, run inside the new mount namespace by a process
+/* Steps 3 to 5 of docs/security.md's setup order, run inside the new mount namespace by a process
  * that holds CAP_SYS_ADMIN in the sandbox's user namespace: private propagation, the overlay
  * root with its binds, /proc, /dev, /tmp, pivot_root, and chdir into the workdir.  ret_stage_fd
  * (when not NULL) gets an O_PATH fd of the staging tmpfs, whose upper/ is the writable layer:

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The launcher.  nsbox_run() is SECURITY.md's setup order read top to bottom: validate (done by
+/* The launcher.  nsbox_run() is docs/security.md's setup order read top to bottom: validate (done by
  * the caller and nsbox_policy_check_host), compile the seccomp filter, clone into new
  * namespaces, write the id maps from outside, then the child builds its root, drops every
  * privilege and becomes the sandbox's pid 1, which starts the command and reports its status. */

@@ -2,7 +2,7 @@
 /* The escape probe: `probe ATTACK [ARG...]` performs one attack from inside a sandbox with raw
  * system calls and prints one line, `attack ATTACK: refused: ...` or `attack ATTACK: SUCCEEDED:
  * ...` (every attempt it made, with the kernel's answer).  Exit status: 0 the sandbox held (every
- * attempt failed), 1 the attack succeeded (an escape, or a protection that SECURITY.md requires
+ * attempt failed), 1 the attack succeeded (an escape, or a protection that docs/security.md requires
  * is missing), 2 bad usage or an attack this probe refuses to run here.  `probe list` prints the
  * attack names.
  *
