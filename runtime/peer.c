@@ -3,6 +3,7 @@
 #include "peer.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -142,8 +143,9 @@ static int peer_check(int fd, bool peerpidfd, char *why, size_t size)
         if (r < 0)
                 return r;
         /* alive now: so /proc/PID above was this very process (a pid is not reused while its
-         * process lives).  EPERM: alive, but of a user we may not signal (root). */
-        if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0 && errno != EPERM)
+         * process lives).  A pidfd polls readable once its process has exited. */
+        struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+        if (poll(&pf, 1, 0) != 0)
                 return refuse(-ESRCH, why, size, "it has exited");
         return 0;
 }

@@ -60,6 +60,9 @@ static int accept_and_check(int lfd, char *why, size_t size)
         int r = nsbox_peer_check(conn, why, size);
         int r2 = nsbox_peer_check_without_peerpidfd(conn, why2, sizeof(why2));
         close(conn);
+        /* valgrind 3.19 knows no pidfd_open (ENOSYS): that way is checked by the plain unit tier */
+        if (r2 == -ENOSYS && strstr(why2, "pidfd_open"))
+                return r;
         ck_assert_msg((r < 0) == (r2 < 0) && !strcmp(why, why2), "with SO_PEERPIDFD: %d '%s'; without: %d '%s'", r, why, r2, why2);
         return r;
 }

@@ -346,7 +346,7 @@ static void thread_ids(uid_t *euid, uid_t *fsuid, uint32_t eff[2])
         ck_assert_int_eq(syscall(SYS_getresuid, &r, euid, &s), 0);
         *fsuid = (uid_t)syscall(SYS_setfsuid, -1);
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-        struct __user_cap_data_struct d[2];
+        struct __user_cap_data_struct d[2] = { { 0 } }; /* valgrind 3.19 marks only d[0] written */
         ck_assert_int_eq(syscall(SYS_capget, &h, d), 0);
         eff[0] = d[0].effective, eff[1] = d[1].effective;
 }
