@@ -1,6 +1,7 @@
 # nsbox: native Linux sandboxes for AI agents.
 #
 #   make                      build build/nsbox, build/nsboxd, build/libnsbox.so and the C example
+#   make V=1                  the same, printing each full command instead of "  CC  runtime/agent.o"
 #   make check                build and run every test tier (ends with "N passed, N failed, N skipped")
 #   make bench                benchmarks against peers (not part of check)
 #   make install PREFIX=/usr DESTDIR=/tmp/pkg
@@ -52,6 +53,21 @@ GIT_LIBS := $(shell $(PKG_CONFIG) --libs libgit2)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
+# Quiet builds (kbuild, crun): one line per step ("  CC      runtime/agent.o"); `make V=1` shows
+# the full commands, `make -s` neither.  Errors and warnings are printed as they come either way.
+V ?= 0
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
+say :=
+else
+say = @printf '  %-7s %s\n' '$(1)' '$(2)'
+endif
+endif
+
 WARNINGS := -Wall -Wextra -Werror -Wformat=2 -Wstrict-prototypes -Wshadow=local \
 	-Werror=implicit-function-declaration -Werror=incompatible-pointer-types \
 	-Werror=int-conversion -Werror=return-type -Werror=missing-include-dirs \
@@ -94,10 +110,16 @@ $(B)/.flags: FORCE
 
 $(B)/%.o: %.c $(B)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(call say,CC,$(@:$(B)/%=%))
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+# The default policy is built into the programs (.incbin in runtime/policy_default.c), which the
+# compiler's dependency files do not see.
+$(B)/runtime/policy_default.o $(B)/pic/runtime/policy_default.o: policy/default.json
 
 $(B)/libnsbox.a: $(LIB_OBJS)
-	$(AR) rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)$(AR) rcs $@ $^
 
 # libnsbox.so: the public API (include/nsbox.h) over the nsboxd client and, for its in-process
 # mode, the whole runtime (launcher, agent, tools; nsboxd's own files aside), compiled -fPIC
@@ -118,38 +140,49 @@ SO_LDFLAGS := -shared -Wl,-soname,libnsbox.so.$(SO_VERSION) -Wl,--version-script
 	$(filter-out -pie,$(LDFLAGS)) $(if $(strip $(SANITIZE)),,-Wl,--no-undefined)
 $(B)/pic/%.o: %.c $(B)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+	$(call say,CC,$(@:$(B)/%=%))
+	$(Q)$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 $(B)/libnsbox.so.$(VERSION): $(SO_OBJS) runtime/libnsbox.sym
-	$(CC) $(SO_LDFLAGS) -o $@ $(SO_OBJS) $(SO_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(SO_LDFLAGS) -o $@ $(SO_OBJS) $(SO_LIBS)
 $(B)/libnsbox.so.$(SO_VERSION) $(B)/libnsbox.so: $(B)/libnsbox.so.$(VERSION)
-	ln -sf libnsbox.so.$(VERSION) $@
+	$(call say,LN,$@)
+	$(Q)ln -sf libnsbox.so.$(VERSION) $@
 $(B)/nsbox.pc: contrib/pkgconfig/nsbox.pc.in $(B)/.flags
-	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
+	$(call say,GEN,$@)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
 		-e 's|@REQUIRES_PRIVATE@|$(SO_REQUIRES)|' $< > $@
 # The example, against the in-tree header and library (it runs from the build tree: rpath).
 $(B)/examples/nsbox-example: examples/nsbox-example.c include/nsbox.h $(B)/libnsbox.so $(B)/libnsbox.so.$(SO_VERSION)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Iinclude $(LDFLAGS) -o $@ $< -L$(B) -lnsbox -Wl,-rpath,'$$ORIGIN/..'
+	$(call say,CCLD,$@)
+	$(Q)$(CC) $(CFLAGS) -Iinclude $(LDFLAGS) -o $@ $< -L$(B) -lnsbox -Wl,-rpath,'$$ORIGIN/..'
 
 $(B)/nsbox: $(CLI_SRCS:%.c=$(B)/%.o) $(B)/libnsbox.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(B)/nsboxd: $(B)/runtime/nsboxd.o $(B)/libnsbox.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
 
 # It serves the git tools too: libgit2.
 $(B)/nsbox-agent: $(B)/runtime/agent_main.o $(B)/libnsbox.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
 
 $(B)/tests/unit: $(UNIT_OBJS) $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(CHECK_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(CHECK_LIBS)
 $(B)/unit-obj/%.o: tests/unit/%.c $(B)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
+	$(call say,CC,$(@:$(B)/%=%))
+	$(Q)$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
 $(B)/fuzz-replay/%.o: tests/fuzz/%.c $(B)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DNSBOX_FUZZ_REPLAY -c -o $@ $<
+	$(call say,CC,$(@:$(B)/%=%))
+	$(Q)$(CC) $(CFLAGS) -DNSBOX_FUZZ_REPLAY -c -o $@ $<
 
 # Fuzzing: the library and each harness built by clang with libFuzzer, ASan and UBSan into
 # build-fuzz/ (tests/fuzz/run says what is missing, runs each target FUZZ_SECONDS and fails on a
@@ -160,20 +193,24 @@ FUZZ_SECONDS ?= 60
 FUZZ_B := build-fuzz
 fuzz:
 	@tests/fuzz/run --check-tools
-	$(MAKE) B=$(FUZZ_B) CC=clang SANITIZE=fuzzer-no-link,address,undefined \
+	$(call say,MAKE,$(FUZZ_B))
+	$(Q)$(MAKE) B=$(FUZZ_B) CC=clang SANITIZE=fuzzer-no-link,address,undefined \
 		WARNINGS='$(WARNINGS) -Wno-unknown-warning-option -Wno-format-nonliteral -Wno-missing-field-initializers -Wno-unused-function' fuzz-binaries
-	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run $(abspath $(FUZZ_B))/fuzz $(FUZZ_NAMES)
+	$(call say,FUZZ,$(FUZZ_NAMES))
+	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run $(abspath $(FUZZ_B))/fuzz $(FUZZ_NAMES)
 fuzz-binaries: $(FUZZ_NAMES:%=$(B)/fuzz/%)
 $(B)/fuzz/%: tests/fuzz/%.c $(B)/libnsbox.a $(B)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libnsbox.a $(PKG_LIBS) $(GIT_LIBS)
+	$(call say,CCLD,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libnsbox.a $(PKG_LIBS) $(GIT_LIBS)
 
 # The unit tier in one process under valgrind (CK_FORK=no: one leak check for the whole run, not
 # one per forked test).  Also a tier of check, left out of a SANITIZE build (valgrind cannot run
 # an ASan binary).
 valgrind: $(B)/tests/unit
 	@command -v valgrind >/dev/null || { echo "make valgrind: valgrind is missing (apt-get install valgrind)"; exit 1; }
-	NSBOX_SRC=$(CURDIR) NSBOX_BUILD=$(abspath $(B)) TIERS=valgrind tests/run
+	$(call say,TEST,valgrind)
+	$(Q)NSBOX_SRC=$(CURDIR) NSBOX_BUILD=$(abspath $(B)) TIERS=valgrind tests/run
 
 # Escape probes run inside sandboxes: plain C programs issuing the attacks directly.
 # They are never sanitizer builds: a sanitizer runtime inside the sandbox would add its own
@@ -182,62 +219,70 @@ PROBE_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS))
 PROBE_LDFLAGS := $(filter-out -fsanitize=%,$(LDFLAGS))
 $(B)/tests/%: tests/escape/%.c $(B)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(PROBE_CFLAGS) $(PROBE_LDFLAGS) -o $@ $<
+	$(call say,CCLD,$@)
+	$(Q)$(CC) $(PROBE_CFLAGS) $(PROBE_LDFLAGS) -o $@ $<
 
 check: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/tests/unit $(PROBES)
-	NSBOX=$(abspath $(B)/nsbox) NSBOX_BUILD=$(abspath $(B)) $(if $(SANITIZE),TIERS="$${TIERS:-unit integration escape vm}") tests/run
+	$(call say,TEST,tests/run)
+	$(Q)NSBOX=$(abspath $(B)/nsbox) NSBOX_BUILD=$(abspath $(B)) $(if $(SANITIZE),TIERS="$${TIERS:-unit integration escape vm}") tests/run
 
 $(B)/tests/bench-session: tests/bench/session.c $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
+	$(call say,CCLD,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
 
 $(B)/tests/bench-daemon: tests/bench/daemon.c $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
+	$(call say,CCLD,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(GIT_LIBS)
 
 bench: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/tests/bench-session $(B)/tests/bench-daemon
-	NSBOX=$(abspath $(B)/nsbox) NSBOXD=$(abspath $(B)/nsboxd) NSBOX_BUILD=$(abspath $(B)) tests/bench/run
+	$(call say,BENCH,tests/bench/run)
+	$(Q)NSBOX=$(abspath $(B)/nsbox) NSBOXD=$(abspath $(B)/nsboxd) NSBOX_BUILD=$(abspath $(B)) tests/bench/run
 
 install: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/libnsbox.so.$(VERSION) $(B)/nsbox.pc
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(AGENTDIR) $(DESTDIR)$(POLICYDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	$(call say,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(AGENTDIR) $(DESTDIR)$(POLICYDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(DATADIR)/nsbox/rootfs
-	install -m 0755 $(B)/nsbox $(DESTDIR)$(BINDIR)/nsbox
-	install -m 0755 $(B)/nsboxd $(DESTDIR)$(BINDIR)/nsboxd
-	install -m 0755 $(B)/nsbox-agent $(DESTDIR)$(AGENTDIR)/nsbox-agent
-	install -m 0644 policy/*.json $(DESTDIR)$(POLICYDIR)/
-	install -m 0644 man/nsbox.1 $(DESTDIR)$(MANDIR)/man1/nsbox.1
-	install -m 0644 man/nsbox-policy.5 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5
-	install -m 0644 man/nsbox-protocol.7 $(DESTDIR)$(MANDIR)/man7/nsbox-protocol.7
-	install -m 0644 man/nsboxd.8 $(DESTDIR)$(MANDIR)/man8/nsboxd.8
-	install -m 0755 rootfs/mkrootfs-debootstrap $(DESTDIR)$(DATADIR)/nsbox/rootfs/
-	install -d $(DESTDIR)$(DATADIR)/nsbox/apparmor
-	sed 's|@BINDIR@|$(BINDIR)|g' contrib/apparmor/nsbox.in > $(DESTDIR)$(DATADIR)/nsbox/apparmor/nsbox
-	chmod 0644 $(DESTDIR)$(DATADIR)/nsbox/apparmor/nsbox
-	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR)
-	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/nsboxd.service.in > $(DESTDIR)$(UNITDIR)/nsboxd.service
-	install -m 0644 contrib/systemd/nsboxd.socket $(DESTDIR)$(UNITDIR)/nsboxd.socket
-	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/user/nsboxd.service.in > $(DESTDIR)$(USERUNITDIR)/nsboxd.service
-	install -m 0644 contrib/systemd/user/nsboxd.socket $(DESTDIR)$(USERUNITDIR)/nsboxd.socket
-	chmod 0644 $(DESTDIR)$(UNITDIR)/nsboxd.service $(DESTDIR)$(USERUNITDIR)/nsboxd.service
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man3
-	install -m 0755 $(B)/libnsbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so.$(VERSION)
-	ln -sf libnsbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so.$(SO_VERSION)
-	ln -sf libnsbox.so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so
-	install -m 0644 include/nsbox.h $(DESTDIR)$(INCLUDEDIR)/nsbox.h
-	install -m 0644 $(B)/nsbox.pc $(DESTDIR)$(PKGCONFIGDIR)/nsbox.pc
-	install -m 0644 man/libnsbox.3 $(DESTDIR)$(MANDIR)/man3/libnsbox.3
+	$(Q)install -m 0755 $(B)/nsbox $(DESTDIR)$(BINDIR)/nsbox
+	$(Q)install -m 0755 $(B)/nsboxd $(DESTDIR)$(BINDIR)/nsboxd
+	$(Q)install -m 0755 $(B)/nsbox-agent $(DESTDIR)$(AGENTDIR)/nsbox-agent
+	$(Q)install -m 0644 policy/*.json $(DESTDIR)$(POLICYDIR)/
+	$(Q)install -m 0644 man/nsbox.1 $(DESTDIR)$(MANDIR)/man1/nsbox.1
+	$(Q)install -m 0644 man/nsbox-policy.5 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5
+	$(Q)install -m 0644 man/nsbox-protocol.7 $(DESTDIR)$(MANDIR)/man7/nsbox-protocol.7
+	$(Q)install -m 0644 man/nsboxd.8 $(DESTDIR)$(MANDIR)/man8/nsboxd.8
+	$(Q)install -m 0755 rootfs/mkrootfs-debootstrap $(DESTDIR)$(DATADIR)/nsbox/rootfs/
+	$(Q)install -d $(DESTDIR)$(DATADIR)/nsbox/apparmor
+	$(Q)sed 's|@BINDIR@|$(BINDIR)|g' contrib/apparmor/nsbox.in > $(DESTDIR)$(DATADIR)/nsbox/apparmor/nsbox
+	$(Q)chmod 0644 $(DESTDIR)$(DATADIR)/nsbox/apparmor/nsbox
+	$(Q)install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR)
+	$(Q)sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/nsboxd.service.in > $(DESTDIR)$(UNITDIR)/nsboxd.service
+	$(Q)install -m 0644 contrib/systemd/nsboxd.socket $(DESTDIR)$(UNITDIR)/nsboxd.socket
+	$(Q)sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/user/nsboxd.service.in > $(DESTDIR)$(USERUNITDIR)/nsboxd.service
+	$(Q)install -m 0644 contrib/systemd/user/nsboxd.socket $(DESTDIR)$(USERUNITDIR)/nsboxd.socket
+	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/nsboxd.service $(DESTDIR)$(USERUNITDIR)/nsboxd.service
+	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man3
+	$(Q)install -m 0755 $(B)/libnsbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so.$(VERSION)
+	$(Q)ln -sf libnsbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so.$(SO_VERSION)
+	$(Q)ln -sf libnsbox.so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so
+	$(Q)install -m 0644 include/nsbox.h $(DESTDIR)$(INCLUDEDIR)/nsbox.h
+	$(Q)install -m 0644 $(B)/nsbox.pc $(DESTDIR)$(PKGCONFIGDIR)/nsbox.pc
+	$(Q)install -m 0644 man/libnsbox.3 $(DESTDIR)$(MANDIR)/man3/libnsbox.3
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/nsbox $(DESTDIR)$(BINDIR)/nsboxd $(DESTDIR)$(MANDIR)/man1/nsbox.1 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5 \
+	$(call say,RM,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/nsbox $(DESTDIR)$(BINDIR)/nsboxd $(DESTDIR)$(MANDIR)/man1/nsbox.1 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5 \
 		$(DESTDIR)$(MANDIR)/man7/nsbox-protocol.7 $(DESTDIR)$(MANDIR)/man8/nsboxd.8 \
 		$(DESTDIR)$(UNITDIR)/nsboxd.service $(DESTDIR)$(UNITDIR)/nsboxd.socket \
 		$(DESTDIR)$(USERUNITDIR)/nsboxd.service $(DESTDIR)$(USERUNITDIR)/nsboxd.socket
-	rm -f $(DESTDIR)$(LIBDIR)/libnsbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so \
+	$(Q)rm -f $(DESTDIR)$(LIBDIR)/libnsbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/libnsbox.so \
 		$(DESTDIR)$(INCLUDEDIR)/nsbox.h $(DESTDIR)$(PKGCONFIGDIR)/nsbox.pc $(DESTDIR)$(MANDIR)/man3/libnsbox.3
-	rm -rf $(DESTDIR)$(DATADIR)/nsbox $(DESTDIR)$(AGENTDIR)
+	$(Q)rm -rf $(DESTDIR)$(DATADIR)/nsbox $(DESTDIR)$(AGENTDIR)
 
 clean:
-	rm -rf $(B) $(FUZZ_B)
+	$(call say,CLEAN,$(B) $(FUZZ_B))
+	$(Q)rm -rf $(B) $(FUZZ_B)
 
 -include $(B)/runtime/agent_main.d $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(FUZZ_NAMES:%=$(B)/fuzz/%.d) $(CLI_SRCS:%.c=$(B)/%.d) $(SO_OBJS:.o=.d)

@@ -38,6 +38,16 @@ extern char **environ;
 
 static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
+/* Blocking signals for a signalfd lifts the kernel's protection of a pid namespace's init
+ * (signals it has no handler for are dropped when sent from inside): so a signal counts only
+ * when kill(2) or tgkill(2) sent it from an ancestor pid namespace, where the kernel shows its
+ * sender as pid 0.  Code inside sees its own pid there; sigqueue(2) from another process cannot
+ * claim SI_USER or SI_TKILL, and F_SETSIG or exit signals carry kernel codes. */
+static bool from_outside(const struct signalfd_siginfo *si)
+{
+        return si->ssi_pid == 0 && (si->ssi_code == SI_USER || si->ssi_code == SI_TKILL);
+}
+
 /* /proc/1/cmdline is readable by every process of the sandbox: replace the launcher's command
  * line (host paths of nsbox and of bind sources) with a name, as setproctitle does. */
 static void scrub_cmdline(void)
@@ -124,7 +134,9 @@ static _Noreturn void agent_run_command(const nsbox_agent_config *c, int sfd)
                         _exit(125);
                 }
                 if (si.ssi_signo != SIGCHLD) {
-                        kill(-cmd, (int)si.ssi_signo == NSBOX_SIG_KILL_COMMAND ? SIGKILL : (int)si.ssi_signo);
+                        /* the caller's signals, forwarded by nsbox run; never the command's own */
+                        if (from_outside(&si))
+                                kill(-cmd, (int)si.ssi_signo == NSBOX_SIG_KILL_COMMAND ? SIGKILL : (int)si.ssi_signo);
                         continue;
                 }
                 int st;
@@ -962,7 +974,7 @@ static void handle_signals(agent *a, int sfd)
         while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
                 if (si.ssi_signo == SIGCHLD)
                         reap(a);
-                else /* SIGTERM & co. from the supervisor: the sandbox is going away */
+                else if (from_outside(&si)) /* SIGTERM & co. from the supervisor: the sandbox is going away */
                         agent_exit(a, 0);
         }
 }

@@ -8,15 +8,6 @@
 #include "../tools/tool.h"
 #include "policy.h"
 
-typedef struct nsbox_tool_entry {
-        const char *name; /* canonical name (tools/registry.c) */
-        tool_fn fn;
-} nsbox_tool_entry;
-
-/* The file, search and git handlers (tools/dispatch.c), { NULL, NULL }-terminated.  Only
- * programs that serve tools link it (and so libgit2). */
-extern const nsbox_tool_entry nsbox_tool_handlers[];
-
 typedef struct nsbox_agent_config {
         const nsbox_policy *policy;
         char *const *argv;              /* run mode: the command, with the inherited fds 0-2 */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsbox-agent: the agent of every serve-mode sandbox (nsboxd's, libnsbox's in-process ones),
- * executed by the launcher's clone()d child before its setup (agentexec.h), so that it holds its
+ * executed by the launcher's clone()d child after step 3's first part (agentexec.h), so that it holds its
  * own sandbox's data and nothing of the process that started it.  It reads its spec from the
  * sealed memfd at NSBOX_AGENT_SPEC_FD, then does what the child did before: the setup of
- * SECURITY.md from step 3 (nsbox_sandbox_child_setup), then serves the protocol socket.  Errors
+ * docs/security.md from step 3 (nsbox_sandbox_child_setup, with the sources its launcher's
+ * child opened before the exec), then serves the protocol socket.  Errors
  * reach the launcher over the setup channel, as they did from the child. */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,28 +43,54 @@ static int read_spec(nsbox_agent_spec *ret, nsbox_error *err)
         return nsbox_spec_decode(buf, (size_t)n, ret, err);
 }
 
+/* Step 3's sources, opened by the child before its exec (nsbox_sandbox_child_prepare). */
+static int read_sources(size_t n_fds, size_t n_mounts, nsbox_sources *ret, nsbox_error *err)
+{
+        *ret = (nsbox_sources){ .trees = NULL, .rootfs_fd = -1, .hides = NULL };
+        struct stat st;
+        int seals = fcntl(NSBOX_AGENT_SOURCES_FD, F_GET_SEALS);
+        if (fstat(NSBOX_AGENT_SOURCES_FD, &st) < 0 || seals < 0 || !(seals & F_SEAL_WRITE) || st.st_size < 0 ||
+            (uint64_t)st.st_size > NSBOX_SPEC_MAX_BYTES)
+                return nsbox_err(err, EINVAL, "the sandbox's sources: not a sealed memfd of at most %u bytes", NSBOX_SPEC_MAX_BYTES);
+        _cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
+        if (!buf)
+                return nsbox_err(err, ENOMEM, "the sandbox's sources");
+        ssize_t n = pread(NSBOX_AGENT_SOURCES_FD, buf, (size_t)st.st_size, 0);
+        if (n != st.st_size)
+                return nsbox_err(err, n < 0 ? errno : EIO, "read the sandbox's sources");
+        close(NSBOX_AGENT_SOURCES_FD);
+        return nsbox_sources_decode(buf, (size_t)n, n_mounts, NSBOX_AGENT_SOURCES_FD + 1, n_fds, ret, err);
+}
+
 int main(int argc, char **argv)
 {
-        (void)argv;
         /* Started by hand, not by a launcher: no sealed spec at its fixed fd. */
         int seals = fcntl(NSBOX_AGENT_SPEC_FD, F_GET_SEALS);
-        if (argc != 1 || seals < 0 || !(seals & F_SEAL_WRITE)) {
+        char *end = NULL;
+        unsigned long n_fds = argc == 2 ? strtoul(argv[1], &end, 10) : 0;
+        if (argc != 2 || !end || *end || end == argv[1] || n_fds > 4096 || seals < 0 || !(seals & F_SEAL_WRITE)) {
                 fputs("nsbox-agent: the agent of nsbox's sandboxes, started by nsboxd and libnsbox, not by hand\n", stderr);
                 return 2;
         }
         static nsbox_agent_spec spec; /* lives as long as the agent */
         nsbox_error err = { 0 };
         /* They came without close-on-exec, to survive our own exec: no command the agent starts
-         * may inherit the setup channel or the protocol socket (SECURITY.md, step 8). */
-        for (int fd = NSBOX_AGENT_SYNC_FD; fd <= NSBOX_AGENT_SPEC_FD; fd++)
-                if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+         * may inherit the setup channel, the protocol socket or a source (docs/security.md,
+         * step 8). */
+        for (int fd = NSBOX_AGENT_SYNC_FD; fd <= NSBOX_AGENT_SOURCES_FD + (int)n_fds; fd++)
+                if (fd != NSBOX_AGENT_SOURCES_FD - 1 && fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
                         nsbox_err(&err, errno, "close-on-exec for fd %d", fd);
                         setup_failed(&err);
                 }
         if (read_spec(&spec, &err) < 0)
                 setup_failed(&err);
+        nsbox_sources src;
+        if (read_sources(n_fds, spec.policy->n_mounts, &src, &err) < 0) {
+                nsbox_sources_release(&src);
+                setup_failed(&err);
+        }
         nsbox_egress_set eg = { .v = spec.rules, .n = spec.n_rules, .restricted = spec.restricted, .veth = spec.veth };
-        if (nsbox_sandbox_child_setup(spec.policy, &spec.map, &eg, NSBOX_AGENT_SYNC_FD, NSBOX_AGENT_PROTO_FD, &err) < 0)
+        if (nsbox_sandbox_child_setup(spec.policy, &spec.map, &eg, &src, NSBOX_AGENT_SYNC_FD, NSBOX_AGENT_PROTO_FD, &err) < 0)
                 setup_failed(&err);
         nsbox_agent_config c = { .policy = spec.policy,
                                  .argv = NULL,

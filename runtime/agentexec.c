@@ -127,7 +127,29 @@ static _Noreturn void exec_failed(int syncfd, nsbox_error *err)
         _exit(125);
 }
 
-_Noreturn void nsbox_agent_exec(int syncfd, int protofd, int specfd, bool outlive_parent)
+/* The sources in a sealed memfd (no close-on-exec: it crosses the exec), or -errno. */
+static int sources_memfd(const nsbox_sources *src, size_t n_mounts, int **ret_fds, size_t *ret_n)
+{
+        _cleanup_sb_ strbuf buf;
+        sb_init(&buf, NSBOX_SPEC_MAX_BYTES);
+        int r = nsbox_sources_encode(src, n_mounts, &buf, ret_fds, ret_n);
+        if (r < 0)
+                return r;
+        int fd = memfd_create("nsbox-agent-sources", MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+        if (fd < 0 && errno == EINVAL)
+                fd = memfd_create("nsbox-agent-sources", MFD_ALLOW_SEALING);
+        if (fd < 0 || (r = write_full(fd, buf.buf, buf.len)) < 0 ||
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+                r = fd < 0 || r == 0 ? -errno : r;
+                if (fd >= 0)
+                        close(fd);
+                free(*ret_fds);
+                return r;
+        }
+        return fd;
+}
+
+_Noreturn void nsbox_agent_exec(int syncfd, int protofd, int specfd, const nsbox_sources *src, size_t n_mounts, bool outlive_parent)
 {
         nsbox_error err = { 0 };
         /* The parent's death kills us from here on, through the exec (which keeps it: the exec
@@ -138,24 +160,42 @@ _Noreturn void nsbox_agent_exec(int syncfd, int protofd, int specfd, bool outliv
         }
         if (nsbox_caps_keep_across_exec(&err) < 0)
                 exec_failed(syncfd, &err);
-        /* Each fd to its number: first all above the targets, so that no dup2 overwrites one
-         * still to be moved, then down; everything else is closed. */
-        int from[4] = { syncfd, protofd, specfd, __atomic_load_n(&agent_fd, __ATOMIC_ACQUIRE) };
-        enum { N = 4, FIRST = NSBOX_AGENT_SYNC_FD };
-        int high[N];
-        for (int i = 0; i < N; i++)
-                if ((high[i] = fcntl(from[i], F_DUPFD_CLOEXEC, FIRST + N)) < 0) {
+        int *srcfds = NULL;
+        size_t n_src = 0;
+        int memfd = sources_memfd(src, n_mounts, &srcfds, &n_src);
+        if (memfd < 0) {
+                nsbox_err(&err, -memfd, "pass the sandbox's sources to its agent");
+                exec_failed(syncfd, &err);
+        }
+        /* Each fd to its number: the fixed ones (the program last, close-on-exec), then the
+         * sources' memfd and the sources.  First all above the targets, so that no dup2
+         * overwrites one still to be moved, then down; everything else is closed. */
+        enum { FIXED = 4, FIRST = NSBOX_AGENT_SYNC_FD };
+        size_t n = FIXED + 1 + n_src;
+        int *from = calloc(n, sizeof(int)), *high = calloc(n, sizeof(int));
+        if (!from || !high) {
+                nsbox_err(&err, ENOMEM, "pass the sandbox's sources to its agent");
+                exec_failed(syncfd, &err);
+        }
+        from[0] = syncfd, from[1] = protofd, from[2] = specfd, from[3] = __atomic_load_n(&agent_fd, __ATOMIC_ACQUIRE);
+        from[FIXED] = memfd;
+        for (size_t i = 0; i < n_src; i++)
+                from[FIXED + 1 + i] = srcfds[i];
+        for (size_t i = 0; i < n; i++)
+                if ((high[i] = fcntl(from[i], F_DUPFD_CLOEXEC, FIRST + (int)n)) < 0) {
                         nsbox_err(&err, errno, "move fd %d", from[i]);
                         exec_failed(syncfd, &err);
                 }
-        for (int i = 0; i < N; i++)
-                if (dup3(high[i], FIRST + i, i == N - 1 ? O_CLOEXEC : 0) < 0) {
+        for (size_t i = 0; i < n; i++)
+                if (dup3(high[i], FIRST + (int)i, i == FIXED - 1 ? O_CLOEXEC : 0) < 0) {
                         nsbox_err(&err, errno, "move fd %d", from[i]);
                         exec_failed(high[0], &err);
                 }
-        syscall(SYS_close_range, FIRST + N, ~0u, 0);
-        char *const argv[] = { NSBOX_AGENT_NAME, NULL }, *const envp[] = { NULL };
-        syscall(SYS_execveat, FIRST + N - 1, "", argv, envp, AT_EMPTY_PATH);
+        syscall(SYS_close_range, FIRST + (int)n, ~0u, 0);
+        char count[24];
+        snprintf(count, sizeof(count), "%zu", n_src);
+        char *const argv[] = { NSBOX_AGENT_NAME, count, NULL }, *const envp[] = { NULL };
+        syscall(SYS_execveat, FIRST + FIXED - 1, "", argv, envp, AT_EMPTY_PATH);
         nsbox_err(&err, errno, "execute " NSBOX_AGENT_NAME);
         exec_failed(NSBOX_AGENT_SYNC_FD, &err);
 }

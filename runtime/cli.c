@@ -112,7 +112,8 @@ static void print_json_result(const nsbox_result *r, const nsbox_error *err)
 /* The one place an error becomes output: the message, the --json object, the exit status. */
 static int fail(nsbox_error *err, bool json)
 {
-        fprintf(stderr, "nsbox: %s\n", err->msg ? err->msg : "failed");
+        _cleanup_free_ char *safe = nsbox_escape_controls(err->msg ? err->msg : "failed");
+        fprintf(stderr, "nsbox: %s\n", safe ? safe : "failed");
         if (json)
                 print_json_result(NULL, err);
         int status = err->exit_status ? err->exit_status : 125;

@@ -18,7 +18,7 @@
 #include "cli_session.h"
 #include "client.h"
 #include "options.h"
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #ifndef NSBOX_VERSION
@@ -64,7 +64,7 @@ static const struct {
           "\"template\":{\"type\":\"string\",\"description\":\"A template of nsboxd's configuration (from its warm pool).\"},"
           "\"from\":{\"type\":\"string\",\"description\":\"Start on this snapshot's files (see snapshot_sandbox).\"},"
           "\"memory\":{\"type\":\"string\",\"description\":\"Memory limit, e.g. 512M.\"},"
-          "\"net\":{\"type\":\"string\",\"enum\":[\"none\",\"nat\"],\"description\":\"Network: loopback only (none, the default) or outbound NAT.\"},"
+          "\"net\":{\"type\":\"string\",\"enum\":[\"none\",\"nat\"],\"description\":\"Network: loopback only (none, the default) or outbound NAT (only when the session was started with --net nat).\"},"
           "\"timeout\":{\"type\":\"number\",\"minimum\":0,\"description\":\"Seconds after which the sandbox is destroyed.\"},"
           "\"env\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Environment, as K=V strings.\"},"
           "\"labels\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":\"Labels, shown by list_sandboxes.\"}"
@@ -222,6 +222,32 @@ static int create_sandbox(mcp_server *s, json_t *params, json_t **ret, const cha
         return 0;
 }
 
+/* create_sandbox's arguments come from the model, not from the person who started the session:
+ * they may choose among what the session's own options allow, never a host path (binds, a
+ * policy file, a root file system, a recording, a repository, published ports) nor more network
+ * than the session was started with. */
+static int check_model_create(const mcp_server *s, json_t *args, nsbox_error *err)
+{
+        static const char *const allowed[] = { "policy", "template", "from", "memory", "net", "timeout", "env", "labels" };
+        const char *key;
+        json_t *v;
+        json_object_foreach(args, key, v) {
+                size_t i = 0;
+                while (i < ARRAY_SIZE(allowed) && strcmp(key, allowed[i]))
+                        i++;
+                if (i == ARRAY_SIZE(allowed))
+                        return nsbox_err(err, 0, "create_sandbox: '%.64s' is not an argument a model may set (policy, template, from, memory, net, timeout, env, labels)", key);
+        }
+        const char *policy = json_string_value(json_object_get(args, "policy"));
+        if (policy && strchr(policy, '/'))
+                return nsbox_err(err, 0, "create_sandbox: policy '%.64s' is a file; a model may name only a policy of the policy directories", policy);
+        const char *net = json_string_value(json_object_get(args, "net"));
+        const char *session_net = json_string_value(json_object_get(s->create_params, "net"));
+        if (net && strcmp(net, "none") && !(session_net && !strcmp(net, session_net)))
+                return nsbox_err(err, 0, "create_sandbox: net '%.16s' needs the session started with --net %.16s", net, net);
+        return 0;
+}
+
 static const char *default_sandbox(mcp_server *s, const char **ret_code, nsbox_error *err)
 {
         if (s->default_id)
@@ -329,7 +355,11 @@ static json_t *call_lifecycle(mcp_server *s, const char *name, json_t *args)
         json_t *reply = NULL;
         int r;
         if (!strcmp(name, "create_sandbox")) {
-                r = create_sandbox(s, json_deep_copy(args), &res, &code, &err);
+                r = check_model_create(s, args, &err);
+                if (r < 0)
+                        code = "permission_denied";
+                else
+                        r = create_sandbox(s, json_deep_copy(args), &res, &code, &err);
         } else if (!strcmp(name, "list_sandboxes")) {
                 r = daemon_call(s, "list", json_deep_copy(args), &res, &code, &err);
                 if (r == 0 && json_is_object(res))
@@ -536,7 +566,7 @@ int nsbox_cmd_mcp(int argc, char **argv)
                 nsbox_run_options_release(&o);
                 return nsbox_cli_usage_error("mcp", "--count, --reuse, --json and --record do not apply to nsbox mcp");
         }
-        if (nsbox_cli_create_params(&o, &s.create_params) < 0) {
+        if (nsbox_cli_create_params("mcp", &o, &s.create_params) < 0) {
                 nsbox_run_options_release(&o);
                 return EXIT_NSBOX;
         }

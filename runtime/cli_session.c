@@ -20,7 +20,7 @@
 #include "base64.h"
 #include "client.h"
 #include "options.h"
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #define CP_CHUNK (4u << 20) /* bytes per call: large files are streamed, never held whole */
@@ -28,12 +28,15 @@
 /* Exit statuses of the client commands other than exec: 0, 1 when the daemon or a tool said
  * no, 125 when nsbox itself failed (bad option, no daemon). */
 
+/* nsboxd's messages may echo what a client chose (labels, names): escaped (nsbox_escape_controls) */
 static int say(const char *cmd, int status, const char *code, const nsbox_error *err)
 {
-        if (code && strcmp(code, "internal"))
-                fprintf(stderr, "nsbox: %s: %s: %s\n", cmd, code, err->msg ? err->msg : "failed");
+        _cleanup_free_ char *safe = nsbox_escape_controls(err->msg ? err->msg : "failed");
+        _cleanup_free_ char *safe_code = code ? nsbox_escape_controls(code) : NULL;
+        if (safe_code && strcmp(code, "internal"))
+                fprintf(stderr, "nsbox: %s: %s: %s\n", cmd, safe_code, safe ? safe : "failed");
         else
-                fprintf(stderr, "nsbox: %s: %s\n", cmd, err->msg ? err->msg : "failed");
+                fprintf(stderr, "nsbox: %s: %s\n", cmd, safe ? safe : "failed");
         return status;
 }
 
@@ -73,10 +76,10 @@ int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t
 #define print_json nsbox_cli_print_json
 void nsbox_cli_print_json(FILE *f, json_t *v)
 {
-        char *text = json_dumps(v, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-        if (text)
-                fprintf(f, "%s\n", text);
-        free(text);
+        _cleanup_free_ char *text = json_dumps(v, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        _cleanup_free_ char *safe = text ? nsbox_json_escape_c1(text) : NULL; /* the same JSON, nothing a terminal acts on */
+        if (safe)
+                fprintf(f, "%s\n", safe);
 }
 
 /* ---- create ----------------------------------------------------------------------------------- */
@@ -110,15 +113,17 @@ static char *absolute(const char *path)
         return r;
 }
 
-int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
+int nsbox_cli_create_params(const char *cmd, const nsbox_run_options *o, json_t **ret)
 {
         json_t *p = json_object();
         char *abs = NULL;
         if (o->policy && strcmp(o->policy, "default")) {
-                bool file = strchr(o->policy, '/') || strstr(o->policy, ".json");
+                /* as nsbox_policy_find takes it: nsboxd looks a name up in its own directories */
+                size_t n = strlen(o->policy);
+                bool file = strchr(o->policy, '/') || (n >= 5 && !strcmp(o->policy + n - 5, ".json"));
                 if (file && !(abs = absolute(o->policy))) {
                         json_decref(p);
-                        fprintf(stderr, "nsbox: create: --policy '%s': %s\n", o->policy, strerror(errno));
+                        fprintf(stderr, "nsbox: %s: --policy '%s': %s\n", cmd, o->policy, strerror(errno));
                         return -1;
                 }
                 json_object_set_new(p, "policy", json_string(file ? abs : o->policy));
@@ -128,7 +133,7 @@ int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
         if (o->rootfs) {
                 if (strcmp(o->rootfs, "host") && !(abs = absolute(o->rootfs))) {
                         json_decref(p);
-                        fprintf(stderr, "nsbox: create: --rootfs '%s': %s\n", o->rootfs, strerror(errno));
+                        fprintf(stderr, "nsbox: %s: --rootfs '%s': %s\n", cmd, o->rootfs, strerror(errno));
                         return -1;
                 }
                 json_object_set_new(p, "rootfs", json_string(strcmp(o->rootfs, "host") ? abs : "host"));
@@ -141,7 +146,7 @@ int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
                 _cleanup_free_ char *real = url ? NULL : absolute(o->repo);
                 if (!url && !real) {
                         json_decref(p);
-                        fprintf(stderr, "nsbox: create: --repo '%s': %s\n", o->repo, strerror(errno));
+                        fprintf(stderr, "nsbox: %s: --repo '%s': %s\n", cmd, o->repo, strerror(errno));
                         return -1;
                 }
                 json_object_set_new(p, "repo", json_string(url ? o->repo : real));
@@ -156,7 +161,7 @@ int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
                 _cleanup_free_ char *dir = copy ? absolute(slash ? (copy[0] ? copy : "/") : ".") : NULL;
                 if (!dir || !*base) {
                         json_decref(p);
-                        fprintf(stderr, "nsbox: create: --record '%s': %s\n", o->record, dir ? "expected a file name" : strerror(errno));
+                        fprintf(stderr, "nsbox: %s: --record '%s': %s\n", cmd, o->record, dir ? "expected a file name" : strerror(errno));
                         return -1;
                 }
                 json_object_set_new(p, "record", json_sprintf("%s/%s", strcmp(dir, "/") ? dir : "", base));
@@ -192,7 +197,7 @@ int nsbox_cli_create_params(const nsbox_run_options *o, json_t **ret)
                 if (!real) {
                         json_decref(p);
                         json_decref(binds);
-                        fprintf(stderr, "nsbox: create: --bind '%s': '%s': %s\n", *b, src ? src : "", strerror(errno));
+                        fprintf(stderr, "nsbox: %s: --bind '%s': '%s': %s\n", cmd, *b, src ? src : "", strerror(errno));
                         return -1;
                 }
                 json_array_append_new(binds, json_sprintf("%s%s", real, colon ? colon : ""));
@@ -243,7 +248,7 @@ int nsbox_cmd_create(int argc, char **argv)
                 goto out;
         }
         json_t *params = NULL, *res = NULL;
-        if (nsbox_cli_create_params(&o, &params) < 0) {
+        if (nsbox_cli_create_params("create", &o, &params) < 0) {
                 status = EXIT_NSBOX;
                 goto out;
         }
@@ -467,7 +472,9 @@ static int cp_call(nsbox_client *cl, const char *id, const char *tool, json_t *t
 
 static int cp_in(nsbox_client *cl, const char *src, const char *id, const char *dst)
 {
-        _cleanup_close_ int fd = !strcmp(src, "-") ? dup(0) : open(src, O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO must not hang the copy (it is refused below; - is for pipes) */
+        bool from_stdin = !strcmp(src, "-");
+        _cleanup_close_ int fd = from_stdin ? dup(0) : open(src, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0) {
                 fprintf(stderr, "nsbox: cp: '%s': %s\n", src, strerror(errno));
@@ -475,6 +482,10 @@ static int cp_in(nsbox_client *cl, const char *src, const char *id, const char *
         }
         if (S_ISDIR(st.st_mode)) {
                 fprintf(stderr, "nsbox: cp: '%s': is a directory (nsbox cp copies one file)\n", src);
+                return EXIT_REFUSED;
+        }
+        if (!from_stdin && !S_ISREG(st.st_mode)) {
+                fprintf(stderr, "nsbox: cp: '%s' is not a regular file: nsbox cp copies regular files only (- reads standard input)\n", src);
                 return EXIT_REFUSED;
         }
         /* into a directory: under SRC's name */
@@ -537,6 +548,45 @@ static int cp_in(nsbox_client *cl, const char *src, const char *id, const char *
         return r;
 }
 
+/* Write n zero bytes to fd: a hole of the file, for an output that cannot seek (standard output). */
+static int write_zeros(int fd, uint64_t n)
+{
+        static const char zeros[65536];
+        while (n > 0) {
+                size_t k = n < sizeof(zeros) ? (size_t)n : sizeof(zeros);
+                int r = write_full(fd, zeros, k);
+                if (r < 0)
+                        return r;
+                n -= k;
+        }
+        return 0;
+}
+
+static int pwrite_full(int fd, const char *buf, size_t n, uint64_t at)
+{
+        while (n > 0) {
+                ssize_t k = pwrite(fd, buf, n, (off_t)at);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? -errno : -EIO;
+                buf += k;
+                n -= (size_t)k;
+                at += (uint64_t)k;
+        }
+        return 0;
+}
+
+static mode_t caller_umask(void)
+{
+        mode_t m = umask(0);
+        umask(m);
+        return m;
+}
+
+/* The file as it was when cp began: its size then bounds the copy (a file growing inside would
+ * keep a copy going for ever), its holes stay holes (a sparse file of 512 MiB holding nothing is
+ * not sent, nor written out, as 512 MiB of zeros), and only a regular file is copied. */
 static int cp_out(nsbox_client *cl, const char *id, const char *src, const char *dst)
 {
         json_t *sres = NULL;
@@ -546,11 +596,14 @@ static int cp_out(nsbox_client *cl, const char *id, const char *src, const char 
         const char *type = json_string_value(json_object_get(sres, "type"));
         bool regular = type && !strcmp(type, "file");
         json_int_t mode = json_integer_value(json_object_get(sres, "mode"));
-        json_decref(sres);
-        if (!regular) {
-                fprintf(stderr, "nsbox: cp: '%s' in sandbox %s is not a regular file\n", src, id);
+        json_int_t size = json_integer_value(json_object_get(sres, "size"));
+        if (!regular || size < 0) {
+                fprintf(stderr, "nsbox: cp: '%s' in sandbox %s is not a regular file (%.32s): nsbox cp copies regular files only\n", src, id,
+                        type ? type : "unknown");
+                json_decref(sres);
                 return EXIT_REFUSED;
         }
+        json_decref(sres);
         bool to_stdout = !strcmp(dst, "-");
         _cleanup_free_ char *target = strdup(dst), *tmp = NULL;
         struct stat st;
@@ -561,45 +614,66 @@ static int cp_out(nsbox_client *cl, const char *id, const char *src, const char 
         }
         if (!target || (!to_stdout && asprintf(&tmp, "%s.nsbox-cp-%d", target, (int)getpid()) < 0))
                 return EXIT_NSBOX;
-        _cleanup_close_ int fd = to_stdout ? dup(1) : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)(mode & 0777) | 0600);
+        _cleanup_close_ int fd = to_stdout ? dup(1) : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0) {
                 fprintf(stderr, "nsbox: cp: '%s': %s\n", to_stdout ? "-" : tmp, strerror(errno));
                 return EXIT_REFUSED;
         }
+        /* the holes, as the caller's own cp makes them: a file of that size, data written into it */
+        if (!to_stdout && ftruncate(fd, (off_t)size) < 0) {
+                fprintf(stderr, "nsbox: cp: '%s': %s\n", tmp, strerror(errno));
+                unlink(tmp);
+                return EXIT_REFUSED;
+        }
         strbuf bytes;
         sb_init(&bytes, 0);
-        for (uint64_t off = 0;;) {
+        uint64_t end = (uint64_t)size, off = 0;
+        while (off < end) {
                 json_t *res = NULL;
+                uint64_t want = end - off < CP_CHUNK ? end - off : CP_CHUNK;
                 r = cp_call(cl, id, "read_file",
-                            json_pack("{ss ss sI sI}", "path", src, "encoding", "base64", "byte_offset", (json_int_t)off, "byte_limit",
-                                      (json_int_t)CP_CHUNK),
+                            json_pack("{ss ss sI sI sb}", "path", src, "encoding", "base64", "byte_offset", (json_int_t)off, "byte_limit",
+                                      (json_int_t)want, "skip_holes", 1),
                             &res);
                 if (r)
                         break;
                 json_t *content = json_object_get(res, "content");
+                json_int_t at = json_integer_value(json_object_get(res, "byte_offset"));
                 bytes.len = 0;
-                if (!json_is_string(content) || b64_decode(json_string_value(content), json_string_length(content), &bytes) < 0) {
+                if (!json_is_string(content) || b64_decode(json_string_value(content), json_string_length(content), &bytes) < 0 ||
+                    at < (json_int_t)off) {
                         json_decref(res);
                         fprintf(stderr, "nsbox: cp: nsboxd sent a malformed chunk\n");
                         r = EXIT_NSBOX;
                         break;
                 }
-                bool eof = json_is_true(json_object_get(res, "eof")) || bytes.len == 0;
+                bool eof = json_is_true(json_object_get(res, "eof"));
                 json_decref(res);
-                int w = bytes.len ? write_full(fd, bytes.buf, bytes.len) : 0;
+                /* what lies past the size seen at first is not copied */
+                uint64_t from = (uint64_t)at < end ? (uint64_t)at : end;
+                size_t n = bytes.len < end - from ? bytes.len : (size_t)(end - from);
+                int w = 0;
+                if (to_stdout) {
+                        w = write_zeros(fd, from - off);
+                        if (w == 0 && n)
+                                w = write_full(fd, bytes.buf, n);
+                } else if (n) {
+                        w = pwrite_full(fd, bytes.buf, n, from);
+                }
                 if (w < 0) {
                         fprintf(stderr, "nsbox: cp: write '%s': %s\n", to_stdout ? "-" : tmp, strerror(-w));
                         r = EXIT_REFUSED;
                         break;
                 }
-                off += bytes.len;
-                if (eof)
+                off = from + n;
+                if (eof || n == 0)
                         break;
         }
         sb_release(&bytes);
-        if (to_stdout)
-                return r;
-        if (r == 0 && (fchmod(fd, (mode_t)(mode & 0777)) < 0 || rename(tmp, target) < 0)) {
+        if (to_stdout) /* a file that shrank meanwhile still gives the size seen at first */
+                return r ? r : write_zeros(fd, end - off) < 0 ? EXIT_REFUSED : 0;
+        /* the caller's umask applies, as to any file it makes; no setuid, setgid or sticky bit */
+        if (r == 0 && (fchmod(fd, (mode_t)(mode & 0777) & ~caller_umask()) < 0 || rename(tmp, target) < 0)) {
                 fprintf(stderr, "nsbox: cp: '%s': %s\n", target, strerror(errno));
                 r = EXIT_REFUSED;
         }
@@ -688,10 +762,14 @@ int nsbox_cmd_ls(int argc, char **argv)
                         json_t *v;
                         json_object_foreach(json_object_get(s, "labels"), k, v)
                                 sb_appendf(&labels, "%s%s=%s", labels.len ? "," : "", k, json_string_value(v));
+                        /* what clients chose (labels, a policy's name) reaches the terminal escaped */
                         const char *pol = json_string_value(json_object_get(s, "policy"));
-                        printf("%-32s  %-8s  %-6s  %-14s  %s\n", json_string_value(json_object_get(s, "id")),
-                               json_string_value(json_object_get(s, "state")), agebuf, pol ? base_name(pol) : "",
-                               labels.buf ? labels.buf : "");
+                        _cleanup_free_ char *safe_labels = nsbox_escape_controls(labels.buf ? labels.buf : "");
+                        _cleanup_free_ char *safe_pol = nsbox_escape_controls(pol ? base_name(pol) : "");
+                        _cleanup_free_ char *safe_id = nsbox_escape_controls(json_string_value(json_object_get(s, "id")) ?: "");
+                        _cleanup_free_ char *safe_state = nsbox_escape_controls(json_string_value(json_object_get(s, "state")) ?: "");
+                        printf("%-32s  %-8s  %-6s  %-14s  %s\n", safe_id ? safe_id : "", safe_state ? safe_state : "", agebuf,
+                               safe_pol ? safe_pol : "", safe_labels ? safe_labels : "");
                         sb_release(&labels);
                 }
         }

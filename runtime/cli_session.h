@@ -37,9 +37,9 @@ int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t
                    json_t **ret, int refused_status);
 void nsbox_cli_print_json(FILE *f, json_t *v);
 /* The params of nsboxd's create for parsed create options (host paths made absolute); 0, or -1
- * after printing why. */
+ * after printing why, as "nsbox: CMD: ...". */
 struct nsbox_run_options;
-int nsbox_cli_create_params(const struct nsbox_run_options *o, json_t **ret);
+int nsbox_cli_create_params(const char *cmd, const struct nsbox_run_options *o, json_t **ret);
 
 /* cli_mcp.c: nsbox mcp */
 int nsbox_cmd_mcp(int argc, char **argv);

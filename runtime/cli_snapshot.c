@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli_session.h"
+#include "options.h"
 #include "client.h"
 #include "store.h"
 #include "trajectory.h"
@@ -22,7 +23,8 @@ static bool is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "
 
 static int store_failed(const char *cmd, int r, nsbox_error *err)
 {
-        fprintf(stderr, "nsbox: %s: %s\n", cmd, err->msg ? err->msg : strerror(-r));
+        _cleanup_free_ char *safe = nsbox_escape_controls(err->msg ? err->msg : strerror(-r));
+        fprintf(stderr, "nsbox: %s: %s\n", cmd, safe ? safe : strerror(-r));
         nsbox_error_clear(err);
         return r == -ENOENT || r == -EBUSY || r == -EEXIST || r == -EINVAL ? EXIT_REFUSED : EXIT_NSBOX;
 }
@@ -79,9 +81,11 @@ static int snapshot_ls(int argc, char **argv)
                         struct tm tm;
                         strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
                         const char *src = json_string_value(json_object_get(s, "source"));
-                        printf("%-24s  %-6zu  %-8s  %-19s  %-6s  %s\n", json_string_value(json_object_get(s, "name")),
+                        _cleanup_free_ char *safe_name = nsbox_escape_controls(json_string_value(json_object_get(s, "name")) ?: "");
+                        _cleanup_free_ char *safe_src = nsbox_escape_controls(src ? src : "");
+                        printf("%-24s  %-6zu  %-8s  %-19s  %-6s  %s\n", safe_name ? safe_name : "",
                                json_array_size(json_object_get(s, "layers")), size, when,
-                               json_is_true(json_object_get(s, "in_use")) ? "yes" : "no", src ? src : "");
+                               json_is_true(json_object_get(s, "in_use")) ? "yes" : "no", safe_src ? safe_src : "");
                 }
         }
         json_decref(list);
@@ -247,12 +251,17 @@ int nsbox_cmd_gc(int argc, char **argv)
 /* ---- replay ----------------------------------------------------------------------------------- */
 
 static const char usage_replay[] =
-        "usage: nsbox replay [--from SNAPSHOT] [--json] FILE\n"
+        "usage: nsbox replay [--from SNAPSHOT] [--json] [CREATE OPTIONS] FILE\n"
         "\n"
         "Re-run the tool calls of a trajectory recorded with nsbox create --record FILE in a fresh\n"
         "sandbox made the same way (or on SNAPSHOT), compare each result with the recorded one, and\n"
         "report the first step that diverged.  Exit status: 0 when nothing diverged, 1 when a step\n"
-        "did, 125 when the replay itself failed.\n";
+        "did, 125 when the replay itself failed.\n"
+        "\n"
+        "The recorded limits, timeouts, environment, workdir, hostname and tmpfs are used as they\n"
+        "are; what reaches the host (--bind, --rootfs, --policy, --net, --allow, --publish, --record,\n"
+        "--repo, --template) only when given again here, the same: a trajectory is a file anyone may\n"
+        "have written.  Options of nsbox create given here are used over the recorded ones.\n";
 
 typedef struct replay {
         nsbox_client cl;
@@ -302,47 +311,55 @@ static int replay_step(replay *rp, const nsbox_traj_step *st, json_t **ret_resul
         return 1;
 }
 
+/* The create parameters of the replay: the recorded ones, those reaching the host only when
+ * given again.  0 or an exit status (the refusal said). */
+static int replay_create_params(const nsbox_run_options *o, json_t *recorded, json_t **ret)
+{
+        json_t *given = NULL;
+        if (nsbox_cli_create_params("replay", o, &given) < 0)
+                return EXIT_NSBOX;
+        _cleanup_sb_ strbuf refused;
+        sb_init(&refused, 4096);
+        int r = nsbox_traj_replay_params(recorded, given, ret, &refused);
+        json_decref(given);
+        if (r == -EPERM)
+                fprintf(stderr, "nsbox: replay: the trajectory asks for host-facing parameters not given on the command line: %s; pass them again to allow\n",
+                        refused.buf);
+        else if (r < 0)
+                fprintf(stderr, "nsbox: replay: %s\n", strerror(-r));
+        return r < 0 ? EXIT_NSBOX : 0;
+}
+
 int nsbox_cmd_replay(int argc, char **argv)
 {
-        const char *from = NULL, *file = NULL;
-        bool json = false;
-        for (int i = 1; i < argc; i++) {
+        for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
                 if (is_help(argv[i])) {
                         fputs(usage_replay, stdout);
                         return 0;
                 }
-                if (!strcmp(argv[i], "--json"))
-                        json = true;
-                else if (!strcmp(argv[i], "--from") && i + 1 < argc)
-                        from = argv[++i];
-                else if (!strncmp(argv[i], "--from=", 7))
-                        from = argv[i] + 7;
-                else if (argv[i][0] == '-')
-                        return nsbox_cli_usage_error("replay", "unknown option '%s'", argv[i]);
-                else if (!file)
-                        file = argv[i];
-                else
-                        return nsbox_cli_usage_error("replay", "unexpected argument '%s'", argv[i]);
-        }
-        if (!file)
-                return nsbox_cli_usage_error("replay", "expected a trajectory FILE");
         nsbox_error err = { 0 };
-        if (from && nsbox_snapshot_name_check(from, &err) < 0) {
-                int st = nsbox_cli_usage_error("replay", "--from: %s", err.msg);
+        nsbox_run_options o;
+        if (nsbox_run_options_parse(argc, argv, &o, &err) < 0) {
+                fprintf(stderr, "nsbox: %s\n", err.msg); /* it names the subcommand already */
                 nsbox_error_clear(&err);
-                return st;
+                nsbox_run_options_release(&o);
+                return EXIT_NSBOX;
         }
+        const char *file = o.argv[0];
+        bool json = o.json;
         nsbox_trajectory t = { 0 };
         if (nsbox_traj_load(file, &t, &err) < 0) {
                 fprintf(stderr, "nsbox: replay: %s\n", err.msg);
                 nsbox_error_clear(&err);
+                nsbox_run_options_release(&o);
                 return EXIT_NSBOX;
         }
-        json_t *cp = json_deep_copy(t.create);
-        if (from) { /* the snapshot has its workspace: no repository, no other snapshot */
-                json_object_del(cp, "repo");
-                json_object_del(cp, "commit");
-                json_object_set_new(cp, "from", json_string(from));
+        json_t *cp = NULL;
+        int st0 = replay_create_params(&o, t.create, &cp);
+        nsbox_run_options_release(&o);
+        if (st0) {
+                nsbox_traj_release(&t);
+                return st0;
         }
         replay rp = { .cl = { .fd = -1 }, .names = json_object() };
         json_t *res = NULL;
@@ -402,12 +419,12 @@ int nsbox_cmd_replay(int argc, char **argv)
         nsbox_client_close(&rp.cl);
         if (status == 0) {
                 if (json) {
-                        json_t *o = json_pack("{ss sI sI sI so so}", "trajectory", file, "steps", (json_int_t)t.n_steps, "matched",
+                        json_t *doc = json_pack("{ss sI sI sI so so}", "trajectory", file, "steps", (json_int_t)t.n_steps, "matched",
                                               (json_int_t)matched, "mismatched", (json_int_t)mismatched, "first_divergent_step",
                                               first ? json_integer((json_int_t)first->step) : json_null(), "results", report);
                         report = NULL;
-                        nsbox_cli_print_json(stdout, o);
-                        json_decref(o);
+                        nsbox_cli_print_json(stdout, doc);
+                        json_decref(doc);
                 } else if (first) {
                         printf("replay: %zu steps, %zu matched, %zu diverged; first divergent step: %" PRIu64 " (%s)\n", t.n_steps, matched,
                                mismatched, first->step, !strcmp(first->op, "call") ? first->tool : first->op);

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "paths.h"
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #define AUTOSTART_TIMEOUT_MS 10000
@@ -119,6 +119,11 @@ int nsbox_client_connect(bool autostart, nsbox_client *ret, nsbox_error *err)
         int r = nsbox_paths_get(autostart, &paths, err);
         if (r < 0)
                 return r;
+        static bool warned; /* once per process, not per connection */
+        if (paths.warning && !warned) {
+                fprintf(stderr, "nsbox: warning: %s\n", paths.warning);
+                warned = true;
+        }
         int fd = connect_to(paths.socket);
         if (fd < 0 && autostart && (fd == -ENOENT || fd == -ECONNREFUSED)) {
                 if ((r = start_daemon(&paths, err)) < 0) {
@@ -194,6 +199,32 @@ static int read_line(nsbox_client *c)
         }
 }
 
+/* An error reply: err gets its message, *ret_code (when not NULL) its stable code. */
+static int error_reply(nsbox_client *c, json_t *e, const char **ret_code, nsbox_error *err)
+{
+        snprintf(c->code, sizeof(c->code), "%s", json_string_value(json_object_get(json_object_get(e, "data"), "code")) ?: "internal");
+        if (ret_code)
+                *ret_code = c->code;
+        return nsbox_err(err, 0, "%s", json_string_value(json_object_get(e, "message")) ?: "nsboxd reported an error");
+}
+
+/* The send failed: nsboxd may have closed the connection after saying why (a refusal, id null). */
+static int send_failed(nsbox_client *c, int r, nsbox_error *err)
+{
+        if (read_line(c) == 0) {
+                json_error_t je;
+                json_t *msg = nsbox_json_loadb(c->in.buf ? c->in.buf : "", c->in.len, &je);
+                json_t *e = json_object_get(msg, "error");
+                if (json_is_null(json_object_get(msg, "id")) && json_is_object(e)) {
+                        r = error_reply(c, e, NULL, err); /* no code: the connection is gone */
+                        json_decref(msg);
+                        return r;
+                }
+                json_decref(msg);
+        }
+        return nsbox_err(err, -r, "send to nsboxd");
+}
+
 int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox_client_event_fn on_event, void *userdata,
                       json_t **ret_result, const char **ret_code, nsbox_error *err)
 {
@@ -210,7 +241,7 @@ int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox
                 r = send_full(c->fd, "\n", 1);
         free(text);
         if (r < 0)
-                return nsbox_err(err, -r, "send to nsboxd");
+                return send_failed(c, r, err);
         for (;;) {
                 if ((r = read_line(c)) < 0)
                         return nsbox_err(err, r == -EPIPE ? 0 : -r, "nsboxd closed the connection");
@@ -221,6 +252,13 @@ int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox
                         return nsbox_err(err, 0, "nsboxd sent malformed JSON: %s", je.text);
                 }
                 json_t *mid = json_object_get(msg, "id");
+                if (json_is_null(mid) && json_is_object(json_object_get(msg, "error"))) {
+                        /* about the connection, not a request: nsboxd refused it, and the
+                         * caller sees a connection gone (no code), as when connect() fails */
+                        r = error_reply(c, json_object_get(msg, "error"), NULL, err);
+                        json_decref(msg);
+                        return r;
+                }
                 if (!mid) { /* a notification */
                         if (on_event && json_is_object(json_object_get(msg, "params")))
                                 on_event(json_object_get(msg, "params"), userdata);
@@ -233,11 +271,7 @@ int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox
                 }
                 json_t *e = json_object_get(msg, "error");
                 if (e) {
-                        snprintf(c->code, sizeof(c->code), "%s",
-                                 json_string_value(json_object_get(json_object_get(e, "data"), "code")) ?: "internal");
-                        if (ret_code)
-                                *ret_code = c->code;
-                        r = nsbox_err(err, 0, "%s", json_string_value(json_object_get(e, "message")) ?: "nsboxd reported an error");
+                        r = error_reply(c, e, ret_code, err);
                         json_decref(msg);
                         return r;
                 }

@@ -39,6 +39,7 @@
 #include "keeper.h"
 #include "options.h"
 #include "paths.h"
+#include "peer.h"
 #include "proto.h"
 #include "repo.h"
 #include "sandbox.h"
@@ -53,7 +54,8 @@
 #define MAX_LINE NSBOX_FRAME_MAX_JSON
 #define CLIENT_HIGH (16u << 20)  /* streams to the client are paused in their agents above this */
 #define CLIENT_HARD (64u << 20)  /* a client this far behind on its replies is disconnected */
-#define MAX_CLIENTS 1024
+#define MAX_CLIENTS NSBOX_DCONFIG_MAX_CONNECTIONS
+#define CLIENTS_KEPT_FOR_OPERATOR 64 /* of MAX_CLIENTS: only root and nsboxd's own uid take these */
 #define NGROUPS_MAX_PEER 1024 /* a client's groups looked at (SO_PEERGROUPS) */
 #define MAX_SANDBOXES NSBOX_DCONFIG_MAX_SANDBOXES
 #define MAX_CALLS_PER_SANDBOX 1024
@@ -96,7 +98,18 @@ typedef struct client {
         nsbox_queue out;
         bool eof;
         uint32_t events;
+        bool spoke;                /* sent a byte: the handshake window is over */
+        uint64_t accepted_ns;
+        uint64_t partial_since_ns; /* the first byte of an unfinished request line came then; 0: none */
+        size_t counted;            /* of its uid's buffered request bytes (uid_use) */
 } client;
+
+/* What one uid holds of the connections and of the request bytes buffered (nsboxd(8), LIMITS). */
+typedef struct uid_use {
+        uid_t uid;
+        unsigned conns;
+        size_t buffered;
+} uid_use;
 
 typedef struct pending {
         struct pending *next;
@@ -202,6 +215,10 @@ typedef struct daemon_state {
         bool stopping, activated;
         uint64_t drain_deadline_ns, start_ns;
         int state_dirfd;         /* <socket>.state: one file per live sandbox */
+        uid_use uses[MAX_CLIENTS]; /* one per uid with a connection */
+        unsigned n_uses;
+        uint64_t refused_log_ns; /* refused connections are logged once a second at most */
+        unsigned refused_quiet;  /* refused since, not logged */
 } daemon_state;
 
 static void state_write(daemon_state *d, const sandbox *s);
@@ -552,6 +569,7 @@ static const char *code_for(int r)
         case EINVAL:
         case EPERM: return "invalid_argument";
         case ETIMEDOUT: return "timeout";
+        case EFBIG: return "too_large";
         case EMFILE:
         case ENFILE:
         case EAGAIN: return "capacity"; /* out of file descriptors, or of host id ranges */
@@ -705,8 +723,13 @@ static int job_repo(sandbox *s, json_t **ret, nsbox_error *err)
         if (r == 0 && !last)
                 r = nsbox_err_as(err, EINVAL, "workdir '%s': a repository cannot be the root", s->policy->workdir);
         char sha[41] = "";
+        /* the checkout is bounded by the sandbox's disk: a small repository of one big blob named
+         * many times (a git bomb) must not fill the host's store, nor the worker the host's memory */
+        uint64_t checkout_max = s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK;
         if (r == 0)
-                r = nsbox_repo_clone(s->repo_url, s->repo_commit, false, dir, last, sha, err);
+                r = nsbox_repo_worker_limits(checkout_max, err);
+        if (r == 0)
+                r = nsbox_repo_clone(s->repo_url, s->repo_commit, false, checkout_max, dir, last, sha, err);
         _cleanup_close_ int layer = r == 0 ? openat(tmpfd, "layer", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
         if (r == 0)
                 r = layer < 0 ? nsbox_err(err, errno, "open the repository layer") : nsbox_tree_chown(layer, s->host_uid, s->host_gid, err);
@@ -808,8 +831,11 @@ static void job_done(daemon_state *d, sandbox *s)
         close(s->job_fd);
         s->job_fd = -1;
         int status = 0;
-        while (waitpid(s->job_pid, &status, 0) < 0 && errno == EINTR)
+        struct rusage ru = { 0 };
+        while (wait4(s->job_pid, &status, 0, &ru) < 0 && errno == EINTR)
                 ;
+        dlog(LOG_INFO, "job.done", s->id, "sandbox %s: %s worker done in %.1f ms, peak memory %ld KiB", s->id,
+             kind == JOB_SNAPSHOT ? "snapshot" : "repository", (double)(now_ns() - s->job_start_ns) / 1e6, ru.ru_maxrss);
         s->job = JOB_NONE;
         json_error_t je;
         json_t *line = s->job_out.buf ? json_loadb(s->job_out.buf, s->job_out.len, 0, &je) : NULL;
@@ -1077,8 +1103,8 @@ static int check_client_paths(const client *c, json_t *shape, strbuf *why)
                 const char *s = json_string_value(v);
                 if (i == 5 && s && !strcmp(s, "host"))
                         continue;
-                if (i == 6 && s && !strchr(s, '/'))
-                        continue; /* a named policy, from the policy directories */
+                if (i == 6 && s && s[0] != '/')
+                        continue; /* not a path: a policy name, held to its grammar by nsbox_create_params_argv */
                 sb_appendf(why, "'%s' names host paths or state of root, which a client of uid %u may not ask of a root nsboxd (use a template, or a per-user nsboxd)",
                            keys[i], (unsigned)c->uid);
                 return -EPERM;
@@ -1102,6 +1128,69 @@ static int shape_options(const client *c, json_t *shape, nsbox_run_options *o, c
         if (r < 0)
                 nsbox_run_options_release(o);
         return r;
+}
+
+/* Root and nsboxd's own uid run nsboxd; other uids are its tenants (a root nsboxd's clients). */
+static bool is_operator(uid_t uid) { return uid == 0 || uid == geteuid(); }
+
+/* Sandboxes one uid may hold: max_per_uid when the configuration sets it; by default a fair share
+ * for tenants, and no cap of its own (0) for root and nsboxd's own uid: max_sandboxes holds. */
+static unsigned max_per_uid(const daemon_state *d, uid_t uid)
+{
+        return d->conf->max_per_uid_given || !is_operator(uid) ? d->conf->max_per_uid : 0;
+}
+
+static uint64_t disk_of(const sandbox *s) { return s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK; }
+
+static void size_text(uint64_t b, char *buf, size_t n)
+{
+        if (b && b % (1ull << 30) == 0)
+                snprintf(buf, n, "%" PRIu64 "G", b >> 30);
+        else if (b && b % (1ull << 20) == 0)
+                snprintf(buf, n, "%" PRIu64 "M", b >> 20);
+        else
+                snprintf(buf, n, "%" PRIu64 " bytes", b);
+}
+
+/* Room for disk more of uid's sandboxes under max_disk_per_uid?  0, or -EAGAIN with why. */
+static int disk_room(const daemon_state *d, uid_t uid, uint64_t disk, strbuf *why)
+{
+        uint64_t held = 0, cap = d->conf->max_disk_per_uid;
+        if (!cap)
+                return 0;
+        for (const sandbox *s = d->sandboxes; s; s = s->next)
+                if (!s->pooled && s->owner == uid)
+                        held += disk_of(s);
+        if (held + disk <= cap)
+                return 0;
+        char h[32], a[32], c[32];
+        size_text(held, h, sizeof(h));
+        size_text(disk, a, sizeof(a));
+        size_text(cap, c, sizeof(c));
+        sb_appendf(why, "uid %u holds %s of disk, %s more would pass max_disk_per_uid %s", (unsigned)uid, h, a, c);
+        return -EAGAIN;
+}
+
+/* A client's sandbox gets at most max_disk of writable layer and /tmp (a tmpfs: host memory): a
+ * create asking for more is refused; one asking for none (its policy's or the default) gets
+ * max_disk when that is less. */
+static int disk_allowed(const daemon_state *d, json_t *shape, nsbox_policy *p, nsbox_error *err)
+{
+        uint64_t cap = d->conf->max_disk;
+        if (!p->limits.disk)
+                p->limits.disk = NSBOX_DEFAULT_DISK;
+        if (p->limits.disk <= cap)
+                return 0;
+        json_t *asked = json_object_get(shape, "disk");
+        if (!asked || !given(asked)) {
+                p->limits.disk = cap;
+                return 0;
+        }
+        char want[32], max[32];
+        size_text(p->limits.disk, want, sizeof(want));
+        size_text(cap, max, sizeof(max));
+        return nsbox_err_as(err, EINVAL, "create: disk %s is more than max_disk %s of nsboxd's configuration%s%s", want, max,
+                            d->conf->source ? " " : "", d->conf->source ? d->conf->source : "");
 }
 
 static sandbox *sandbox_new(void)
@@ -1146,6 +1235,8 @@ static int sandbox_prepare(daemon_state *d, const client *c, json_t *params, san
                 r = create_from(s, o.from, o.rootfs != NULL, s->policy, err);
         if (r == 0 && d->conf->memory_budget && !s->policy->limits.memory)
                 s->policy->limits.memory = d->conf->default_memory; /* a budget counts every sandbox */
+        if (r == 0 && c) /* a template's disk is the operator's */
+                r = disk_allowed(d, shape, s->policy, err);
         if (r == 0)
                 r = nsbox_policy_check_host(s->policy, err);
         if (r == 0 && o.repo) {
@@ -1228,8 +1319,8 @@ static sandbox *evictable(daemon_state *d, int tpl)
 static int capacity_check(daemon_state *d, uid_t uid, int tpl, uint64_t mem, strbuf *why)
 {
         const nsbox_dconfig *cf = d->conf;
-        if (uid != NO_OWNER && owned_by(d, uid) >= cf->max_per_uid) {
-                sb_appendf(why, "uid %u holds %u sandboxes, max_per_uid is %u", (unsigned)uid, owned_by(d, uid), cf->max_per_uid);
+        if (uid != NO_OWNER && max_per_uid(d, uid) && owned_by(d, uid) >= max_per_uid(d, uid)) {
+                sb_appendf(why, "uid %u holds %u sandboxes, max_per_uid is %u", (unsigned)uid, owned_by(d, uid), max_per_uid(d, uid));
                 return -EAGAIN;
         }
         if (tpl >= 0 && of_template(d, tpl, NULL, NULL, NULL) >= cf->templates[tpl].max) {
@@ -1410,8 +1501,9 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                         if (s->pooled && s->tpl == rq.tpl && s->ready && (!p || s->serial < p->serial))
                                 p = s;
                 if (p) {
-                        if (owned_by(d, c->uid) >= d->conf->max_per_uid) {
-                                capacity_check(d, c->uid, rq.tpl, 0, &why);
+                        if ((max_per_uid(d, c->uid) && owned_by(d, c->uid) >= max_per_uid(d, c->uid)) || disk_room(d, c->uid, disk_of(p), &why) < 0) {
+                                if (!why.len)
+                                        capacity_check(d, c->uid, rq.tpl, 0, &why);
                         } else {
                                 p->pooled = false;
                                 p->owner = c->uid;
@@ -1440,7 +1532,8 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                         goto out;
                 }
                 s->tpl = rq.tpl;
-                capacity_check(d, c->uid, rq.tpl, s->mem_commit, &why);
+                if (disk_room(d, c->uid, disk_of(s), &why) == 0)
+                        capacity_check(d, c->uid, rq.tpl, s->mem_commit, &why);
         }
         if (why.len) {
                 if (s)
@@ -2225,6 +2318,148 @@ static void sync_readable(daemon_state *d, sandbox *s)
         s->waiters = NULL;
 }
 
+/* ---- tenants: what one uid may hold of connections and request bytes (nsboxd(8), LIMITS) ------ */
+
+static uid_use *use_of(daemon_state *d, uid_t uid)
+{
+        for (unsigned i = 0; i < d->n_uses; i++)
+                if (d->uses[i].uid == uid)
+                        return &d->uses[i];
+        return NULL;
+}
+
+/* One connection more (+1) or less (-1) for c's uid; the bytes it buffered go with it. */
+static void use_connection(daemon_state *d, client *c, int delta)
+{
+        uid_use *u = use_of(d, c->uid);
+        if (!u && delta > 0 && d->n_uses < MAX_CLIENTS) {
+                u = &d->uses[d->n_uses++];
+                *u = (uid_use){ .uid = c->uid };
+        }
+        if (!u)
+                return;
+        if (delta > 0) {
+                u->conns++;
+                return;
+        }
+        u->buffered -= c->counted;
+        c->counted = 0;
+        if (--u->conns == 0)
+                *u = d->uses[--d->n_uses];
+}
+
+/* The uid's count of buffered request bytes follows what c holds now. */
+static void use_buffered(daemon_state *d, client *c)
+{
+        uid_use *u = use_of(d, c->uid);
+        if (u)
+                u->buffered = u->buffered - c->counted + c->in.len;
+        c->counted = c->in.len;
+}
+
+/* Near its cap (three quarters), a uid's connections that say nothing are closed. */
+static bool near_connection_cap(daemon_state *d, uid_t uid)
+{
+        const uid_use *u = use_of(d, uid);
+        return u && u->conns * 4 >= d->conf->max_connections_per_uid * 3;
+}
+
+/* Is a new connection of uid one too many?  Its uid is at max_connections_per_uid, or nsboxd is
+ * full; tenants never take the last CLIENTS_KEPT_FOR_OPERATOR, kept for root and nsboxd's uid. */
+static bool connection_refused(daemon_state *d, uid_t uid, char *why, size_t n)
+{
+        const uid_use *u = use_of(d, uid);
+        unsigned mine = u ? u->conns : 0, cap = d->conf->max_connections_per_uid;
+        if (mine >= cap)
+                snprintf(why, n, "too many connections: uid %u has %u open, max_connections_per_uid is %u", (unsigned)uid, mine, cap);
+        else if (d->n_clients >= (is_operator(uid) ? MAX_CLIENTS : MAX_CLIENTS - CLIENTS_KEPT_FOR_OPERATOR))
+                snprintf(why, n, "too many connections: nsboxd has %u open%s", d->n_clients,
+                         is_operator(uid) ? "" : ", the rest are kept for root and nsboxd's own uid");
+        else
+                return false;
+        return true;
+}
+
+/* What one uid can cause many of is logged once a second at most, with a count of the rest. */
+static void log_limited(daemon_state *d, const char *event, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void log_limited(daemon_state *d, const char *event, const char *fmt, ...)
+{
+        uint64_t now = now_ns();
+        if (d->refused_log_ns && now - d->refused_log_ns < 1000000000ull) {
+                d->refused_quiet++;
+                return;
+        }
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (d->refused_quiet)
+                dlog(LOG_WARNING, event, NULL, "%s (and %u more connections refused or closed in the last second)", msg, d->refused_quiet);
+        else
+                dlog(LOG_WARNING, event, NULL, "%s", msg);
+        d->refused_log_ns = now;
+        d->refused_quiet = 0;
+}
+
+/* A refused connection is told why in one JSON-RPC error line (its socket buffer is empty: the
+ * line fits), then closed. */
+static void refuse_connection(daemon_state *d, int fd, uid_t uid, const char *why)
+{
+        json_t *msg = json_pack("{ss sn s{si ss s{ss}}}", "jsonrpc", "2.0", "id", "error", "code", RPC_SERVER_ERROR, "message", why, "data",
+                                "code", RPC_CAPACITY);
+        size_t len = 0;
+        char *text = msg ? nsbox_json_dumps(msg, &len) : NULL;
+        json_decref(msg);
+        if (text) {
+                text[len] = '\n'; /* in place of the terminating NUL */
+                (void)!send(fd, text, len + 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
+        free(text);
+        log_limited(d, "client.too_many", "refused a connection of uid %u: %s", (unsigned)uid, why);
+}
+
+/* Connections holding an unfinished request line longer than request_timeout, and new ones that
+ * said nothing within handshake_timeout while their uid is near its cap, are closed (after an
+ * error line).  Others may stay idle as long as they like: they hold sandboxes and streams.
+ * Returns when to look again (0: no need). */
+static uint64_t client_deadlines(daemon_state *d, uint64_t now)
+{
+        const nsbox_dconfig *cf = d->conf;
+        uint64_t next = 0;
+        for (client *c = d->clients; c; c = c->next) {
+                uint64_t at = 0;
+                if (c->eof)
+                        continue;
+                if (c->partial_since_ns && cf->request_timeout_ms) {
+                        at = c->partial_since_ns + cf->request_timeout_ms * 1000000;
+                        if (now >= at) {
+                                reply_error(c, json_null(), RPC_INVALID_REQUEST, "timeout",
+                                            "request line not finished within %.3g s (request_timeout): closing the connection",
+                                            (double)cf->request_timeout_ms / 1000.0);
+                                log_limited(d, "client.timeout", "closed a connection of uid %u: a request line not finished within %.3g s",
+                                            (unsigned)c->uid, (double)cf->request_timeout_ms / 1000.0);
+                                c->eof = true;
+                        }
+                } else if (!c->spoke && cf->handshake_timeout_ms && near_connection_cap(d, c->uid)) {
+                        at = c->accepted_ns + cf->handshake_timeout_ms * 1000000;
+                        if (now >= at) {
+                                reply_error(c, json_null(), RPC_INVALID_REQUEST, "timeout",
+                                            "nothing sent within %.3g s (handshake_timeout) while uid %u is near max_connections_per_uid: closing the connection",
+                                            (double)cf->handshake_timeout_ms / 1000.0, (unsigned)c->uid);
+                                log_limited(d, "client.timeout", "closed a connection of uid %u: nothing sent within %.3g s near max_connections_per_uid",
+                                            (unsigned)c->uid, (double)cf->handshake_timeout_ms / 1000.0);
+                                c->eof = true;
+                        }
+                }
+                if (c->eof)
+                        at = now; /* removed once its error line is out, at the end of this round */
+                if (at && (!next || at < next))
+                        next = at;
+        }
+        return next;
+}
+
 /* ---- clients -------------------------------------------------------------------------------- */
 
 static void client_remove(daemon_state *d, client *c)
@@ -2235,6 +2470,7 @@ static void client_remove(daemon_state *d, client *c)
                         break;
                 }
         d->n_clients--;
+        use_connection(d, c, -1);
         /* its calls in flight: answers are dropped; commands it was waiting for are stopped */
         for (sandbox *s = d->sandboxes; s; s = s->next)
                 for (pending *p = s->calls; p; p = p->next) {
@@ -2276,17 +2512,34 @@ static void client_readable(daemon_state *d, client *c)
                         c->eof = true;
                         return;
                 }
+                c->spoke = true;
                 size_t at = 0;
                 while (at < (size_t)n) {
                         char *nl = memchr(buf + at, '\n', (size_t)n - at);
                         size_t piece = nl ? (size_t)(nl - (buf + at)) : (size_t)n - at;
+                        const uid_use *u = use_of(d, c->uid);
+                        if (!c->discarding && u && u->buffered + piece > d->conf->max_request_bytes_per_uid) {
+                                /* the uid's unfinished lines together: bounded, whatever the number of connections */
+                                reply_error(c, json_null(), RPC_INVALID_REQUEST, "too_large",
+                                            "requests of uid %u buffered in nsboxd would pass max_request_bytes_per_uid (%zu bytes): closing the connection",
+                                            (unsigned)c->uid, (size_t)d->conf->max_request_bytes_per_uid);
+                                log_limited(d, "client.too_large", "closed a connection of uid %u: its requests buffered would pass max_request_bytes_per_uid",
+                                            (unsigned)c->uid);
+                                sb_release(&c->in);
+                                use_buffered(d, c);
+                                c->partial_since_ns = 0;
+                                c->eof = true;
+                                return;
+                        }
                         if (!c->discarding && sb_append(&c->in, buf + at, piece) < 0) {
                                 c->discarding = true;
-                                c->in.len = 0;
+                                sb_release(&c->in);
                         }
+                        use_buffered(d, c);
                         at += piece + (nl ? 1 : 0);
                         if (!nl)
                                 break;
+                        c->partial_since_ns = 0;
                         if (c->discarding) {
                                 reply_error(c, json_null(), RPC_INVALID_REQUEST, "too_large", "request larger than %u bytes", MAX_LINE);
                                 c->discarding = false;
@@ -2298,7 +2551,10 @@ static void client_readable(daemon_state *d, client *c)
                                 sb_release(&c->in);
                                 sb_init(&c->in, MAX_LINE);
                         }
+                        use_buffered(d, c);
                 }
+                if ((c->in.len || c->discarding) && !c->partial_since_ns)
+                        c->partial_since_ns = now_ns();
         }
 }
 
@@ -2335,15 +2591,33 @@ static void accept_clients(daemon_state *d)
                 struct ucred cred;
                 socklen_t len = sizeof(cred);
                 client *c = NULL;
-                if (d->n_clients >= MAX_CLIENTS || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+                if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
                     !(c = calloc(1, sizeof(*c)))) {
                         close(fd);
+                        continue;
+                }
+                /* a sandbox reaches the socket through a bind that shows its directory, as a uid
+                 * that maps to its owner's: only processes of our own namespaces are clients */
+                char why[160];
+                if (nsbox_peer_check(fd, why, sizeof(why)) < 0) {
+                        dlog(LOG_WARNING, "client.refused", NULL, "refused a client of uid %u pid %d: %s", (unsigned)cred.uid, (int)cred.pid, why);
+                        static const char line[] = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32000,\"message\":\""
+                                NSBOX_PEER_REFUSED_MSG "\",\"data\":{\"code\":\"permission_denied\"}}}\n";
+                        (void)!send(fd, line, sizeof(line) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                        close(fd);
+                        free(c);
                         continue;
                 }
                 /* the socket is 0600 (0666 with clients configured), the directory or a bind could be
                  * shared: check each connection */
                 if (!client_allowed(d, fd, &cred)) {
                         dlog(LOG_WARNING, "client.refused", NULL, "refused a client of uid %u", (unsigned)cred.uid);
+                        close(fd);
+                        free(c);
+                        continue;
+                }
+                if (connection_refused(d, cred.uid, why, sizeof(why))) {
+                        refuse_connection(d, fd, cred.uid, why);
                         close(fd);
                         free(c);
                         continue;
@@ -2362,6 +2636,8 @@ static void accept_clients(daemon_state *d)
                 c->next = d->clients;
                 d->clients = c;
                 d->n_clients++;
+                c->accepted_ns = now_ns();
+                use_connection(d, c, +1);
         }
 }
 
@@ -2382,6 +2658,8 @@ static void update_interest(daemon_state *d)
                         dlog(LOG_WARNING, "client.dropped", NULL, "disconnecting a client of uid %u: %zu bytes of replies unread", (unsigned)c->uid, c->out.len);
                         c->eof = true;
                 }
+                if (c->out.len >= CLIENT_HIGH && c->partial_since_ns) /* not read meanwhile: its time does not run */
+                        c->partial_since_ns = now_ns();
                 nsbox_epoll_set(d->epfd, c->fd, KEY(c->serial, K_CLIENT), &c->events,
                        (c->out.len < CLIENT_HIGH ? EPOLLIN : 0) | (c->out.len ? EPOLLOUT : 0));
         }
@@ -2463,6 +2741,9 @@ static int deadlines(daemon_state *d)
                 d->capacity_freed = false;
                 serve_waiting(d);
         }
+        uint64_t cnext = client_deadlines(d, now);
+        if (cnext && (!next || cnext < next))
+                next = cnext;
         if (d->stopping && (!next || d->drain_deadline_ns < next))
                 next = d->drain_deadline_ns;
         if (!next)
@@ -2984,6 +3265,8 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
         r = nsbox_paths_get(true, &paths, err);
         if (r < 0)
                 return r;
+        if (paths.warning)
+                dlog(LOG_WARNING, "daemon.runtime_dir", NULL, "%s", paths.warning);
         const char *sock = activated_fd >= 0 ? activated.sun_path : cfg->socket_path ? cfg->socket_path : paths.socket;
         _cleanup_free_ char *lock = NULL;
         if (asprintf(&lock, "%s.lock", sock) < 0) {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #define CONFIG_MAX_BYTES (1u << 20)
@@ -181,17 +181,27 @@ static int parse_templates(cctx *c, json_t *v, nsbox_dconfig *ret)
         return 0;
 }
 
+/* A quarter of the host's memory, at least 1 GiB: a sandbox's writable layer is a tmpfs, host RAM. */
+static uint64_t default_max_disk(void)
+{
+        long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+        uint64_t quarter = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size / 4 : 0;
+        return quarter > (1ull << 30) ? quarter : 1ull << 30;
+}
+
 void nsbox_dconfig_defaults(nsbox_dconfig *ret)
 {
-        *ret = (nsbox_dconfig){ .max_sandboxes = 1024, .max_per_uid = 1024, .default_memory = 512ull << 20, .drain_timeout_ms = 10000,
-                                .keep_timeout_ms = 600000 };
+        *ret = (nsbox_dconfig){ .max_sandboxes = 1024, .max_per_uid = 256, .default_memory = 512ull << 20, .drain_timeout_ms = 10000,
+                                .keep_timeout_ms = 600000, .max_connections_per_uid = 256, .max_request_bytes_per_uid = 64ull << 20,
+                                .request_timeout_ms = 30000, .handshake_timeout_ms = 10000, .max_disk = default_max_disk() };
 }
 
 int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, nsbox_error *err)
 {
         static const char *const known[] = { "max_sandboxes", "max_per_uid", "memory_budget", "default_memory", "timeout",
                                              "idle_timeout", "on_expiry", "drain_timeout", "on_stop", "keep_timeout", "clients",
-                                             "templates", NULL };
+                                             "templates", "max_connections_per_uid", "max_request_bytes_per_uid",
+                                             "request_timeout", "handshake_timeout", "max_disk", "max_disk_per_uid", NULL };
         cctx c = { .source = source, .err = err };
         nsbox_dconfig_defaults(ret);
         if (!(ret->source = strdup(source)))
@@ -207,7 +217,14 @@ int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, ns
                  (r = get_seconds(&c, root, "timeout", &ret->timeout_ms)) < 0 ||
                  (r = get_seconds(&c, root, "idle_timeout", &ret->idle_timeout_ms)) < 0 ||
                  (r = get_seconds(&c, root, "drain_timeout", &ret->drain_timeout_ms)) < 0 ||
-                 (r = get_seconds(&c, root, "keep_timeout", &ret->keep_timeout_ms)) < 0)
+                 (r = get_seconds(&c, root, "keep_timeout", &ret->keep_timeout_ms)) < 0 ||
+                 (r = get_uint(&c, root, "max_connections_per_uid", "max_connections_per_uid", 1, NSBOX_DCONFIG_MAX_CONNECTIONS,
+                               &ret->max_connections_per_uid)) < 0 ||
+                 (r = get_size(&c, root, "max_request_bytes_per_uid", &ret->max_request_bytes_per_uid)) < 0 ||
+                 (r = get_seconds(&c, root, "request_timeout", &ret->request_timeout_ms)) < 0 ||
+                 (r = get_seconds(&c, root, "handshake_timeout", &ret->handshake_timeout_ms)) < 0 ||
+                 (r = get_size(&c, root, "max_disk", &ret->max_disk)) < 0 ||
+                 (r = get_size(&c, root, "max_disk_per_uid", &ret->max_disk_per_uid)) < 0)
                 ;
         else {
                 json_t *v = json_object_get(root, "on_expiry");
@@ -220,6 +237,15 @@ int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, ns
                 if (r == 0 && v && (!s || (strcmp(s, "destroy") && strcmp(s, "keep"))))
                         r = bad(&c, "on_stop", "expected \"destroy\" or \"keep\"");
                 ret->keep_on_stop = s && !strcmp(s, "keep");
+                ret->max_per_uid_given = json_object_get(root, "max_per_uid") != NULL;
+                if (!ret->max_per_uid_given) /* a fair share for each tenant */
+                        ret->max_per_uid = ret->max_sandboxes / 4 ? ret->max_sandboxes / 4 : 1;
+                if (r == 0 && ret->max_request_bytes_per_uid < (1u << 20))
+                        r = bad(&c, "max_request_bytes_per_uid", "at least 1M");
+                if (r == 0 && ret->max_disk < (1u << 20))
+                        r = bad(&c, "max_disk", "at least 1M");
+                if (r == 0 && json_object_get(root, "max_disk_per_uid") && ret->max_disk_per_uid < (1u << 20))
+                        r = bad(&c, "max_disk_per_uid", "at least 1M");
                 if (r == 0 && ret->keep_on_stop && ret->keep_timeout_ms == 0)
                         r = bad(&c, "keep_timeout", "kept sandboxes wait this long for the next nsboxd: more than 0 seconds");
                 if (r == 0 && ret->memory_budget && ret->default_memory < (1u << 20))
@@ -241,11 +267,17 @@ int nsbox_dconfig_load(const char *path, bool required, nsbox_dconfig *ret, nsbo
         nsbox_dconfig_defaults(ret);
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        int r = read_file_at(AT_FDCWD, path, 0, CONFIG_MAX_BYTES, &text, &len);
-        if (r == -ENOENT && !required)
+        nsbox_error e = { 0 };
+        int r = read_file_strict(AT_FDCWD, path, 0, CONFIG_MAX_BYTES, path, &text, &len, &e);
+        if (r == -ENOENT && !required) {
+                nsbox_error_clear(&e);
                 return 0;
-        if (r < 0)
-                return nsbox_err(err, -r, "%s", path);
+        }
+        if (r < 0) {
+                nsbox_err_as(err, -r, "%s", e.msg ? e.msg : path);
+                nsbox_error_clear(&e);
+                return r;
+        }
         json_error_t je;
         json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
         if (!root)

@@ -16,6 +16,7 @@
 #define NSBOX_DCONFIG_MAX_TEMPLATES 64u
 #define NSBOX_DCONFIG_MAX_CLIENTS 256u
 #define NSBOX_TEMPLATE_NAME_MAX 64
+#define NSBOX_DCONFIG_MAX_CONNECTIONS 1024u /* connections at once, every uid together */
 
 typedef struct nsbox_template {
         char name[NSBOX_TEMPLATE_NAME_MAX + 1];
@@ -27,6 +28,14 @@ typedef struct nsbox_template {
 typedef struct nsbox_dconfig {
         char *source;          /* the file, or NULL for the built-in defaults */
         unsigned max_sandboxes, max_per_uid;
+        bool max_per_uid_given;  /* else it holds for tenants only (max_sandboxes/4, at least 1) */
+        /* tenants (nsboxd(8), LIMITS): connections and buffered request bytes per uid, timeouts
+         * of connections that send half a request or nothing, disk per sandbox and per uid */
+        unsigned max_connections_per_uid;
+        uint64_t max_request_bytes_per_uid;
+        uint64_t request_timeout_ms, handshake_timeout_ms; /* 0: none */
+        uint64_t max_disk;         /* the disk a client's create may ask for */
+        uint64_t max_disk_per_uid; /* the disk of one uid's sandboxes together; 0: none */
         uint64_t memory_budget;  /* 0: none */
         uint64_t default_memory; /* with a budget, for sandboxes that name no limit */
         uint64_t timeout_ms, idle_timeout_ms, drain_timeout_ms;

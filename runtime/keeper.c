@@ -20,6 +20,7 @@
 
 #include "cgroup.h"
 #include "dlog.h"
+#include "peer.h"
 #include "util.h"
 
 #define RECORD_MAX (1u << 20)
@@ -90,8 +91,18 @@ static int serve_one(int conn, const nsbox_kept *kept, size_t n)
 {
         struct ucred cr;
         socklen_t cl = sizeof(cr);
-        if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != geteuid())
-                return 0; /* not our user's nsboxd (the directory is 0700: cannot happen) */
+        if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+                return 0;
+        /* a sandbox's uid maps to ours, and a bind may show the state directory */
+        char why[160];
+        if (nsbox_peer_check(conn, why, sizeof(why)) < 0) {
+                dlog(LOG_WARNING, "client.refused", NULL, "keeper: refused a client of uid %u pid %d: %s", (unsigned)cr.uid, (int)cr.pid, why);
+                return 0;
+        }
+        if (cr.uid != geteuid()) {
+                dlog(LOG_WARNING, "client.refused", NULL, "keeper: refused a client of uid %u pid %d: not our user", (unsigned)cr.uid, (int)cr.pid);
+                return 0;
+        }
         for (size_t i = 0; i < n; i++)
                 if (send_record(conn, &kept[i]) < 0)
                         return 0;
@@ -270,6 +281,8 @@ int nsbox_keeper_collect(int state_dirfd, int (*take)(void *ctx, json_t *record,
         socklen_t cl = sizeof(cr);
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != geteuid())
                 return nsbox_err(err, EPERM, "keeper socket '%s': not our user's", a.sun_path);
+        /* (no nsbox_peer_check of the keeper: its credentials are those of the nsboxd that
+         * bound the socket and has exited since; the state directory is hidden from binds) */
         struct timeval tv = { .tv_sec = 30 };
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         char *buf = malloc(RECORD_MAX + 1);

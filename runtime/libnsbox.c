@@ -18,7 +18,7 @@
 #include "client.h"
 #include "agentexec.h"
 #include "inproc.h"
-#include "proto.h"
+#include "json.h"
 #include "../tools/registry.h"
 #include "util.h"
 

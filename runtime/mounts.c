@@ -12,9 +12,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -22,6 +25,7 @@
 
 #include "../rootfs/hostview.h"
 #include "net.h"
+#include "userns.h"
 #include "util.h"
 
 #define STAGE "/tmp"
@@ -427,14 +431,45 @@ static int setup_dev(int rootfd, uint64_t shm_size, nsbox_error *err)
         return set_attr(devm, "/dev", false, MOUNT_ATTR_RDONLY, 0, err);
 }
 
+/* The host's boot_id names the host (and its boot) to whoever reads it: the sandbox gets a
+ * random one of its own, as if it had booted, so programs that key state on it still work.
+ * The file lives on the staging tmpfs and is bound read-only over the entry. */
+static int fake_boot_id(int procfd, nsbox_error *err)
+{
+        static const char entry[] = "sys/kernel/random/boot_id";
+        _cleanup_close_ int e = openat(procfd, entry, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (e < 0)
+                return 0; /* not in this kernel */
+        uint8_t b[16];
+        if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+                return nsbox_err(err, errno, "getrandom for /proc/%s", entry);
+        b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* a version 4 UUID, as the kernel's */
+        b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+        char id[40];
+        snprintf(id, sizeof(id), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", b[0], b[1], b[2],
+                 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+        int r = write_file_at(AT_FDCWD, STAGE "/boot_id", id, 0444);
+        if (r < 0)
+                return nsbox_err(err, -r, "write '%s'", STAGE "/boot_id");
+        fdpath ep = fd_path(e);
+        if ((r = do_mount(STAGE "/boot_id", ep.s, "/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL, err)) < 0)
+                return r;
+        _cleanup_close_ int m = openat(procfd, entry, O_PATH | O_NOFOLLOW | O_CLOEXEC); /* the bind, now */
+        if (m < 0)
+                return nsbox_err(err, errno, "open /proc/%s", entry);
+        return set_attr(m, "/proc/sys/kernel/random/boot_id", false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, 0, err);
+}
+
 /* A fresh /proc for the new pid namespace, with the entries that describe or steer the host
  * kernel made read-only or hidden. */
 static int setup_proc(int rootfd, nsbox_error *err)
 {
         static const char *const readonly[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs" };
         /* (entries that are mode 0400 for host root, like kpageflags, are unreadable already) */
+        /* (cmdline and interrupts: the host's boot options and devices, which name the host) */
         static const char *const hidden_files[] = { "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
-                                                    "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms" };
+                                                    "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms",
+                                                    "/proc/cmdline", "/proc/interrupts" };
         static const char *const hidden_dirs[] = { "/proc/acpi", "/proc/scsi", "/proc/driver" };
         _cleanup_close_ int fd = -1;
         int r = open_in_root(rootfd, "/proc", false, &fd, err);
@@ -446,6 +481,9 @@ static int setup_proc(int rootfd, nsbox_error *err)
         _cleanup_close_ int procfd = -1;
         if ((r = open_in_root(rootfd, "/proc", false, &procfd, err)) < 0)
                 return r;
+        /* while /proc/sys is still writable (by us only: we hold CAP_SYS_RESOURCE) */
+        if ((r = nsbox_userns_limit_inotify(procfd, err)) < 0)
+                return nsbox_err_wrap(err, r, "limit the sandbox's inotify instances and watches");
         for (size_t i = 0; i < ARRAY_SIZE(readonly); i++) {
                 if (faccessat(procfd, readonly[i] + 6, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
                         continue; /* not in this kernel */
@@ -473,7 +511,7 @@ static int setup_proc(int rootfd, nsbox_error *err)
                 if ((r = do_mount("tmpfs", ep.s, hidden_dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1", err)) < 0)
                         return r;
         }
-        return 0;
+        return fake_boot_id(procfd, err);
 }
 
 static int pivot_into(const char *newroot, nsbox_error *err)
@@ -510,7 +548,98 @@ static int own_dir(int fd, const nsbox_policy *p, const char *shown, nsbox_error
         return 0;
 }
 
-int nsbox_prepare_sources(const nsbox_policy *p, nsbox_sources *ret, nsbox_error *err)
+/* A hidden directory (or a bind source below one) as a bind shows it: at the mount's target
+ * followed by rel, the same inode as on the host unless something was mounted over it since. */
+struct hide_point {
+        size_t mount;
+        char *rel; /* "" (the target itself) or "a/b" */
+        dev_t dev;
+        ino_t ino;
+};
+
+/* Is PATH at or below DIR ("/" is above everything)?  Then *ret_rel is the rest ("" or "a/b"). */
+static bool path_under(const char *path, const char *dir, const char **ret_rel)
+{
+        size_t n = strlen(dir);
+        if (!strcmp(dir, "/")) {
+                *ret_rel = path + 1;
+                return true;
+        }
+        if (strncmp(path, dir, n) || (path[n] != '/' && path[n] != '\0'))
+                return false;
+        *ret_rel = path[n] == '/' ? path + n + 1 : path + n;
+        return true;
+}
+
+static int add_hide(nsbox_sources *s, size_t mount, const char *host_path, const char *rel)
+{
+        struct stat st;
+        if (stat(host_path, &st) < 0)
+                return 0; /* gone: nothing to show */
+        hide_point *h = realloc(s->hides, (s->n_hides + 1) * sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        s->hides = h;
+        h[s->n_hides] = (hide_point){ .mount = mount, .rel = strdup(rel), .dev = st.st_dev, .ino = st.st_ino };
+        if (!h[s->n_hides].rel)
+                return -ENOMEM;
+        s->n_hides++;
+        return 0;
+}
+
+static int find_hides(const nsbox_policy *p, char *const *hidden, nsbox_sources *s)
+{
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                const nsbox_mount *m = &p->mounts[i];
+                if (m->type != MOUNT_BIND)
+                        continue;
+                for (char *const *h = hidden; h && *h; h++) {
+                        const char *rel;
+                        int r = 0;
+                        if (path_under(*h, m->source, &rel))
+                                r = add_hide(s, i, *h, rel); /* the source shows it, at rel */
+                        else if (path_under(m->source, *h, &rel))
+                                r = add_hide(s, i, m->source, ""); /* the source is part of it */
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* Cover what a bind shows of a hidden directory: an empty read-only tmpfs over a directory,
+ * /dev/null over a file (a socket).  Walked without symlinks; skipped when the inode there is
+ * no longer the hidden one (a later mount covers it already). */
+static int apply_hides(int rootfd, const nsbox_policy *p, const nsbox_sources *s, nsbox_error *err)
+{
+        for (size_t i = 0; i < s->n_hides; i++) {
+                const hide_point *h = &s->hides[i];
+                _cleanup_free_ char *path = NULL;
+                const char *target = p->mounts[h->mount].target;
+                if (asprintf(&path, "%s%s%s", target + 1, *h->rel && target[1] ? "/" : "", h->rel) < 0)
+                        return -ENOMEM;
+                struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+                _cleanup_close_ int fd = (int)syscall(SYS_openat2, rootfd, *path ? path : ".", &how, sizeof(how));
+                struct stat st;
+                /* covered, or out of the sandbox's reach (a directory its root may not search) */
+                if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EACCES))
+                        continue;
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        return nsbox_err(err, errno, "hide nsbox's runtime directory at '/%s'", path);
+                if (st.st_dev != h->dev || st.st_ino != h->ino)
+                        continue;
+                fdpath fp = fd_path(fd);
+                int r = S_ISDIR(st.st_mode)
+                                ? do_mount("tmpfs", fp.s, path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=1,mode=0555", err)
+                                : do_mount("/dev/null", fp.s, path, NULL, MS_BIND, NULL, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, nsbox_sources *ret, nsbox_error *err)
 {
         /* 3. Nothing we mount may propagate back to the host. */
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -530,6 +659,8 @@ int nsbox_prepare_sources(const nsbox_policy *p, nsbox_sources *ret, nsbox_error
                 layer_fds[i] = -1;
         *ret = (nsbox_sources){ .trees = trees, .rootfs_fd = -1, .layer_fds = layer_fds, .n_layers = n_layers };
         int r;
+        if ((r = find_hides(p, hidden, ret)) < 0)
+                return nsbox_err(err, -r, "hide nsbox's runtime directories");
         for (size_t i = 0; i < p->n_mounts; i++)
                 if (p->mounts[i].type == MOUNT_BIND && (r = prepare_tree(p->mounts[i].source, p->mounts[i].readonly, &trees[i], err)) < 0)
                         return r;
@@ -555,6 +686,162 @@ void nsbox_sources_release(nsbox_sources *s)
         free(s->layer_fds);
         s->layer_fds = NULL;
         s->n_layers = 0;
+        for (size_t i = 0; i < s->n_hides; i++)
+                free(s->hides[i].rel);
+        free(s->hides);
+        s->hides = NULL;
+        s->n_hides = 0;
+}
+
+/* ---- the sources across an exec (serve mode) ------------------------------------------------ */
+
+#define SOURCES_MAX_HIDES 256
+#define SOURCES_MAX_REL 4096
+
+static void put_u64(strbuf *out, uint64_t v, int *r)
+{
+        uint8_t b[8];
+        for (int i = 0; i < 8; i++)
+                b[i] = (uint8_t)(v >> (8 * i));
+        if (*r == 0)
+                *r = sb_append(out, (const char *)b, 8);
+}
+
+/* An fd's place in the list (-1 for none), appending it. */
+static int64_t add_fd(int fd, int *fds, size_t *n)
+{
+        if (fd < 0)
+                return -1;
+        fds[*n] = fd;
+        return (int64_t)(*n)++;
+}
+
+int nsbox_sources_encode(const nsbox_sources *s, size_t n_mounts, strbuf *out, int **ret_fds, size_t *ret_n)
+{
+        size_t cap = n_mounts + 1 + s->n_layers, n = 0;
+        int *fds = calloc(cap ? cap : 1, sizeof(*fds));
+        if (!fds)
+                return -ENOMEM;
+        int r = 0;
+        put_u64(out, n_mounts, &r);
+        for (size_t i = 0; i < n_mounts; i++) {
+                put_u64(out, (uint64_t)add_fd(s->trees[i].fd, fds, &n), &r);
+                put_u64(out, s->trees[i].is_dir, &r);
+        }
+        put_u64(out, (uint64_t)add_fd(s->rootfs_fd, fds, &n), &r);
+        put_u64(out, s->n_layers, &r);
+        for (size_t i = 0; i < s->n_layers; i++)
+                put_u64(out, (uint64_t)add_fd(s->layer_fds[i], fds, &n), &r);
+        put_u64(out, s->n_hides, &r);
+        for (size_t i = 0; i < s->n_hides; i++) {
+                size_t len = strlen(s->hides[i].rel);
+                put_u64(out, s->hides[i].mount, &r);
+                put_u64(out, (uint64_t)s->hides[i].dev, &r);
+                put_u64(out, (uint64_t)s->hides[i].ino, &r);
+                put_u64(out, len, &r);
+                if (r == 0)
+                        r = sb_append(out, s->hides[i].rel, len);
+        }
+        if (r < 0) {
+                free(fds);
+                return r;
+        }
+        *ret_fds = fds;
+        *ret_n = n;
+        return 0;
+}
+
+typedef struct reader {
+        const uint8_t *p;
+        size_t left;
+        bool bad;
+} reader;
+
+static uint64_t get_u64(reader *rd)
+{
+        if (rd->bad || rd->left < 8) {
+                rd->bad = true;
+                return 0;
+        }
+        uint64_t v = 0;
+        for (int i = 0; i < 8; i++)
+                v |= (uint64_t)rd->p[i] << (8 * i);
+        rd->p += 8;
+        rd->left -= 8;
+        return v;
+}
+
+/* An fd by its place in the list: each place used once. */
+static int get_fd(reader *rd, int fd_base, size_t n_fds, bool *used, bool may_be_none)
+{
+        uint64_t v = get_u64(rd);
+        if (rd->bad)
+                return -1;
+        if (v == UINT64_MAX && may_be_none)
+                return -1;
+        if (v >= n_fds || used[v]) {
+                rd->bad = true;
+                return -1;
+        }
+        used[v] = true;
+        return fd_base + (int)v;
+}
+
+int nsbox_sources_decode(const void *data, size_t len, size_t n_mounts, int fd_base, size_t n_fds, nsbox_sources *ret,
+                         nsbox_error *err)
+{
+        *ret = (nsbox_sources){ .trees = NULL, .rootfs_fd = -1, .hides = NULL };
+        reader rd = { .p = data, .left = len };
+        _cleanup_free_ bool *used = calloc(n_fds ? n_fds : 1, sizeof(*used));
+        prepared_tree *trees = calloc(n_mounts + 1, sizeof(*trees));
+        if (!used || !trees) {
+                free(trees);
+                return nsbox_err(err, ENOMEM, "the sandbox's sources");
+        }
+        trees[n_mounts].fd = -2;
+        ret->trees = trees;
+        if (get_u64(&rd) != n_mounts)
+                rd.bad = true;
+        for (size_t i = 0; i < n_mounts && !rd.bad; i++) {
+                trees[i].fd = get_fd(&rd, fd_base, n_fds, used, true);
+                uint64_t d = get_u64(&rd);
+                rd.bad |= d > 1;
+                trees[i].is_dir = d == 1;
+        }
+        ret->rootfs_fd = get_fd(&rd, fd_base, n_fds, used, true);
+        uint64_t n_layers = get_u64(&rd);
+        rd.bad |= n_layers > n_fds;
+        if (!rd.bad && !(ret->layer_fds = calloc(n_layers + 1, sizeof(int))))
+                return nsbox_err(err, ENOMEM, "the sandbox's sources");
+        for (size_t i = 0; i < n_layers && !rd.bad; i++) {
+                ret->layer_fds[i] = get_fd(&rd, fd_base, n_fds, used, false);
+                ret->n_layers = i + 1;
+        }
+        uint64_t n_hides = get_u64(&rd);
+        rd.bad |= n_hides > SOURCES_MAX_HIDES;
+        if (!rd.bad && n_hides && !(ret->hides = calloc(n_hides, sizeof(*ret->hides))))
+                return nsbox_err(err, ENOMEM, "the sandbox's sources");
+        for (size_t i = 0; i < n_hides && !rd.bad; i++) {
+                hide_point *h = &ret->hides[i];
+                h->mount = (size_t)get_u64(&rd);
+                h->dev = (dev_t)get_u64(&rd);
+                h->ino = (ino_t)get_u64(&rd);
+                uint64_t n = get_u64(&rd);
+                if (rd.bad || h->mount >= n_mounts || n > SOURCES_MAX_REL || n > rd.left || memchr(rd.p, '\0', (size_t)n)) {
+                        rd.bad = true;
+                        break;
+                }
+                if (!(h->rel = strndup((const char *)rd.p, (size_t)n)))
+                        return nsbox_err(err, ENOMEM, "the sandbox's sources");
+                ret->n_hides = i + 1;
+                rd.p += n;
+                rd.left -= (size_t)n;
+        }
+        for (size_t i = 0; i < n_fds && !rd.bad; i++)
+                rd.bad = !used[i]; /* every fd passed is named once */
+        if (rd.bad || rd.left)
+                return nsbox_err(err, EINVAL, "the sandbox's sources: malformed");
+        return 0;
 }
 
 int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_stage_fd, nsbox_error *err)
@@ -659,6 +946,10 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_s
                 if (r < 0)
                         return r;
         }
+        /* once every bind is in place: what they show of nsbox's sockets goes (a read-only bind
+         * stops no connect()) */
+        if ((r = apply_hides(rootfd, p, src, err)) < 0)
+                return r;
         if ((r = setup_dev(rootfd, disk < (64u << 20) ? disk : (64u << 20), err)) < 0)
                 return r;
         if ((r = setup_proc(rootfd, err)) < 0)

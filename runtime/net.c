@@ -272,18 +272,19 @@ int nsbox_net_loopback_up(nsbox_error *err)
 
 size_t nsbox_host_nameservers(uint8_t out[][4], size_t max)
 {
-        FILE *f = fopen("/etc/resolv.conf", "re");
+        /* read strictly: a FIFO or a huge file there must not stall the sandbox's start */
+        _cleanup_free_ char *text = NULL;
         size_t n = 0;
-        char line[256];
-        while (f && n < max && fgets(line, sizeof(line), f)) {
+        if (read_file_at(AT_FDCWD, "/etc/resolv.conf", 0, 64 << 10, &text, NULL) < 0)
+                return 0;
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line && n < max; line = strtok_r(NULL, "\n", &save)) {
                 char addr[64];
                 if (sscanf(line, " nameserver %63s", addr) != 1 || inet_pton(AF_INET, addr, out[n]) != 1)
                         continue;
                 if (out[n][0] != 127) /* the host's own loopback is not the sandbox's */
                         n++;
         }
-        if (f)
-                fclose(f);
         return n;
 }
 

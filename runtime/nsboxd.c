@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsboxd(8): parse the options, run the daemon; only here does an error become a message. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "util.h"
@@ -24,6 +26,28 @@ static const char usage[] =
         "  --version       the version\n"
         "\n"
         "See nsboxd(8) and nsbox-protocol(7).\n";
+
+/* NSBOX_POLICY_PATH with each relative directory made absolute against the starting directory,
+ * which nsboxd leaves (its clients' policy names must not resolve against where it happened to
+ * start).  0, or -1 with a message printed. */
+static int absolute_policy_path(const char *cwd)
+{
+        const char *env = getenv("NSBOX_POLICY_PATH");
+        if (!env || !*env)
+                return 0;
+        _cleanup_sb_ strbuf sb;
+        sb_init(&sb, 0);
+        _cleanup_free_ char *copy = strdup(env);
+        char *save = NULL;
+        for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
+                if (sb_appendf(&sb, "%s%s%s%s", sb.len ? ":" : "", d[0] == '/' ? "" : cwd, d[0] == '/' ? "" : "/", d) < 0)
+                        break;
+        if (!copy || !sb.buf || setenv("NSBOX_POLICY_PATH", sb.buf, 1) < 0) {
+                fprintf(stderr, "nsboxd: NSBOX_POLICY_PATH: out of memory\n");
+                return -1;
+        }
+        return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -87,7 +111,21 @@ int main(int argc, char **argv)
         const char *path = config ? config : def;
         nsbox_dconfig conf;
         nsbox_dconfig_defaults(&conf);
-        if ((path && nsbox_dconfig_load(path, config != NULL, &conf, &err) < 0) || nsbox_daemon_check_config(&conf, &err) < 0) {
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        int r = path ? nsbox_dconfig_load(path, config != NULL, &conf, &err) : 0;
+        /* Everything relative is resolved (the socket is absolute, the configuration read): from
+         * here on nothing depends on the directory nsboxd was started in, which may be one its
+         * clients can write. */
+        if (r == 0 && absolute_policy_path(cwd ? cwd : "/") < 0) {
+                nsbox_dconfig_release(&conf);
+                return 2;
+        }
+        if (r == 0 && chdir("/") < 0) {
+                fprintf(stderr, "nsboxd: chdir '/': %s\n", strerror(errno));
+                nsbox_dconfig_release(&conf);
+                return 2;
+        }
+        if (r < 0 || nsbox_daemon_check_config(&conf, &err) < 0) {
                 fprintf(stderr, "nsboxd: %s\n", err.msg ? err.msg : "bad configuration");
                 nsbox_error_clear(&err);
                 nsbox_dconfig_release(&conf);

@@ -63,7 +63,9 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
 {
         *o = (nsbox_run_options){ .policy = "default", .count = 1 };
         const char *cmd = argv[0];
-        bool create = !strcmp(cmd, "create") || !strcmp(cmd, "mcp"); /* mcp: its default sandbox's */
+        /* mcp: its default sandbox's; replay: given again, what a trajectory may not choose alone */
+        bool replay = !strcmp(cmd, "replay");
+        bool create = !strcmp(cmd, "create") || !strcmp(cmd, "mcp") || replay;
         optind = 0; /* full reset: the parser may run more than once in a process (tests) */
         opterr = 0;
         int c;
@@ -192,6 +194,14 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
                         return nsbox_err(err, 0, "%s: --reuse gets or creates the sandbox with the --label given: give at least one", cmd);
                 if (o->reuse && o->count > 1)
                         return nsbox_err(err, 0, "%s: --reuse gives one sandbox, not --count %llu", cmd, (unsigned long long)o->count);
+                if (replay && (o->labels || o->reuse || o->count > 1))
+                        return nsbox_err(err, 0, "%s: --label, --reuse and --count do not apply to nsbox replay", cmd);
+                if (replay && optind + 1 != argc)
+                        return nsbox_err(err, 0, "%s: expected one trajectory FILE after the options (see nsbox replay --help)", cmd);
+                if (replay) {
+                        o->argv = argv + optind;
+                        return 0;
+                }
                 if (optind < argc)
                         return nsbox_err(err, 0, "%s: unexpected argument '%s' (commands run with nsbox exec ID -- CMD)", cmd, argv[optind]);
                 return 0;
@@ -457,9 +467,12 @@ int nsbox_create_params_argv(json_t *params, strbuf *why, char ***ret)
                         PUSH(s);
                 }
         }
+        /* A name is looked up only in the policy directories; anything else must be an absolute
+         * path: a relative one ("x.json", "../x") would be relative to the daemon's directory. */
         const char *pol = json_string_value(json_object_get(params, "policy"));
-        if (pol && strchr(pol, '/') && pol[0] != '/') {
-                sb_appendf(why, "policy '%s': a policy file must be given as an absolute path", pol);
+        if (pol && pol[0] != '/' && !nsbox_policy_name_valid(pol)) {
+                sb_appendf(why, "policy '%.300s': neither a policy name (1 to 64 letters, digits, '.', '_', '-', without .json) nor the absolute path of a policy file",
+                           pol);
                 return -EINVAL;
         }
         const char *record = json_string_value(json_object_get(params, "record"));

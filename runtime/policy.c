@@ -19,7 +19,7 @@
 
 #include "consts.h"
 #include "net.h"
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #ifndef NSBOX_POLICYDIR
@@ -884,6 +884,58 @@ static int parse_seccomp(pctx *c, json_t *o, nsbox_policy *p)
         return 0;
 }
 
+/* RFC 7396 JSON merge patch: an object merges key by key, null removes a key, any other value
+ * replaces (arrays whole).  A new reference, or NULL without memory. */
+static json_t *merge_patch(json_t *base, json_t *patch)
+{
+        if (!json_is_object(patch))
+                return json_incref(patch);
+        /* a shallow copy: values are shared, never changed; merged objects are new ones */
+        json_t *out = json_is_object(base) ? json_copy(base) : json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(patch, k, v) {
+                if (!out)
+                        break;
+                if (json_is_null(v)) {
+                        json_object_del(out, k);
+                        continue;
+                }
+                json_t *m = merge_patch(json_object_get(out, k), v);
+                if (!m || json_object_set_new(out, k, m) < 0) {
+                        json_decref(out);
+                        out = NULL;
+                }
+        }
+        return out;
+}
+
+/* What a policy document says once inheritance is applied: the built-in default with the policy
+ * merged onto it, or, with "inherit": false, the policy alone (its nulls dropped the same way). */
+static int inherit_default(pctx *c, json_t *policy, json_t **ret)
+{
+        json_t *inherit = json_object_get(policy, "inherit");
+        if (inherit && !json_is_boolean(inherit))
+                return bad(c, "inherit", "expected true or false");
+        json_t *base = NULL;
+        if (!inherit || json_is_true(inherit)) {
+                json_error_t jerr;
+                base = json_loads(nsbox_default_policy_json, JSON_REJECT_DUPLICATES, &jerr);
+                if (!json_is_object(base)) {
+                        json_decref(base);
+                        return nsbox_err(c->err, 0, "policy '%s': the built-in default policy: line %d column %d: %s", c->source,
+                                         jerr.line, jerr.column, base ? "not an object" : jerr.text);
+                }
+        }
+        json_t *merged = merge_patch(base, policy);
+        json_decref(base);
+        if (!merged)
+                return nsbox_err(c->err, ENOMEM, "policy '%s'", c->source);
+        json_object_del(merged, "inherit");
+        *ret = merged;
+        return 0;
+}
+
 static nsbox_policy *policy_new_defaults(const char *source)
 {
         nsbox_policy *p = calloc(1, sizeof(*p));
@@ -913,19 +965,24 @@ static nsbox_policy *policy_new_defaults(const char *source)
 
 int nsbox_policy_parse(const char *text, size_t len, const char *source, nsbox_policy **ret, nsbox_error *err)
 {
-        static const char *const keys[] = { "description", "user", "root", "workdir", "hostname", "mounts", "env",
-                                            "limits", "network", "capabilities", "seccomp", NULL };
+        static const char *const keys[] = { "description", "inherit", "user", "root", "workdir", "hostname", "mounts",
+                                            "env", "limits", "network", "capabilities", "seccomp", NULL };
         pctx c = { .source = source, .err = err };
         json_error_t jerr;
-        json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!root)
+        json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!doc)
                 return nsbox_err(err, 0, "policy '%s': line %d column %d: %s", source, jerr.line, jerr.column, jerr.text);
+        json_t *root = NULL;
         nsbox_policy *p = policy_new_defaults(source);
         int r = p ? 0 : -ENOMEM;
-        if (r == 0 && !json_is_object(root))
+        if (r == 0 && !json_is_object(doc))
                 r = nsbox_err(err, 0, "policy '%s': the top level must be an object", source);
+        /* unknown keys first: a typo of "inherit" must not pass as a key the default fills */
         if (r == 0)
-                r = check_keys(&c, root, "", keys);
+                r = check_keys(&c, doc, "", keys);
+        if (r == 0)
+                r = inherit_default(&c, doc, &root);
+        json_decref(doc);
 
         json_t *v;
         const char *s;
@@ -983,21 +1040,29 @@ int nsbox_policy_load(const char *path, nsbox_policy **ret, nsbox_error *err)
 {
         _cleanup_free_ char *text = NULL;
         size_t len;
-        int r = read_file_at(AT_FDCWD, path, 0, NSBOX_MAX_POLICY_BYTES, &text, &len);
-        if (r == -EFBIG)
-                return nsbox_err(err, 0, "policy '%s': larger than %u bytes", path, NSBOX_MAX_POLICY_BYTES);
+        _cleanup_free_ char *shown = NULL;
+        if (asprintf(&shown, "policy '%s'", path) < 0)
+                return nsbox_err(err, ENOMEM, "policy");
+        /* a FIFO, a device or a directory is refused at once, never waited on */
+        int r = read_file_strict(AT_FDCWD, path, 0, NSBOX_MAX_POLICY_BYTES, shown, &text, &len, err);
         if (r < 0)
-                return nsbox_err(err, -r, "cannot read policy '%s'", path);
+                return r;
         return nsbox_policy_parse(text, len, path, ret, err);
 }
 
-static bool valid_policy_name(const char *n)
+static bool ends_with_json(const char *s)
+{
+        size_t n = strlen(s);
+        return n >= 5 && !strcmp(s + n - 5, ".json");
+}
+
+bool nsbox_policy_name_valid(const char *n)
 {
         size_t len = strlen(n);
-        if (len == 0 || len > 64)
+        if (len == 0 || len > 64 || !(isalnum((unsigned char)n[0]) || n[0] == '_') || ends_with_json(n))
                 return false;
         for (size_t i = 0; i < len; i++)
-                if (!(isalnum((unsigned char)n[i]) || n[i] == '-' || n[i] == '_' || (n[i] == '.' && i > 0)))
+                if (!(isalnum((unsigned char)n[i]) || n[i] == '-' || n[i] == '_' || n[i] == '.'))
                         return false;
         return true;
 }
@@ -1030,12 +1095,13 @@ static char *source_tree_policy_dir(void)
 
 int nsbox_policy_find(const char *name, char **ret_path, nsbox_error *err)
 {
-        if (strchr(name, '/') || (strlen(name) > 5 && !strcmp(name + strlen(name) - 5, ".json"))) {
+        if (strchr(name, '/') || ends_with_json(name)) {
                 *ret_path = strdup(name);
                 return *ret_path ? 0 : -ENOMEM;
         }
-        if (!valid_policy_name(name))
-                return nsbox_err(err, 0, "policy name '%s' is not valid (letters, digits, '-', '_', '.')", name);
+        if (!nsbox_policy_name_valid(name))
+                return nsbox_err(err, 0, "policy name '%s' is not valid (1 to 64 letters, digits, '.', '_', '-', not starting with '.' or '-')",
+                                 name);
         _cleanup_strv_ char **dirs = NULL;
         const char *env = getenv("NSBOX_POLICY_PATH");
         if (env && *env) {

@@ -110,9 +110,19 @@ typedef struct nsbox_policy {
         nsbox_sc_action sc_foreign_arch; /* SC_KILL or SC_ERRNO (ENOSYS) */
 } nsbox_policy;
 
-/* Find a policy by NAME (search path) or by FILE (contains '/' or ends in .json). */
+/* policy/default.json as nsbox was built with it, NUL-terminated (runtime/policy_default.c). */
+extern const char nsbox_default_policy_json[] __attribute__((visibility("hidden")));
+
+/* A policy name: 1 to 64 letters, digits, '.', '_' and '-', starting with a letter, a digit or
+ * '_', not ending in ".json".  Found only as NAME.json in the policy directories. */
+bool nsbox_policy_name_valid(const char *name);
+/* Find a policy by NAME (the policy directories) or by FILE (contains '/' or ends in .json, as
+ * the command line takes it; a client of nsboxd gives a name or an absolute path, which
+ * nsbox_create_params_argv checks first). */
 int nsbox_policy_find(const char *name_or_file, char **ret_path, nsbox_error *err);
-/* Parse and validate; on failure nothing is allocated and err says file, key and reason. */
+/* Parse and validate; on failure nothing is allocated and err says file, key and reason.  The
+ * policy inherits every key it does not set from the built-in default (a JSON merge patch,
+ * RFC 7396, onto it) unless it says "inherit": false. */
 int nsbox_policy_load(const char *path, nsbox_policy **ret, nsbox_error *err);
 int nsbox_policy_parse(const char *text, size_t len, const char *source, nsbox_policy **ret, nsbox_error *err);
 void nsbox_policy_free(nsbox_policy *p);

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "json.h"
+
 #define NSBOX_FRAME_HEADER 8u
 #define NSBOX_FRAME_MAX_JSON (32u << 20)    /* base64 of a 16 MiB file fits, with room */
 #define NSBOX_FRAME_MAX_PAYLOAD (16u << 20) /* = TOOL_MAX_CONTENT */
@@ -69,25 +71,6 @@ void nsbox_frame_reader_release(nsbox_frame_reader *r);
  * write one frame / read one frame, over a blocking fd. */
 int nsbox_frame_send(int fd, const json_t *json, const void *payload, size_t payload_len);
 int nsbox_frame_recv(int fd, nsbox_frame *ret);
-
-/* Length of the valid UTF-8 sequence at s (n > 0 bytes left; NUL counts as one), or 0 when none
- * starts there (overlong forms, surrogates, code points past U+10FFFF). */
-size_t nsbox_utf8_seq(const unsigned char *s, size_t n);
-/* A JSON string from bytes that need not be UTF-8 (command output, file contents, names on disk,
- * git output): each invalid byte and each NUL becomes U+FFFD and sets *ret_lossy (if given) to
- * true.  NULL only when out of memory. */
-json_t *nsbox_json_text(const char *s, size_t n, bool *ret_lossy);
-
-/* JSON texts with multi-megabyte strings (base64 file contents) for jansson, which lexes and
- * escapes strings a byte at a time: strings of at least NSBOX_JSON_BIG bytes without escapes are
- * lifted out of the text with memchr before parsing and put back afterwards, and spliced in
- * after dumping.  Same results as json_loadb / json_dumps(JSON_COMPACT), several times faster. */
-#define NSBOX_JSON_BIG 65536
-json_t *nsbox_json_loadb(const char *text, size_t len, json_error_t *je);
-char *nsbox_json_dumps(json_t *json, size_t *ret_len);
-/* The first key of obj that is not in known (NULL-terminated), or NULL: strict parsers (policies,
- * nsboxd's configuration) refuse it, since a typo must not silently weaken what it configures. */
-const char *nsbox_json_unknown_key(json_t *obj, const char *const *known);
 
 /* A tool call as a client gives it (nsboxd's `call`, libnsbox in process) made into the agent's
  * request, in place: write_file's "content_b64" decoded into *payload (the bytes travel as the

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +29,8 @@
         static inline void fn##p(type **p) { fn(*p); }
 DEFINE_FREEP(git_repository, git_repository_free)
 DEFINE_FREEP(git_object, git_object_free)
+DEFINE_FREEP(git_tree, git_tree_free)
+DEFINE_FREEP(git_odb, git_odb_free)
 
 /* Initialized once and never shut down, as in tools/git.c: nsboxd keeps libgit2's global state
  * for its whole life, and a test's own init and shutdown stay balanced around it. */
@@ -444,9 +447,98 @@ static int create_origin(git_remote **ret, git_repository *repo, const char *nam
         return git_remote_create_with_opts(ret, url, &o);
 }
 
+/* ---- the checkout's size, before it is written ---- */
+
+/* What a checkout costs on disk, counted from the objects' headers: a blob's size without
+ * inflating it (a 512 MiB blob of zeros is a few hundred KiB in a pack), each file as often as the
+ * trees name it, and a block per entry, so that a tree of millions of empty files counts too. */
+#define ENTRY_COST 4096u
+
+typedef struct checkout_budget {
+        git_odb *odb;
+        uint64_t bytes, max;
+        int failed;           /* a libgit2 error reading a header */
+        bool over;
+} checkout_budget;
+
+static uint64_t round_block(uint64_t n) { return (n + ENTRY_COST - 1) / ENTRY_COST * ENTRY_COST; }
+
+/* Add the object's size (a tree's too: it is inflated whole to be walked) and an entry; false
+ * once the budget is spent or a header cannot be read. */
+static bool charge(checkout_budget *b, const git_oid *id, bool data)
+{
+        size_t len = 0;
+        git_object_t type;
+        int g = git_odb_read_header(&len, &type, b->odb, id);
+        if (g < 0) {
+                b->failed = g;
+                return false;
+        }
+        b->bytes += ENTRY_COST + (data ? round_block(len) : len);
+        if (b->bytes > b->max)
+                b->over = true;
+        return !b->over;
+}
+
+static int charge_entry(const char *root, const git_tree_entry *entry, void *payload)
+{
+        (void)root;
+        checkout_budget *b = payload;
+        switch (git_tree_entry_type(entry)) {
+        case GIT_OBJECT_BLOB: /* a file or a symbolic link */
+                return charge(b, git_tree_entry_id(entry), true) ? 0 : -1;
+        case GIT_OBJECT_TREE: /* charged before the walk loads it */
+                return charge(b, git_tree_entry_id(entry), false) ? 0 : -1;
+        default: /* a submodule: not checked out */
+                b->bytes += ENTRY_COST;
+                return b->bytes > b->max ? (b->over = true, -1) : 0;
+        }
+}
+
+static void human(uint64_t n, char *buf, size_t size)
+{
+        if (n >= (1ull << 30))
+                snprintf(buf, size, "%.1f GiB", (double)n / (double)(1ull << 30));
+        else if (n >= (1ull << 20))
+                snprintf(buf, size, "%.1f MiB", (double)n / (double)(1ull << 20));
+        else
+                snprintf(buf, size, "%llu KiB", (unsigned long long)(n >> 10));
+}
+
+/* -EFBIG when checking target out would write more than max bytes, before anything is written. */
+static int check_checkout_size(git_repository *repo, git_object *target, const char *url, uint64_t max, nsbox_error *err)
+{
+        _cleanup_(git_odb_freep) git_odb *odb = NULL;
+        int g = git_repository_odb(&odb, repo);
+        if (g < 0)
+                return fail_git(err, g, url);
+        checkout_budget b = { .odb = odb, .max = max };
+        const git_oid *tree_id = git_commit_tree_id((const git_commit *)target);
+        _cleanup_(git_tree_freep) git_tree *tree = NULL;
+        if (charge(&b, tree_id, false)) {
+                if ((g = git_tree_lookup(&tree, repo, tree_id)) < 0)
+                        return fail_git(err, g, url);
+                g = git_tree_walk(tree, GIT_TREEWALK_PRE, charge_entry, &b);
+                if (g < 0 && !b.over && !b.failed)
+                        return fail_git(err, g, url);
+        }
+        if (b.failed && !b.over)
+                return fail_git(err, b.failed, url);
+        if (b.over) {
+                char limit[32];
+                human(max, limit, sizeof(limit));
+                char id[GIT_OID_HEXSZ + 1];
+                git_oid_tostr(id, sizeof(id), git_object_id(target));
+                return failf(err, -EFBIG,
+                             "clone '%s': the files of commit %.12s take more than %s, the sandbox's disk limit (--disk); nothing was checked out",
+                             url, id, limit);
+        }
+        return 0;
+}
+
 /* Clone source into the empty directory dir_fd and check commit out. */
-static int clone_into(const char *source, const char *url, const char *commit, int dir_fd, char ret_commit[41],
-                      nsbox_error *err)
+static int clone_into(const char *source, const char *url, const char *commit, uint64_t max_bytes, int dir_fd,
+                      char ret_commit[41], nsbox_error *err)
 {
         /* libgit2 takes paths; this one is the directory just made, whatever happens to its name. */
         char path[64];
@@ -468,6 +560,8 @@ static int clone_into(const char *source, const char *url, const char *commit, i
         int r = resolve_commit(repo, url, commit, &target, err);
         if (r < 0)
                 return r;
+        if (max_bytes && (r = check_checkout_size(repo, target, url, max_bytes, err)) < 0)
+                return r;
         git_checkout_options co;
         git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
         co.checkout_strategy = GIT_CHECKOUT_FORCE;
@@ -482,8 +576,31 @@ static int clone_into(const char *source, const char *url, const char *commit, i
         return 0;
 }
 
-int nsbox_repo_clone(const char *url, const char *commit, bool allow_network, int dst_parent_fd, const char *dst_name,
-                     char ret_commit[41], nsbox_error *err)
+int nsbox_repo_worker_limits(uint64_t max_bytes, nsbox_error *err)
+{
+        libgit2_setup();
+        /* packs mapped in windows of 32 MiB, at most 256 MiB of them, and a small object cache:
+         * what libgit2 holds beyond the object it inflates stays small */
+        if (git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, (size_t)32 << 20) < 0 ||
+            git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, (size_t)256 << 20) < 0 ||
+            git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)32 << 20) < 0)
+                return failf(err, -EIO, "configure libgit2 for the clone");
+        /* a blob is inflated whole to be checked out, and none may be larger than max_bytes: the
+         * address space of now, that and some room for libgit2 */
+        _cleanup_free_ char *statm = NULL;
+        unsigned long long pages = 0;
+        if (read_file_at(AT_FDCWD, "/proc/self/statm", 0, 4096, &statm, NULL) < 0 || sscanf(statm, "%llu", &pages) != 1)
+                return failf(err, -EIO, "read the clone worker's size from /proc/self/statm");
+        uint64_t now = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+        struct rlimit rl;
+        rl.rlim_cur = rl.rlim_max = now + max_bytes + NSBOX_REPO_WORKER_ROOM;
+        if (setrlimit(RLIMIT_AS, &rl) < 0)
+                return nsbox_err(err, errno, "bound the clone worker's memory");
+        return 0;
+}
+
+int nsbox_repo_clone(const char *url, const char *commit, bool allow_network, uint64_t max_bytes, int dst_parent_fd,
+                     const char *dst_name, char ret_commit[41], nsbox_error *err)
 {
         if (!url)
                 return bad_spec("", err);
@@ -513,7 +630,7 @@ int nsbox_repo_clone(const char *url, const char *commit, bool allow_network, in
         if (dir_fd < 0)
                 r = nsbox_err(err, errno, "clone '%s': open '%s'", url, dst_name);
         else
-                r = clone_into(source, url, commit, dir_fd, id, err);
+                r = clone_into(source, url, commit, max_bytes, dir_fd, id, err);
         if (r < 0) {
                 int rr = remove_tree_at(dst_parent_fd, dst_name);
                 if (rr < 0)

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "error.h"
 
 #define NSBOX_REPO_SPEC_MAX 4096 /* bytes of a --repo argument */
+#define NSBOX_REPO_WORKER_ROOM (512ull << 20) /* address space of a clone worker beyond a checkout's bound */
 
 typedef enum { NSBOX_REPO_LOCAL, NSBOX_REPO_NETWORK, _NSBOX_REPO_KIND_MAX } nsbox_repo_kind;
 
@@ -34,6 +36,15 @@ int nsbox_repo_classify(const char *spec, nsbox_repo_kind *ret_kind, char **ret_
  * clone fails.  A network url is only fetched when allow_network, else -EPERM "repository 'URL'
  * needs network access; the sandbox's network is 'none'".  Errors are one line: "clone 'URL':
  * <libgit2 message>", "commit 'abc': not found in 'URL'", "commit 'x': is not a commit".
+ * With max_bytes (0: no bound), a commit whose files would take more than max_bytes on disk (each
+ * file as often as its trees name it, a block per entry) is refused before anything is checked
+ * out, from the objects' headers (no file is inflated): -EFBIG "clone 'URL': the files of commit
+ * abc take more than 16.0 MiB, the sandbox's disk limit (--disk); nothing was checked out".
  * ret_commit is untouched on failure. */
-int nsbox_repo_clone(const char *url, const char *commit, bool allow_network, int dst_parent_fd, const char *dst_name,
-                     char ret_commit[41], nsbox_error *err);
+int nsbox_repo_clone(const char *url, const char *commit, bool allow_network, uint64_t max_bytes, int dst_parent_fd,
+                     const char *dst_name, char ret_commit[41], nsbox_error *err);
+
+/* In a process that only clones (nsboxd's worker): bound libgit2's pack windows and object cache,
+ * and the address space to what it uses now + max_bytes + NSBOX_REPO_WORKER_ROOM, so that a blob
+ * the size check missed cannot take the host's memory.  0 or -errno. */
+int nsbox_repo_worker_limits(uint64_t max_bytes, nsbox_error *err);

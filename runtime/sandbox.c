@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The launcher.  nsbox_run() is SECURITY.md's setup order read top to bottom: validate (done by
+/* The launcher.  nsbox_run() is docs/security.md's setup order read top to bottom: validate (done by
  * the caller and nsbox_policy_check_host), compile the seccomp filter, clone into new
  * namespaces, write the id maps from outside, then the child builds its root, drops every
  * privilege and becomes the sandbox's pid 1, which starts the command and reports its status.
@@ -31,6 +31,7 @@
 #include "caps.h"
 #include "mounts.h"
 #include "net.h"
+#include "paths.h"
 #include "seccomp.h"
 #include "sync.h"
 #include "userns.h"
@@ -82,33 +83,42 @@ static void forwarded_set(sigset_t *set)
                 sigaddset(set, forwarded_signals[i]);
 }
 
-int nsbox_sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const nsbox_egress_set *eg, int syncfd, int agentfd,
-                              nsbox_error *err)
+int nsbox_sandbox_child_prepare(const nsbox_policy *p, char *const *hidden, int syncfd, int agentfd, bool close_fds,
+                                nsbox_sources *ret, nsbox_error *err)
 {
         static nsbox_sync_msg m; /* 32 KiB: not on the stack */
-        int r;
+        *ret = (nsbox_sources){ .trees = NULL, .rootfs_fd = -1, .hides = NULL };
         /* The parent's death kills us; if it already died, the channel says so (EOF). */
         if (!p->outlive_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 return nsbox_err(err, errno, "set parent-death signal");
-        /* No fd of the caller's may reach the sandbox (runc CVE-2024-21626). */
-        int keep[2] = { syncfd < agentfd || agentfd < 0 ? syncfd : agentfd, syncfd < agentfd || agentfd < 0 ? agentfd : syncfd };
-        nsbox_close_all_but(keep, 2);
+        /* No fd of the caller's may reach the sandbox (runc CVE-2024-21626); in serve mode the
+         * exec of nsbox-agent closes them. */
+        if (close_fds) {
+                int keep[2] = { syncfd < agentfd || agentfd < 0 ? syncfd : agentfd, syncfd < agentfd || agentfd < 0 ? agentfd : syncfd };
+                nsbox_close_all_but(keep, 2);
+        }
         if (nsbox_sync_recv(syncfd, &m) != 1 || m.type != SYNC_GO)
                 _exit(125); /* the launcher went away or gave up: nothing to report to */
         /* 3. Private propagation, and what we take from the host, opened while a root-started
-         * child still has host uid 0's owner rights. */
-        nsbox_sources src = { .trees = NULL, .rootfs_fd = -1 };
-        r = nsbox_prepare_sources(p, &src, err);
+         * child still has host uid 0's rights on files (its fsuid: an exec would lose it). */
+        return nsbox_prepare_sources(p, hidden, ret, err);
+}
+
+int nsbox_sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const nsbox_egress_set *eg, nsbox_sources *src,
+                              int syncfd, int agentfd, nsbox_error *err)
+{
+        static nsbox_sync_msg m; /* 32 KiB: not on the stack */
+        int r = 0;
         /* Root-started: we still carry host uid 0, which the map does not contain; become the
          * namespace's root (a host id of the unprivileged range) before creating any file. */
-        if (r == 0 && map->privileged && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
+        if (map->privileged && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
                 r = nsbox_err(err, errno, "become root of the user namespace");
         /* 4-5. Mounts, the new root, pivot_root, the workdir. */
         /* serve mode: the supervisor gets the writable layer, for snapshots */
         _cleanup_close_ int stage_fd = -1;
         if (r == 0)
-                r = nsbox_setup_root(p, &src, agentfd >= 0 ? &stage_fd : NULL, err);
-        nsbox_sources_release(&src);
+                r = nsbox_setup_root(p, src, agentfd >= 0 ? &stage_fd : NULL, err);
+        nsbox_sources_release(src);
         if (r < 0)
                 return nsbox_err_wrap(err, r, "set up the sandbox root");
         if (stage_fd >= 0 && (r = nsbox_sync_send_fd(syncfd, SYNC_STAGE, stage_fd)) < 0)
@@ -120,6 +130,7 @@ int nsbox_sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, con
         if ((r = nsbox_net_setup_inside(eg->veth, eg->v, eg->n, eg->restricted, err)) < 0)
                 return nsbox_err_wrap(err, r, "set up the network");
         set_rlimit(RLIMIT_CORE, 0);
+        nsbox_userns_limit_rlimits(); /* our share of the owner's per-user counters */
         set_rlimit(RLIMIT_NOFILE, p->limits.nofile ? p->limits.nofile : 1024);
         if (p->limits.fsize)
                 set_rlimit(RLIMIT_FSIZE, p->limits.fsize);
@@ -379,6 +390,10 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const int std
         if (eg.restricted && (r = nsbox_egress_resolve(p, &rules, &eg.n, err)) < 0)
                 return r;
         eg.v = rules;
+        /* nsbox's sockets, which no bind may show: looked up by the launcher, with its rights */
+        _cleanup_strv_ char **hidden = NULL;
+        if ((r = nsbox_paths_runtime_dirs(&hidden)) < 0)
+                return nsbox_err(err, -r, "nsbox's runtime directories");
         int sv[2] = { -1, -1 }, av[2] = { -1, -1 };
         if ((r = socketpair_above_stdio(SOCK_SEQPACKET, sv)) < 0)
                 return nsbox_err(err, -r, "create the sandbox's control channel");
@@ -425,9 +440,19 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const int std
                 nsbox_sandbox_destroy(&sb);
                 return r;
         }
+        nsbox_userns_owner owner;
+        if ((r = nsbox_userns_owner_enter(&map, &owner)) < 0) {
+                close(sv[1]);
+                if (av[1] >= 0)
+                        close(av[1]);
+                nsbox_sandbox_destroy(&sb);
+                return nsbox_err(err, -r, "make host id %u the owner of the sandbox's user namespace", (unsigned)map.host_uid);
+        }
         /* Serve mode: the agent is watched through its pidfd, not by its exit signal: none until
          * it executes nsbox-agent, and SIGCHLD after (the kernel's for every exec'd child). */
         sb.pid = raw_clone(SANDBOX_CLONE_FLAGS, argv ? SIGCHLD : 0, sb.cg.dirfd, &sb.pidfd);
+        if (sb.pid != 0) /* the child has its own credentials, in its own user namespace */
+                nsbox_userns_owner_leave(&owner);
         if (sb.pid < 0) {
                 int e = errno;
                 bool in_cg = sb.cg.dirfd >= 0;
@@ -459,7 +484,9 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const int std
                                 if (stdio && stdio[fd] >= 0 && dup2(stdio[fd], fd) < 0)
                                         _exit(125);
                         nsbox_error cerr = { 0 };
-                        if (nsbox_sandbox_child_setup(p, &map, &eg, sv[1], -1, &cerr) < 0) {
+                        nsbox_sources src;
+                        if (nsbox_sandbox_child_prepare(p, hidden, sv[1], -1, true, &src, &cerr) < 0 ||
+                            nsbox_sandbox_child_setup(p, &map, &eg, &src, sv[1], -1, &cerr) < 0) {
                                 nsbox_sync_send_error(sv[1], &cerr, "sandbox setup failed");
                                 _exit(125);
                         }
@@ -467,12 +494,20 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const int std
                         nsbox_agent_main(&c);
                 }
                 /* Serve mode: the agent's own streams lead nowhere (not to the daemon's log), and
-                 * it starts afresh from nsbox-agent, before step 3, holding nothing of ours. */
+                 * it starts afresh from nsbox-agent, holding nothing of ours but step 3's sources. */
                 int null = open("/dev/null", O_RDWR | O_CLOEXEC);
                 for (int fd = 0; fd <= 2; fd++)
                         if (null < 0 || dup2(null, fd) < 0)
                                 _exit(125);
-                nsbox_agent_exec(sv[1], av[1], specfd, p->outlive_parent);
+                /* Step 3's sources are opened here, before the exec: a root-started child has
+                 * host root's rights on files (fsuid 0) only until it executes anything. */
+                nsbox_error cerr = { 0 };
+                nsbox_sources src;
+                if (nsbox_sandbox_child_prepare(p, hidden, sv[1], av[1], false, &src, &cerr) < 0) {
+                        nsbox_sync_send_error(sv[1], &cerr, "sandbox setup failed");
+                        _exit(125);
+                }
+                nsbox_agent_exec(sv[1], av[1], specfd, &src, p->n_mounts, p->outlive_parent);
         }
         close(sv[1]);
         if (av[1] >= 0)

@@ -9,6 +9,7 @@
 #include "cgroup.h"
 #include "error.h"
 #include "net.h"
+#include "mounts.h"
 #include "policy.h"
 #include "spec.h"
 #include "userns.h"
@@ -69,11 +70,19 @@ typedef struct nsbox_sandbox {
  * readiness comes later as SYNC_READY on syncfd (nsbox_sandbox_read_ready / _wait_ready). */
 int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const int stdio[3], const char *tag, nsbox_sandbox *ret,
                         nsbox_error *err);
-/* The child's steps 3 to 9 (SECURITY.md), after it waited for its id maps (SYNC_GO on syncfd):
- * in the clone()d child in run mode, in nsbox-agent in serve mode (agentfd >= 0).  Every fd but
- * 0-2, syncfd and agentfd is closed.  0, or -errno with err set for the parent. */
-int nsbox_sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const nsbox_egress_set *eg, int syncfd, int agentfd,
-                              nsbox_error *err);
+/* The child's first steps (docs/security.md): the parent-death signal, every fd but 0-2, syncfd
+ * and agentfd closed when close_fds (serve mode: the exec of nsbox-agent closes them), the wait
+ * for its id maps (SYNC_GO on syncfd), then step 3 (nsbox_prepare_sources into *ret, with
+ * hidden: nsbox's runtime directories).  In serve mode this runs before the exec of nsbox-agent,
+ * while a root-started child still has host root's rights on files.  0, or -errno with err set
+ * for the parent; *ret is set either way (release it). */
+int nsbox_sandbox_child_prepare(const nsbox_policy *p, char *const *hidden, int syncfd, int agentfd, bool close_fds,
+                                nsbox_sources *ret, nsbox_error *err);
+/* Steps 3 (the rest) to 9, with src from nsbox_sandbox_child_prepare (released here): in the
+ * clone()d child in run mode, in nsbox-agent in serve mode (agentfd >= 0).  0, or -errno with
+ * err set for the parent. */
+int nsbox_sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const nsbox_egress_set *eg, nsbox_sources *src,
+                              int syncfd, int agentfd, nsbox_error *err);
 /* Serve mode: take one message from syncfd (readable): 1 ready (syncfd is closed), 0 not yet,
  * negative with err set (the setup failed: its message). */
 int nsbox_sandbox_read_ready(nsbox_sandbox *sb, nsbox_error *err);

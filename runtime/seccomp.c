@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The seccomp filter: the policy's rules, the socket family restriction and the refusal of
- * foreign architectures (SECURITY.md, Default seccomp policy), compiled with libseccomp. */
+ * foreign architectures (docs/security.md, The default seccomp filter), compiled with libseccomp. */
 #include "seccomp.h"
 
 #include <errno.h>

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "policy.h"
-#include "proto.h"
+#include "json.h"
 #include "treecopy.h"
 #include "util.h"
 

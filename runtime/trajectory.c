@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sha256.h"
 
@@ -288,6 +289,7 @@ typedef struct line_reader {
         char *chunk;
         size_t start, end; /* chunk[start, end) is read and not yet consumed */
         bool eof;
+        uint64_t left;     /* bytes still to read: a file growing while it is read ends here */
         strbuf line;       /* the current line without its '\n' */
 } line_reader;
 
@@ -301,12 +303,14 @@ static int next_line(line_reader *r)
                 if (r->start == r->end) {
                         if (r->eof) /* a last line without '\n' still counts */
                                 return r->line.len > 0 ? 1 : 0;
-                        ssize_t k = read(r->fd, r->chunk, CHUNK_SIZE);
+                        size_t want = r->left < CHUNK_SIZE ? (size_t)r->left : CHUNK_SIZE;
+                        ssize_t k = want ? read(r->fd, r->chunk, want) : 0;
                         if (k < 0 && errno == EINTR)
                                 continue;
                         if (k < 0)
                                 return -errno;
                         r->eof = k == 0;
+                        r->left -= (uint64_t)k;
                         r->start = 0;
                         r->end = (size_t)k;
                         continue;
@@ -516,7 +520,7 @@ static void cleanup_jsonp(json_t **j)
         json_decref(*j);
 }
 
-int nsbox_traj_load_fd(int fd, const char *name, size_t max_line, nsbox_trajectory *ret, nsbox_error *err)
+static int load_fd(int fd, const char *name, size_t max_line, uint64_t max_bytes, nsbox_trajectory *ret, nsbox_error *err)
 {
         loader l = { .name = name, .err = err };
         _cleanup_(cleanup_trajp) nsbox_trajectory t = { 0 };
@@ -524,7 +528,7 @@ int nsbox_traj_load_fd(int fd, const char *name, size_t max_line, nsbox_trajecto
         size_t alloc = 0, first_empty = 0;
         bool have_header = false;
         _cleanup_free_ char *chunk = malloc(CHUNK_SIZE);
-        _cleanup_(cleanup_line_readerp) line_reader lr = { .fd = fd, .chunk = chunk };
+        _cleanup_(cleanup_line_readerp) line_reader lr = { .fd = fd, .chunk = chunk, .left = max_bytes };
         sb_init(&lr.line, max_line);
         if (!chunk)
                 return nsbox_err(err, ENOMEM, "read trajectory '%s'", name);
@@ -592,12 +596,127 @@ int nsbox_traj_load_fd(int fd, const char *name, size_t max_line, nsbox_trajecto
         return 0;
 }
 
+int nsbox_traj_load_fd(int fd, const char *name, size_t max_line, nsbox_trajectory *ret, nsbox_error *err)
+{
+        return load_fd(fd, name, max_line, UINT64_MAX, ret, err);
+}
+
 int nsbox_traj_load(const char *path, nsbox_trajectory *ret, nsbox_error *err)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: a FIFO named as the trajectory must not hang the replay (refused below) */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return nsbox_err(err, errno, "open trajectory '%s'", path);
-        return nsbox_traj_load_fd(fd, path, NSBOX_TRAJ_MAX_LINE, ret, err);
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return nsbox_err(err, errno, "stat trajectory '%s'", path);
+        if (!S_ISREG(st.st_mode))
+                return nsbox_err(err, 0, "trajectory '%s': not a regular file", path);
+        if ((uint64_t)st.st_size > NSBOX_TRAJ_MAX_BYTES)
+                return nsbox_err(err, 0, "trajectory '%s': %llu bytes, more than the %llu a trajectory may have", path,
+                                 (unsigned long long)st.st_size, (unsigned long long)NSBOX_TRAJ_MAX_BYTES);
+        /* what is appended while it is read is not part of it */
+        return load_fd(fd, path, NSBOX_TRAJ_MAX_LINE, (uint64_t)st.st_size, ret, err);
+}
+
+/* ---- the create parameters of a replay ---- */
+
+/* What a trajectory may choose alone: limits and shapes inside the sandbox, and the caller's own
+ * snapshot (a name in nsboxd, no host path).  Every other key names a host path or resource. */
+static const char *const replay_inside_keys[] = {
+        "workdir", "hostname", "disk", "memory", "pids", "cpus", "timeout", "idle_timeout", "on_expiry", "wait",
+        "env", "tmpfs", "labels", "from", "commit", "close_with_client",
+};
+
+/* Absent, null, empty, or a value that reaches nothing of the host: "default" policy, no network. */
+static bool replay_value_inside(const char *key, json_t *v)
+{
+        if (!v || json_is_null(v) || ((json_is_array(v) || json_is_object(v)) && json_object_size(v) + json_array_size(v) == 0))
+                return true;
+        const char *s = json_string_value(v);
+        return s && ((!strcmp(key, "policy") && !strcmp(s, "default")) || (!strcmp(key, "net") && !strcmp(s, "none")));
+}
+
+/* "--key value" for a message: the value cut short, control characters escaped (it is read from a
+ * file and goes to a terminal). */
+static void append_refused(strbuf *sb, const char *key, json_t *v)
+{
+        if (sb->len)
+                sb_append(sb, ", ", 2);
+        sb_append(sb, "--", 2);
+        for (const char *k = key; *k && k - key < 64; k++)
+                sb_appendf(sb, "%c", *k == '_' ? '-' : (unsigned char)*k < 0x20 || *k == 0x7f ? '?' : *k);
+        _cleanup_free_ char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        const char *t = json_is_string(v) ? json_string_value(v) : text ? text : "?";
+        sb_append(sb, " ", 1);
+        size_t n = strlen(t);
+        for (size_t i = 0; i < n && i < 256; i++) {
+                unsigned char c = (unsigned char)t[i];
+                if (c < 0x20 || c == 0x7f)
+                        sb_appendf(sb, "\\x%02x", c);
+                else
+                        sb_append(sb, &t[i], 1);
+        }
+        if (n > 256)
+                sb_append(sb, "...", 3);
+}
+
+static bool array_has(json_t *a, json_t *v)
+{
+        size_t i;
+        json_t *e;
+        json_array_foreach(a, i, e)
+                if (json_equal(e, v))
+                        return true;
+        return false;
+}
+
+int nsbox_traj_replay_params(json_t *recorded, json_t *given, json_t **ret, strbuf *refused)
+{
+        json_t *p = json_object();
+        if (!p)
+                return -ENOMEM;
+        /* a snapshot given again has its own workspace: the recorded repository is not needed */
+        bool from_given = !replay_value_inside("from", json_object_get(given, "from"));
+        const char *key;
+        json_t *v;
+        json_object_foreach(recorded, key, v) {
+                if (from_given && (!strcmp(key, "repo") || !strcmp(key, "commit") || !strcmp(key, "from")))
+                        continue;
+                bool inside = false;
+                for (size_t i = 0; i < ARRAY_SIZE(replay_inside_keys) && !inside; i++)
+                        inside = !strcmp(key, replay_inside_keys[i]);
+                if (inside) {
+                        if (json_object_set(p, key, v) < 0)
+                                goto oom;
+                        continue;
+                }
+                if (replay_value_inside(key, v))
+                        continue;
+                /* host-facing: used only as given again on the command line */
+                json_t *g = json_object_get(given, key);
+                if (json_is_array(v)) {
+                        size_t i;
+                        json_t *e;
+                        json_array_foreach(v, i, e)
+                                if (!json_is_array(g) || !array_has(g, e))
+                                        append_refused(refused, key, e);
+                } else if (!g || !json_equal(g, v)) {
+                        append_refused(refused, key, v);
+                }
+        }
+        if (refused->len) {
+                json_decref(p);
+                return -EPERM;
+        }
+        json_object_foreach(given, key, v)
+                if (!replay_value_inside("", v) && json_object_set(p, key, v) < 0)
+                        goto oom;
+        *ret = p;
+        return 0;
+oom:
+        json_decref(p);
+        return -ENOMEM;
 }
 
 /* ---- comparing ---- */

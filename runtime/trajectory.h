@@ -32,12 +32,15 @@
 #include <time.h>
 
 #include "error.h"
-#include "proto.h"
+#include "json.h"
 #include "util.h"
 
 #define NSBOX_TRAJ_VERSION 1
-#define NSBOX_TRAJ_MAX_LINE (2 * NSBOX_FRAME_MAX_JSON)
+/* a step line holds a call's params and its result, each at most a protocol frame's JSON
+ * (NSBOX_FRAME_MAX_JSON, 32 MiB; tests/unit/trajectory_test.c checks the two agree) */
+#define NSBOX_TRAJ_MAX_LINE (64u << 20)
 #define NSBOX_TRAJ_MAX_STEPS 1000000
+#define NSBOX_TRAJ_MAX_BYTES (4ull << 30) /* of a trajectory file */
 
 /* The digest of a result as described above, 64 lowercase hex digits.  0, -EINVAL for a NULL
  * result, -ENOMEM. */
@@ -85,7 +88,8 @@ typedef struct nsbox_trajectory {
         size_t n_steps;
 } nsbox_trajectory;
 
-/* Load and check a trajectory file strictly (the format above, no unknown keys, at most
+/* Load and check a trajectory file strictly (a regular file of at most NSBOX_TRAJ_MAX_BYTES, read
+ * up to the size it had when opened; the format above, no unknown keys, at most
  * NSBOX_TRAJ_MAX_STEPS steps of at most NSBOX_TRAJ_MAX_LINE bytes each).  Errors name the file
  * and the line: "trajectory 'F' line 7: 'step' must be a positive integer".  *ret is untouched on
  * failure; release it with nsbox_traj_release. */
@@ -94,6 +98,17 @@ int nsbox_traj_load(const char *path, nsbox_trajectory *ret, nsbox_error *err);
  * messages and lines longer than max_line bytes refused (0: no bound). */
 int nsbox_traj_load_fd(int fd, const char *name, size_t max_line, nsbox_trajectory *ret, nsbox_error *err);
 void nsbox_traj_release(nsbox_trajectory *t);
+
+/* The create parameters of a replay of a trajectory recorded with recorded, the command line of
+ * `nsbox replay` giving given (both create parameters, nsbox-protocol(7)).  A trajectory is a file
+ * anyone may have written: of its parameters, only those that stay inside the sandbox are used as
+ * recorded (workdir, hostname, disk, memory, pids, cpus, the timeouts, env, tmpfs, labels, from,
+ * commit); the others (bind, rootfs, policy other than "default", net other than "none", allow,
+ * publish, record, repo, template, any unknown key) name host paths or resources and must be in
+ * given, each list element included.  Given values (non-empty) are used over recorded ones; a
+ * given "from" drops the recorded repo and commit.  0 and *ret (new object); -EPERM with the
+ * missing ones in refused ("--bind /a:/b:rw, --net nat", values escaped for a terminal); -ENOMEM. */
+int nsbox_traj_replay_params(json_t *recorded, json_t *given, json_t **ret, strbuf *refused);
 
 /* Compare a replayed outcome with the recorded step: result is the replayed result, NULL when the
  * replayed operation failed with error_code or has no result.  The errors are compared first, then,

@@ -3,8 +3,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -61,6 +66,106 @@ int nsbox_write_idmap(pid_t pid, const nsbox_idmap *m, nsbox_error *err)
                 return r;
         snprintf(line, sizeof(line), "%u %u %u\n", m->inside_gid, m->host_gid, m->count);
         return write_proc(pid, "gid_map", line, err);
+}
+
+int nsbox_userns_owner_enter(const nsbox_idmap *m, nsbox_userns_owner *ret)
+{
+        *ret = (nsbox_userns_owner){ .dumpable = -1 };
+        uid_t ruid, euid, suid;
+        if (!m->privileged)
+                return 0;
+        /* going back to euid 0 needs a real or saved uid 0 (always so for a root process) */
+        if (getresuid(&ruid, &euid, &suid) < 0 || (ruid != 0 && suid != 0))
+                return -EPERM;
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = { { 0 } }; /* valgrind 3.19 marks only d[0] written */
+        if (syscall(SYS_capget, &h, d) < 0)
+                return -errno;
+        int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+        if (syscall(SYS_setresuid, -1, m->host_uid, -1) < 0)
+                return -errno;
+        *ret = (nsbox_userns_owner){ .entered = true, .dumpable = dumpable, .effective = { d[0].effective, d[1].effective } };
+        /* allowed: the real uid is 0; setfsuid reports the id it leaves */
+        syscall(SYS_setfsuid, 0);
+        if (syscall(SYS_setfsuid, -1) != 0) {
+                nsbox_userns_owner_leave(ret);
+                return -EPERM;
+        }
+        return 0;
+}
+
+void nsbox_userns_owner_leave(nsbox_userns_owner *o)
+{
+        if (!o->entered)
+                return;
+        o->entered = false;
+        int saved_errno = errno; /* the caller's, from the clone */
+        /* back to euid 0 (allowed: the real and saved uids are 0); the kernel then makes the
+         * effective set the permitted one: put back the one we had */
+        if (syscall(SYS_setresuid, -1, 0, -1) < 0)
+                abort(); /* cannot happen; going on with another uid would be worse */
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = { { 0 } }; /* valgrind 3.19 marks only d[0] written */
+        if (syscall(SYS_capget, &h, d) == 0) {
+                d[0].effective = o->effective[0];
+                d[1].effective = o->effective[1];
+                syscall(SYS_capset, &h, d);
+        }
+        if (o->dumpable >= 0)
+                prctl(PR_SET_DUMPABLE, o->dumpable, 0, 0, 0);
+        errno = saved_errno;
+}
+
+/* Set user.max_inotify_NAME of our user namespace to half of fs.inotify.max_user_GLOBAL (the
+ * initial namespace's, whichever namespace reads it). */
+static int limit_half(int procfd, const char *global, const char *name, nsbox_error *err)
+{
+        char from[96], to[96], buf[32] = "";
+        snprintf(from, sizeof(from), "sys/fs/inotify/max_user_%s", global);
+        snprintf(to, sizeof(to), "sys/user/max_inotify_%s", name);
+        _cleanup_close_ int in = openat(procfd, from, O_RDONLY | O_CLOEXEC);
+        if (in < 0)
+                return errno == ENOENT ? 0 : nsbox_err(err, errno, "open '/proc/%s'", from); /* ENOENT: no inotify */
+        _cleanup_close_ int out = openat(procfd, to, O_WRONLY | O_CLOEXEC);
+        if (out < 0)
+                return errno == ENOENT ? 0 : nsbox_err(err, errno, "open '/proc/%s'", to); /* ENOENT: before Linux 4.9 */
+        ssize_t n = read(in, buf, sizeof(buf) - 1);
+        char *end;
+        long v = n > 0 ? strtol(buf, &end, 10) : -1;
+        if (n <= 0 || v < 0 || *end != '\n')
+                return nsbox_err(err, n < 0 ? errno : EINVAL, "read '/proc/%s'", from);
+        snprintf(buf, sizeof(buf), "%ld\n", v / 2 > 0 ? v / 2 : 1);
+        n = write(out, buf, strlen(buf));
+        if (n != (ssize_t)strlen(buf))
+                return nsbox_err(err, n < 0 ? errno : EIO, "write '/proc/%s'", to);
+        return 0;
+}
+
+int nsbox_userns_limit_inotify(int procfd, nsbox_error *err)
+{
+        int r = limit_half(procfd, "instances", "instances", err);
+        if (r == 0)
+                r = limit_half(procfd, "watches", "watches", err);
+        return r;
+}
+
+/* Counters checked against the process's own rlimit at each level up to the owner (mqueue
+ * bytes, queued signals, locked shared memory): with half of it, the sandbox cannot take more
+ * than half of the owner's. */
+static void halve_rlimit(int res)
+{
+        struct rlimit rl;
+        if (getrlimit(res, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+                return;
+        rl.rlim_cur = rl.rlim_max = rl.rlim_cur / 2;
+        setrlimit(res, &rl);
+}
+
+void nsbox_userns_limit_rlimits(void)
+{
+        halve_rlimit(RLIMIT_MSGQUEUE);
+        halve_rlimit(RLIMIT_SIGPENDING);
+        halve_rlimit(RLIMIT_MEMLOCK);
 }
 
 static int read_int_file(const char *path, long *ret)

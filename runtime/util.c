@@ -228,11 +228,29 @@ int write_full(int fd, const void *buf, size_t n)
         return 0;
 }
 
-int read_file_at(int dirfd, const char *path, int flags, size_t max, char **ret, size_t *ret_len)
+/* What a file that is not a regular one is, for messages. */
+static const char *file_kind(mode_t m)
 {
-        _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | flags);
+        return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+               : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+int read_file_strict(int dirfd, const char *path, int flags, size_t max, const char *shown, char **ret, size_t *ret_len,
+                     nsbox_error *err)
+{
+        if (!shown)
+                shown = path;
+        /* O_NONBLOCK: opening a FIFO must not wait for a writer (a regular file reads the same) */
+        _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | flags);
         if (fd < 0)
-                return -errno;
+                return nsbox_err(err, errno, "%s", shown);
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return nsbox_err(err, errno, "%s", shown);
+        if (!S_ISREG(st.st_mode))
+                return nsbox_err_as(err, EINVAL, "%s: %s, not a regular file", shown, file_kind(st.st_mode));
+        if ((uint64_t)st.st_size > max)
+                return nsbox_err_as(err, EFBIG, "%s: larger than %zu bytes", shown, max);
         _cleanup_sb_ strbuf sb;
         sb_init(&sb, max);
         char chunk[4096];
@@ -241,20 +259,27 @@ int read_file_at(int dirfd, const char *path, int flags, size_t max, char **ret,
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return -errno;
+                        return nsbox_err(err, errno, "%s", shown);
                 }
                 if (k == 0)
                         break;
                 int r = sb_append(&sb, chunk, (size_t)k);
+                if (r == -E2BIG) /* it grew while we read */
+                        return nsbox_err_as(err, EFBIG, "%s: larger than %zu bytes", shown, max);
                 if (r < 0)
-                        return r == -E2BIG ? -EFBIG : r;
+                        return nsbox_err(err, -r, "%s", shown);
         }
         if (sb_append(&sb, "", 0) < 0)
-                return -ENOMEM;
+                return nsbox_err(err, ENOMEM, "%s", shown);
         if (ret_len)
                 *ret_len = sb.len;
         *ret = steal_pointer(&sb.buf);
         return 0;
+}
+
+int read_file_at(int dirfd, const char *path, int flags, size_t max, char **ret, size_t *ret_len)
+{
+        return read_file_strict(dirfd, path, flags, max, NULL, ret, ret_len, NULL);
 }
 
 int write_file_at(int dirfd, const char *path, const char *data, mode_t mode)
@@ -332,3 +357,59 @@ int nsbox_slot_take(const char *dir, unsigned count, const char *what, unsigned 
         }
         return nsbox_err(err, EAGAIN, "%s: all %u are taken", what, count);
 }
+
+/* The length of the UTF-8 sequence at p (1 to 4) and its code point, or 0 when it is not one
+ * (overlong, a surrogate, past U+10FFFF, cut short). */
+static size_t utf8_char(const unsigned char *p, uint32_t *ret)
+{
+        size_t n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
+        if (p[0] < 0x80) {
+                *ret = p[0];
+                return 1;
+        }
+        if (n == 0 || p[0] > 0xf4)
+                return 0;
+        uint32_t c = p[0] & (0x7f >> n);
+        for (size_t i = 1; i < n; i++) {
+                if ((p[i] & 0xc0) != 0x80)
+                        return 0;
+                c = c << 6 | (p[i] & 0x3f);
+        }
+        static const uint32_t least[] = { 0, 0, 0x80, 0x800, 0x10000 };
+        if (c < least[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+                return 0;
+        *ret = c;
+        return n;
+}
+
+char *nsbox_escape_controls(const char *s)
+{
+        strbuf out;
+        sb_init(&out, 0);
+        int r = sb_append(&out, "", 0);
+        for (const unsigned char *p = (const unsigned char *)s; r == 0 && *p;) {
+                uint32_t c;
+                size_t n = utf8_char(p, &c);
+                if (n == 0) {
+                        r = sb_appendf(&out, "\\x%02x", *p++);
+                        continue;
+                }
+                if (c == '\\')
+                        r = sb_append(&out, "\\\\", 2);
+                else if (c == '\n' || c == '\t' || c == '\r')
+                        r = sb_appendf(&out, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+                else if (c < 0x20 || c == 0x7f)
+                        r = sb_appendf(&out, "\\x%02x", (unsigned)c);
+                else if (c >= 0x80 && c <= 0x9f)
+                        r = sb_appendf(&out, "\\u%04x", (unsigned)c);
+                else
+                        r = sb_append(&out, p, n);
+                p += n;
+        }
+        if (r < 0) {
+                sb_release(&out);
+                return NULL;
+        }
+        return out.buf;
+}
+

@@ -45,6 +45,12 @@ int sb_appendf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2
 static inline void cleanup_sbp(strbuf *sb) { sb_release(sb); }
 #define _cleanup_sb_ _cleanup_(cleanup_sbp)
 
+/* s as a terminal may show it: C0 controls, DEL, C1 controls (U+0080-U+009F) and bytes that are
+ * not UTF-8 become \n, \t, \r, \xHH or \u00HH, and a backslash \\; printable text, other
+ * characters included, is kept.  Allocated; NULL when out of memory (strings from clients, nsboxd's
+ * messages). */
+char *nsbox_escape_controls(const char *s);
+
 /* "64M", "1G", "4096", "512k": binary units.  Returns 0 or -EINVAL/-ERANGE. */
 int parse_size(const char *s, uint64_t *ret);
 /* "30", "1.5", "250ms", "2m", "1h": returns milliseconds. */
@@ -54,8 +60,15 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 
 ssize_t read_full(int fd, void *buf, size_t n);   /* loops over EINTR and short reads */
 int write_full(int fd, const void *buf, size_t n); /* 0 or -errno */
-/* Read a whole small file (at most max bytes) into a NUL-terminated buffer; flags are added to
- * open(2)'s (O_NOFOLLOW for a path inside a sandbox). */
+/* Read a whole small file the host acts on (a policy, nsboxd's configuration or state, a root
+ * filesystem's /etc/passwd) into a NUL-terminated buffer, strictly: opened without blocking, a
+ * regular file only (a FIFO, a directory or /dev/zero is refused at once, never waited on), at
+ * most max bytes.  flags are added to open(2)'s (O_NOFOLLOW for a path inside a sandbox).  On
+ * failure -errno (-EINVAL: not a regular file; -EFBIG: larger than max) and, with err, one line
+ * starting with shown (the path when NULL): "SHOWN: a FIFO, not a regular file". */
+int read_file_strict(int dirfd, const char *path, int flags, size_t max, const char *shown, char **ret, size_t *ret_len,
+                     nsbox_error *err);
+/* The same without a message. */
 int read_file_at(int dirfd, const char *path, int flags, size_t max, char **ret, size_t *ret_len);
 int write_file_at(int dirfd, const char *path, const char *data, mode_t mode);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The handlers the agent runs itself, by canonical name (tools/registry.c has the schemas and
  * aliases; exec and process_* live in the agent's event loop, runtime/agent.c). */
-#include "../runtime/agent.h"
+#include "tool.h"
 
 const nsbox_tool_entry nsbox_tool_handlers[] = {
         { "read_file", tool_read_file },   { "write_file", tool_write_file }, { "write_files", tool_write_files },

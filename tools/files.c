@@ -22,6 +22,7 @@
 #define LIST_MAX_DEPTH 32u
 #define SYMLINK_MAX_FOLLOW 40 /* the kernel's MAXSYMLINKS */
 #define READ_CHUNK (64u << 10)
+#define READ_SIZELESS_MAX (64u << 20) /* bytes read as text of a file whose size says 0 (/proc) */
 
 static int oom(tool_error *e)
 {
@@ -463,8 +464,11 @@ static int read_text(int fd, const char *abs, const struct stat *st, uint64_t of
         _cleanup_free_ char *chunk = malloc(READ_CHUNK);
         int r = chunk ? 0 : -ENOMEM;
         bool ends_with_newline = true; /* an empty file has no unfinished line */
-        while (r == 0) {
-                ssize_t k = read(fd, chunk, READ_CHUNK);
+        /* the size seen at open: a file growing while it is read would keep the loop going (a
+         * /proc file says 0 and is read up to a bound) */
+        uint64_t left = st->st_size > 0 ? (uint64_t)st->st_size : READ_SIZELESS_MAX;
+        while (r == 0 && left > 0) {
+                ssize_t k = read(fd, chunk, left < READ_CHUNK ? (size_t)left : READ_CHUNK);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0) {
@@ -473,6 +477,7 @@ static int read_text(int fd, const char *abs, const struct stat *st, uint64_t of
                 }
                 if (k == 0)
                         break;
+                left -= (uint64_t)k;
                 ends_with_newline = chunk[k - 1] == '\n';
                 r = window_feed(&w, chunk, (size_t)k);
         }
@@ -502,9 +507,25 @@ static int read_text(int fd, const char *abs, const struct stat *st, uint64_t of
 }
 
 static int read_raw(int fd, const char *abs, const struct stat *st, uint64_t byte_offset, bool limit_given,
-                    uint64_t byte_limit, tool_out *out, tool_error *e)
+                    uint64_t byte_limit, bool skip_holes, tool_out *out, tool_error *e)
 {
         uint64_t size = (uint64_t)st->st_size;
+        if (skip_holes && byte_offset < size) {
+                /* a sparse file's holes are not sent as zeros: the caller keeps them as holes */
+                off_t data = lseek(fd, (off_t)byte_offset, SEEK_DATA);
+                if (data < 0 && errno != ENXIO && errno != EINVAL)
+                        return tool_fail_errno(e, errno, "seek '%s'", abs);
+                /* ENXIO: only a hole is left; EINVAL: a file system without holes, all data */
+                uint64_t from = data >= 0 ? (uint64_t)data : errno == ENXIO ? size : byte_offset;
+                byte_offset = from < size ? from : size;
+                off_t hole = byte_offset < size ? lseek(fd, (off_t)byte_offset, SEEK_HOLE) : -1;
+                uint64_t run = size - byte_offset; /* what grew after the fstat is not read */
+                if (hole > (off_t)byte_offset && (uint64_t)hole - byte_offset < run)
+                        run = (uint64_t)hole - byte_offset;
+                if (!limit_given || byte_limit > run)
+                        byte_limit = run < TOOL_MAX_CONTENT ? run : TOOL_MAX_CONTENT;
+                limit_given = true;
+        }
         if (!limit_given) {
                 uint64_t rest = size > byte_offset ? size - byte_offset : 0;
                 if (rest > TOOL_MAX_CONTENT)
@@ -568,6 +589,11 @@ int tool_read_file(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_e
                 return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: 'encoding' must be \"text\" or \"base64\"", tool);
         json_t *bl = json_object_get(in->params, "byte_limit");
         bool limit_given = bl && !json_is_null(bl);
+        bool skip_holes = false;
+        if (tool_param_bool(in, tool, "skip_holes", &skip_holes, e) < 0)
+                return -1;
+        if (skip_holes && !raw)
+                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: 'skip_holes' goes with encoding \"base64\"", tool);
         if (limit_given && byte_limit > TOOL_MAX_CONTENT)
                 return tool_fail(e, TOOL_TOO_LARGE, "%s: 'byte_limit' is more than %u bytes", tool, TOOL_MAX_CONTENT);
 
@@ -582,7 +608,7 @@ int tool_read_file(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_e
                 return tool_fail(e, TOOL_IS_DIRECTORY, "%s: '%s' is a directory", tool, abs);
         if (!S_ISREG(st.st_mode))
                 return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s' is not a regular file", tool, abs);
-        int r = raw ? read_raw(fd, abs, &st, byte_offset, limit_given, byte_limit, out, e)
+        int r = raw ? read_raw(fd, abs, &st, byte_offset, limit_given, byte_limit, skip_holes, out, e)
                     : read_text(fd, abs, &st, offset, limit, out, e);
         return r < 0 ? tool_fail_wrap(e, tool) : 0;
 }
@@ -840,7 +866,7 @@ static int list_walk(int dirfd, const char *dir, unsigned depth, listing *l)
                 if (S_ISDIR(st.st_mode) && depth > 1) {
                         _cleanup_close_ int sub = openat(dirfd, *np, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         /* An unreadable subdirectory is listed, not entered. */
-                        if (sub >= 0 && (r = list_walk(sub, path, depth - 1, l)) == -ENOMEM)
+                        if (sub >= 0 && !tool_is_agent_proc(sub) && (r = list_walk(sub, path, depth - 1, l)) == -ENOMEM)
                                 return r;
                 }
         }

@@ -13,6 +13,8 @@
 #include <limits.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -263,6 +265,33 @@ static int resolve_in_root(int root_fd, const char *rel, int flags, mode_t mode)
         }
 }
 
+bool tool_is_agent_proc(int fd)
+{
+        struct statfs sfs;
+        if (fstatfs(fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
+                return false;
+        /* where the entry really is ("/proc/self/x" opens "/proc/PID/x"); code of the sandbox
+         * cannot mount, so /proc is where the sandbox's procfs was mounted */
+        char link[32], path[TOOL_PATH_MAX];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, path, sizeof(path) - 1);
+        if (n < 0)
+                return true; /* unknown: refused rather than shown */
+        path[n] = '\0';
+        if (strncmp(path, "/proc/", 6))
+                return false;
+        const char *num = path + 6;
+        size_t len = strspn(num, "0123456789");
+        if (len == 0 || len > 10 || (num[len] && num[len] != '/'))
+                return false; /* /proc itself, or a file of the kernel's (cpuinfo, sys/...) */
+        long pid = strtol(num, NULL, 10);
+        if (pid == 1 || pid == (long)getpid())
+                return true;
+        char task[64];
+        snprintf(task, sizeof(task), "/proc/self/task/%ld", pid);
+        return access(task, F_OK) == 0; /* one of the agent's threads */
+}
+
 int tool_open(const tool_ctx *ctx, const char *abs, int flags, mode_t mode, int *ret_fd, tool_error *e)
 {
         bool creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
@@ -290,6 +319,10 @@ int tool_open(const tool_ctx *ctx, const char *abs, int flags, mode_t mode, int 
                         }
                         if (fd >= 0)
                                 __atomic_store_n(&openat2_state, OPENAT2_WORKS, __ATOMIC_RELAXED);
+                }
+                if (fd >= 0 && tool_is_agent_proc((int)fd)) {
+                        close((int)fd);
+                        return tool_fail(e, TOOL_PERMISSION_DENIED, "'%s' is the agent's own /proc entry: refused", abs);
                 }
                 if (fd >= 0) {
                         *ret_fd = (int)fd;

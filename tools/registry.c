@@ -125,7 +125,8 @@ static const tool_spec specs[] = {
                                 "limit": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "Number of lines to return (default 2000)."},
                                 "encoding": {"type": "string", "enum": ["text", "base64"], "description": "\"text\" (default): lines as a string; \"base64\": the raw bytes, for binary files."},
                                 "byte_offset": {"type": "integer", "minimum": 0, "description": "With encoding \"base64\": first byte to return (default 0)."},
-                                "byte_limit": {"type": "integer", "minimum": 0, "maximum": 16777216, "description": "With encoding \"base64\": number of bytes to return (default: to the end of the file; at most 16 MiB per call)."}
+                                "byte_limit": {"type": "integer", "minimum": 0, "maximum": 16777216, "description": "With encoding \"base64\": number of bytes to return (default: to the end of the file; at most 16 MiB per call)."},
+                                "skip_holes": {"type": "boolean", "description": "With encoding \"base64\": start at the first data at or after byte_offset and stop at the next hole of a sparse file; the result's byte_offset says where the bytes start (default false)."}
                         },
                         "required": ["path"]
                 }),

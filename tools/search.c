@@ -97,7 +97,7 @@ static int glob_walk(globber *g, int dirfd, const char *dir, size_t i, unsigned 
                 _cleanup_free_ char *path = tool_path_join(dir, comp);
                 if (!path)
                         return -ENOMEM;
-                return sub < 0 ? 0 : glob_walk(g, sub, path, i + 1, depth + 1);
+                return sub < 0 || tool_is_agent_proc(sub) ? 0 : glob_walk(g, sub, path, i + 1, depth + 1);
         }
 
         /* "**" matches no directory at all, too. */
@@ -125,7 +125,7 @@ static int glob_walk(globber *g, int dirfd, const char *dir, size_t i, unsigned 
                 if (!path)
                         return -ENOMEM;
                 /* "**" stays on its component to go down any number of directories. */
-                if (sub >= 0 && glob_walk(g, sub, path, globstar ? i : i + 1, depth + 1) < 0)
+                if (sub >= 0 && !tool_is_agent_proc(sub) && glob_walk(g, sub, path, globstar ? i : i + 1, depth + 1) < 0)
                         return -ENOMEM;
         }
         return 0;
@@ -444,7 +444,7 @@ static int grep_dir(grepper *g, int dirfd, const char *dir, const char *rel, uns
                         if (!strcmp(*np, ".git"))
                                 continue;
                         _cleanup_close_ int sub = openat(dirfd, *np, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub >= 0 && grep_dir(g, sub, path, sub_rel, depth + 1) < 0)
+                        if (sub >= 0 && !tool_is_agent_proc(sub) && grep_dir(g, sub, path, sub_rel, depth + 1) < 0)
                                 return -ENOMEM;
                         continue;
                 }

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "../runtime/proto.h" /* nsbox_json_text: bytes that may not be UTF-8 as a JSON string */
+#include "../runtime/json.h" /* nsbox_json_text: bytes that may not be UTF-8 as a JSON string */
 #include "../runtime/util.h"
 
 typedef enum {
@@ -101,6 +101,10 @@ size_t tool_utf8_cut(const char *s, size_t n, size_t max);
 int tool_path_normalize(const tool_ctx *ctx, const char *path, char **ret_abs, tool_error *e);
 int tool_open(const tool_ctx *ctx, const char *abs, int flags, mode_t mode, int *ret_fd, tool_error *e);
 int tool_open_parent(const tool_ctx *ctx, const char *abs, int *ret_dirfd, const char **ret_name, tool_error *e);
+/* Whether fd is a /proc entry of the agent's own process (its pid, pid 1, a thread of its): its
+ * memory layout, fds and environment, which no tool shows.  tool_open refuses these with
+ * permission_denied; directory walks (grep, glob, list_dir) skip them. */
+bool tool_is_agent_proc(int fd);
 /* The names in directory dirfd (dirfd itself stays open and unmoved) except "." and "..", sorted
  * bytewise, as a NULL-terminated vector for strv_free; 0 or -errno. */
 int tool_read_dir(int dirfd, char ***ret_names);
@@ -123,3 +127,13 @@ int tool_git_status(const tool_ctx *, const tool_in *, tool_out *, tool_error *)
 int tool_git_diff(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
 int tool_git_log(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
 int tool_git_commit(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
+
+/* The table the agent serves from: a canonical name (tools/registry.c) and its handler. */
+typedef struct nsbox_tool_entry {
+        const char *name;
+        tool_fn fn;
+} nsbox_tool_entry;
+
+/* The file, search and git handlers (tools/dispatch.c), { NULL, NULL }-terminated.  Only
+ * programs that serve tools link it (and so libgit2). */
+extern const nsbox_tool_entry nsbox_tool_handlers[];

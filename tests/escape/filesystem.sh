@@ -113,6 +113,56 @@ test_proc_sys_is_not_writable() {
         if [ "$TEST_AS" = user ]; then control_host proc_sys_write; fi # as a user: nothing can be written, /proc/sys is rw
 }
 
+# /proc/cmdline (the host's boot options), /proc/interrupts (its devices) and the boot_id name the
+# host: inside they are empty, and the boot_id is the sandbox's own.  Control: the host shows them.
+test_proc_shows_no_host_boot_options_boot_id_or_interrupts() {
+        local host_id
+        host_id=$(cat /proc/sys/kernel/random/boot_id)
+        [ -n "$(cat /proc/cmdline)" ] && [ -n "$host_id" ] && grep -q . /proc/interrupts ||
+                fail "control: the host shows no /proc/cmdline, boot_id or /proc/interrupts"
+        for_each_kind check_proc_host_identity "$host_id"
+}
+
+check_proc_host_identity() { # kind host-boot-id
+        local out
+        # shellcheck disable=SC2016
+        out=$(in_kind "$1" -- sh -c 'echo "cmdline[$(cat /proc/cmdline)]"; echo "boot_id[$(cat /proc/sys/kernel/random/boot_id)]"
+                echo "interrupts[$(cat /proc/interrupts)]"') || fail "reading /proc in the $KIND_NAME failed: $out"
+        echo "    $KIND_NAME: $(printf '%s' "$out" | tr '\n' ' ')" >&2
+        assert_contains "$out" "cmdline[]" "/proc/cmdline in the $KIND_NAME"
+        assert_contains "$out" "interrupts[]" "/proc/interrupts in the $KIND_NAME"
+        assert_not_contains "$out" "$2" "the boot_id of the $KIND_NAME"
+        [[ $out =~ boot_id\[[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\] ]] ||
+                fail "the boot_id of the $KIND_NAME is no UUID: $out"
+}
+
+# The file tools run in the agent, pid 1: its /proc entries (memory layout, fds, environment) are
+# refused by name, through /proc/self and /proc/thread-self, and through a symlink planted in the
+# workspace; grep and list_dir do not go into them.  Control: the same tools read /proc/cpuinfo
+# and the /proc/PID/maps of a command of the sandbox.
+test_file_tools_refuse_the_agents_own_proc_entries() {
+        local id out path spid
+        new_daemon_sandbox id
+        out=$("$NSBOX" exec "$id" -- sh -c 'ln -s /proc/1 /workspace/p1; setsid sleep 1000 >/dev/null 2>&1 </dev/null & echo $!' 2>&1) ||
+                fail "nsbox exec $id: $out"
+        spid=$out
+        for path in /proc/self/maps /proc/1/maps /proc/thread-self/status /proc/1/task/1/stat p1/maps /proc/self; do
+                out=$("$NSBOX" call "$id" read_file "{\"path\": \"$path\"}" 2>&1) && fail "read_file $path worked: $(printf '%s' "$out" | head -c 300)"
+                echo "    read_file $path: $out" >&2
+                assert_one_line_error "$out"
+                assert_contains "$out" "permission_denied" "read_file $path"
+        done
+        assert_contains "$out" "the agent's own /proc entry" "read_file /proc/self"
+        out=$("$NSBOX" call "$id" grep '{"pattern": "nsbox", "path": "/proc/1"}' 2>&1) && fail "grep in /proc/1 worked: $out"
+        assert_contains "$out" "permission_denied" "grep in /proc/1"
+        out=$("$NSBOX" call "$id" list_dir '{"path": "/proc", "depth": 2}' 2>&1) || fail "list_dir /proc: $out"
+        assert_not_contains "$out" '"/proc/1/maps"' "list_dir /proc, depth 2"
+        assert_contains "$out" "\"/proc/$spid/maps\"" "control: list_dir /proc, depth 2"
+        out=$("$NSBOX" call "$id" read_file '{"path": "/proc/cpuinfo", "limit": 1}' 2>&1) || fail "control: read_file /proc/cpuinfo: $out"
+        out=$("$NSBOX" call "$id" read_file "{\"path\": \"/proc/$spid/maps\"}" 2>&1) || fail "control: read_file /proc/$spid/maps: $out"
+        assert_contains "$out" "sleep" "control: read_file /proc/$spid/maps (a command's layout)"
+}
+
 test_sys_is_not_writable() {
         assert_held sys_write
         if [ "$TEST_AS" = user ]; then control_host sys_write; fi # as a user: opens only, /sys is a rw mount

@@ -2,7 +2,7 @@
 /* The escape probe: `probe ATTACK [ARG...]` performs one attack from inside a sandbox with raw
  * system calls and prints one line, `attack ATTACK: refused: ...` or `attack ATTACK: SUCCEEDED:
  * ...` (every attempt it made, with the kernel's answer).  Exit status: 0 the sandbox held (every
- * attempt failed), 1 the attack succeeded (an escape, or a protection that SECURITY.md requires
+ * attempt failed), 1 the attack succeeded (an escape, or a protection that docs/security.md requires
  * is missing), 2 bad usage or an attack this probe refuses to run here.  `probe list` prints the
  * attack names.
  *
@@ -50,6 +50,7 @@
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -1605,6 +1606,91 @@ static void atk_dev_nodes(int argc, char **argv)
                 note("%d entries in /dev, all expected", n);
 }
 
+/* A client of a host daemon: connect to the unix socket argv[2] (reachable through a bind),
+ * send the request line argv[3] (default a ping) and read one line.  A result is a breach: the
+ * daemon served a process of the sandbox. */
+static void atk_daemon_client(int argc, char **argv)
+{
+        if (argc < 3) {
+                note("usage: daemon_client SOCKET [REQUEST]");
+                return;
+        }
+        const char *req = argc > 3 ? argv[3] : "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un a = { .sun_family = AF_UNIX };
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[2]);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+                note("connect '%s': %s", argv[2], strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        note("connect '%s': connected", argv[2]);
+        struct timeval tv = { .tv_sec = 30 };
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        /* the request may fail to go out (refused and closed already): the reply may still be there */
+        if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0 || send(fd, "\n", 1, MSG_NOSIGNAL) < 0)
+                note("send: %s", strerror(errno));
+        char reply[512];
+        size_t got = 0;
+        while (got < sizeof(reply) - 1) {
+                ssize_t n = recv(fd, reply + got, sizeof(reply) - 1 - got, 0);
+                if (n <= 0)
+                        break;
+                got += (size_t)n;
+                if (memchr(reply, '\n', got))
+                        break;
+        }
+        reply[got] = '\0';
+        reply[strcspn(reply, "\n")] = '\0';
+        close(fd);
+        if (strstr(reply, "\"result\""))
+                breach("the daemon answered: %.300s", reply);
+        else
+                note("the daemon answered: %.300s", got ? reply : "(nothing)");
+}
+
+/* A client of nsboxd's keeper (a SOCK_SEQPACKET socket that hands kept sandboxes and their
+ * descriptors to the next nsboxd): any message from it is a breach. */
+static void atk_keeper_client(int argc, char **argv)
+{
+        if (argc < 3) {
+                note("usage: keeper_client SOCKET");
+                return;
+        }
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        struct sockaddr_un a = { .sun_family = AF_UNIX };
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[2]);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+                note("connect '%s': %s", argv[2], strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        note("connect '%s': connected", argv[2]);
+        struct timeval tv = { .tv_sec = 30 };
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        char buf[4096];
+        union {
+                char b[CMSG_SPACE(sizeof(int) * 8)];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) - 1 };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+        ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+        int nfds = 0;
+        for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                        nfds += (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        close(fd);
+        if (n > 0) {
+                buf[n] = '\0';
+                breach("the keeper sent %zd bytes and %d descriptors: %.200s", n, nfds, buf);
+        } else {
+                note("the keeper sent nothing (%s)", n < 0 ? strerror(errno) : "connection closed");
+        }
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -1667,6 +1753,8 @@ static const attack attacks[] = {
         { "af_alg", atk_af_alg, false, "socket(AF_ALG), bind hash/sha256" },
         { "host_pids", atk_host_pids, false, "few pids in /proc; pid 1 is not the host's init (argv[2])" },
         { "dev_nodes", atk_dev_nodes, false, "/dev holds only the expected nodes" },
+        { "keeper_client", atk_keeper_client, false, "connect to nsboxd's keeper socket argv[2]: it hands nothing over" },
+        { "daemon_client", atk_daemon_client, false, "connect to a host daemon's socket argv[2], send argv[3] (a ping): no result" },
 };
 
 static void usage(FILE *f)

@@ -130,6 +130,50 @@ test_kill_pid1_leaves_init_running() {
         assert_probe_says "pid 1 still alive"
 }
 
+# Every signal 1-64, sent to pid 1 from inside: the agent blocks some of them for a signalfd,
+# which lifts the kernel's protection of init, so the agent itself must drop what comes from
+# inside.  Afterwards the sandbox still runs its commands and keeps its files, and signals from
+# outside (nsbox rm, the caller's SIGTERM to nsbox run) still reach it.  No control: the kernel
+# protects no init on the host from root, and from a user's own pid namespace it is what we test.
+test_signals_from_inside_leave_the_sandbox_serving() {
+        for_each_kind check_signals_from_inside
+}
+
+# shellcheck disable=SC2016
+send_every_signal_to_pid1='n=0; for s in $(seq 1 64); do kill -$s 1 && n=$((n + 1)); done; sleep 0.3; echo "sent $n signals to pid 1"'
+
+check_signals_from_inside() { # kind
+        local id out out2 st pid
+        if [ "$1" = run ]; then
+                # the command must neither get the signals back nor lose its sandbox; then the
+                # caller's SIGTERM is still forwarded to it
+                "$NSBOX" run -- sh -c "echo kept > f; $send_every_signal_to_pid1; cat f; "'trap "exit 42" TERM; echo ready; sleep 100 & wait' \
+                        >"$TEST_TMP/sig.out" 2>&1 </dev/null &
+                pid=$!
+                for _ in $(seq 100); do grep -q ready "$TEST_TMP/sig.out" && break; pid_alive "$pid" || break; sleep 0.1; done
+                out=$(cat "$TEST_TMP/sig.out")
+                echo "    $KIND_NAME: $(printf '%s' "$out" | tr '\n' ' ')" >&2
+                if ! pid_alive "$pid"; then
+                        wait "$pid"
+                        fail "nsbox run ended (status $?) after its command signalled pid 1: $out"
+                fi
+                kill -TERM "$pid"
+                wait "$pid"
+                st=$?
+                assert_eq 42 "$st" "status of nsbox run after the caller's SIGTERM, once its command had signalled pid 1"
+        else
+                new_daemon_sandbox id
+                out=$("$NSBOX" exec "$id" -- sh -c 'echo kept > f' 2>&1) || fail "nsbox exec $id: $out"
+                out=$("$NSBOX" exec "$id" -- sh -c "$send_every_signal_to_pid1" 2>&1) || fail "nsbox exec $id (signals to pid 1): $out"
+                echo "    $KIND_NAME: $out" >&2
+                out="$out $("$NSBOX" exec "$id" -- cat f 2>&1)" || fail "the sandbox no longer runs commands after its pid 1 was signalled: $out"
+                out2=$("$NSBOX" rm "$id" 2>&1) || fail "nsbox rm $id after the signals: $out2"
+                "$NSBOX" ls 2>&1 | grep -q "$id" && fail "nsbox rm $id left it listed"
+        fi
+        assert_contains "$out" "sent 64 signals to pid 1" "the output of the $KIND_NAME"
+        assert_contains "$out" "kept" "the file of the $KIND_NAME, read after the signals"
+}
+
 # CVE-2019-10063 (flatpak): a filter that compares the whole 64-bit ioctl command lets
 # TIOCSTI through with high bits set (the kernel uses the low 32): 0x100005412 and
 # 0xffffffff00005412, on fd 0, /dev/tty and a pty the sandbox makes its controlling terminal.

@@ -94,4 +94,79 @@ PY
 2" "$OUT" "files in ok/ and calls/, and no over/ or many/ (ls errors)"
 }
 
+# Per-user kernel counters (inotify instances and watches, user namespaces, mqueue bytes...) are
+# charged at every level up to the owner of each user namespace.  A sandbox opens inotify
+# instances until the kernel refuses (a chain of processes, each under its fd limit, so that the
+# count and not RLIMIT_NOFILE stops it) and holds them: it got at most half of the limit, and the
+# host (root, the test user) and other sandboxes of both kinds can still open one.  As root the
+# owner of a sandbox's user namespace is its own host id, not root: three such hogs at once (two
+# of nsboxd, one of nsbox run) leave root untouched; as a user, one sandbox takes at most half of
+# the user's share.
+# shellcheck disable=SC2016
+INOTIFY_HOG='import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+total = 0
+while True:
+    n = 0
+    while n < 500 and libc.inotify_init1(0) >= 0:
+        n += 1
+    total += n
+    if n < 500:
+        print("held %d inotify instances: %s" % (total, os.strerror(ctypes.get_errno())), flush=True)
+        break
+    if total >= 20000:
+        print("held %d inotify instances, and no limit met" % total, flush=True)
+        break
+    if os.fork() == 0:
+        os.closerange(3, 65536)  # the parent holds these; the child opens more
+    else:
+        break
+time.sleep(60)'
+INOTIFY_ONE='import ctypes, os
+fd = ctypes.CDLL(None, use_errno=True).inotify_init1(0)
+print("inotify_init: ok" if fd >= 0 else "inotify_init: " + os.strerror(ctypes.get_errno()))'
+
+test_inotify_exhaustion_in_a_sandbox_leaves_the_host_and_other_sandboxes_working() {
+        local max half id hog log out pids=() logs=() i kinds=(daemon) who
+        max=$(cat /proc/sys/fs/inotify/max_user_instances)
+        half=$((max / 2))
+        [ "$TEST_AS" = root ] && kinds=(daemon daemon run)
+        for i in "${!kinds[@]}"; do
+                log=$TEST_TMP/hog.$i
+                if [ "${kinds[$i]}" = daemon ]; then
+                        new_daemon_sandbox id
+                        "$NSBOX" exec "$id" -- python3 -c "$INOTIFY_HOG" >"$log" 2>&1 </dev/null &
+                else
+                        "$NSBOX" run -- python3 -c "$INOTIFY_HOG" >"$log" 2>&1 </dev/null &
+                fi
+                pids+=($!)
+                logs+=("$log")
+                at_exit "kill $! 2>/dev/null"
+        done
+        for i in "${!logs[@]}"; do
+                for _ in $(seq 200); do grep -q held "${logs[$i]}" && break; sleep 0.1; done
+                out=$(cat "${logs[$i]}")
+                echo "    hog $i (${kinds[$i]} sandbox, host limit $max): $out" >&2
+                [[ $out =~ held\ ([0-9]+)\ inotify\ instances:\ Too\ many\ open\ files ]] ||
+                        fail "the hog in the ${kinds[$i]} sandbox did not meet the kernel's limit: $out"
+                [ "${BASH_REMATCH[1]}" -le "$half" ] ||
+                        fail "a ${kinds[$i]} sandbox held ${BASH_REMATCH[1]} inotify instances, more than half of the limit $max"
+        done
+        # while they hold them: the host, and new sandboxes of both kinds
+        out=$(python3 -c "$INOTIFY_ONE")
+        echo "    the host, as $(id -un): $out" >&2
+        assert_eq "inotify_init: ok" "$out" "inotify_init on the host as $(id -un), while the sandboxes hold theirs"
+        if [ "$TEST_AS" = root ]; then
+                who=${NSBOX_TEST_USER:-nsboxtest}
+                out=$(setpriv --reuid="$who" --regid="$who" --init-groups --reset-env python3 -c "$INOTIFY_ONE")
+                echo "    the host, as $who: $out" >&2
+                assert_eq "inotify_init: ok" "$out" "inotify_init on the host as $who"
+        fi
+        for kind in daemon run; do
+                out=$(in_kind $kind -- python3 -c "$INOTIFY_ONE")
+                echo "    another $kind sandbox: $out" >&2
+                assert_eq "inotify_init: ok" "$out" "inotify_init in another $kind sandbox"
+        done
+}
+
 run_tests

@@ -2,7 +2,7 @@
 /* The agent protocol's frame decoder (runtime/proto.c), on what a sandbox or a client sends:
  * the input is a byte stream read with nsbox_frame_read until its end.  Every frame decoded
  * must be re-encodable and decode to the same thing; nsbox_json_loadb must agree with
- * json_loadb and nsbox_json_dumps with json_dumps (proto.h promises the same results), also on
+ * json_loadb and nsbox_json_dumps with json_dumps (json.h promises the same results), also on
  * strings long enough for the fast path: each byte 0x01 of the input (never valid inside JSON
  * text) stands for NSBOX_JSON_BIG bytes of 'x'. */
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include "../../runtime/proto.h"
 #include "fuzz.h"
 
-#define MAX_EXPANSIONS 20 /* more than proto.c lifts out (16), so its limit is crossed too */
+#define MAX_EXPANSIONS 20 /* more than json.c lifts out (16), so its limit is crossed too */
 
 static int stream_fd(void)
 {

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runtime/agent.h"
+#include "../../runtime/proto.h"
 #include "../../tools/registry.h"
 #include "../../tools/tool.h"
 #include "fuzz.h"

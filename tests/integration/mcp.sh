@@ -128,6 +128,27 @@ for line in sys.stdin:
         assert_eq "" "$(sandboxes)" "sandboxes after the session ended"
 }
 
+test_model_cannot_bind_host_paths_or_widen_the_network_through_create_sandbox() {
+        mkdir -p "$TEST_TMP/home"
+        echo keep > "$TEST_TMP/home/marker"
+        echo '{"seccomp": null}' > "$TEST_TMP/weak.json"
+        local out n
+        out=$(mcp "$INIT" \
+                "$(call 2 create_sandbox "{\"bind\":[\"$TEST_TMP/home:/h:rw\"]}")" \
+                "$(call 3 create_sandbox "{\"policy\":\"$TEST_TMP/weak.json\"}")" \
+                "$(call 4 create_sandbox '{"net":"nat"}')" \
+                "$(call 5 create_sandbox '{"rootfs":"/"}')" \
+                "$(call 6 create_sandbox '{"record":"/tmp/x.jsonl"}')" \
+                "$(call 7 create_sandbox '{"labels":{"ok":"yes"},"net":"none","memory":"256M"}')")
+        for n in 2 3 4 5 6; do
+                assert_eq "True|permission_denied" "$(reply $n 'str(r["result"]["isError"]) + "|" + r["result"]["content"][0]["text"].split(":")[0]' <<< "$out")" "create_sandbox refused ($n): $out"
+        done
+        assert_contains "$(reply 2 'r["result"]["content"][0]["text"]' <<< "$out")" "'bind' is not an argument a model may set" "the refusal says why"
+        assert_eq "False" "$(reply 7 'str(r["result"]["isError"])' <<< "$out")" "allowed arguments still create"
+        assert_eq "keep" "$(cat "$TEST_TMP/home/marker")" "the host directory"
+        assert_eq "" "$(sandboxes)" "sandboxes after the session ended"
+}
+
 test_tools_can_name_another_sandbox_which_ends_with_the_session() {
         local out id
         out=$(mcp "$INIT" "$(call 2 create_sandbox '{"labels":{"purpose":"mcp-test"}}')" "$(call 3 list_sandboxes '{}')")

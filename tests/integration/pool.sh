@@ -734,6 +734,7 @@ test_bad_config_is_one_line_and_nothing_starts() {
                 '{"memory_budget": "lots"}' 'memory_budget'
                 '{"templates": {"default": {"create": {"memory": "lots"}}}}' 'memory'
                 '{"templates": {"bad name!": {"create": {}}}}' 'bad name!'
+                '{"templates": {"t": {"create": {"policy": "x.json"}}}}' "template 't';policy 'x.json';neither a policy name"
                 '{"clients": {"uids": "everyone"}}' 'uids'
                 '{"max_sandboxes": 3' ''
                 '[1, 2]' ''

@@ -68,4 +68,64 @@ test_threat_model_table_names_only_tests_that_exist() {
         assert_contains "$out" "'syscalls:bpf' is not tier/file.sh:test" "control"
 }
 
+
+# Print one line per citation of the security page that leads nowhere in the tree at $1: a file
+# citing a SECURITY.md the repository does not have, a setup order that is not steps 1 to 10, or a
+# step number in the launcher's comments that the page does not have.  Nothing when all is well.
+check_security_citations() { # source-tree
+        python3 - "$1" <<'PY'
+import os, re, sys
+root = sys.argv[1]
+page = os.path.join(root, "docs", "security.md")
+steps = []
+if not os.path.exists(page):
+    print("no docs/security.md")
+else:
+    text = open(page).read()
+    order = text.split("## Setup order", 1)[1].split("\n## ", 1)[0] if "## Setup order" in text else ""
+    steps = [int(n) for n in re.findall(r"^(\d+)\. \*\*", order, re.M)]
+    if steps != list(range(1, 11)):
+        print("docs/security.md's setup order has steps %s, not 1 to 10" % steps)
+me = os.path.abspath(__file__) if "__file__" in globals() else ""
+for top in ("runtime", "tools", "rootfs", "policy", "tests", "docs", "man", "clients", "contrib", "examples", "README.md", "Makefile"):
+    start = os.path.join(root, top)
+    paths = [start] if os.path.isfile(start) else [os.path.join(d, f) for d, _, fs in os.walk(start) for f in fs]
+    for path in sorted(paths):
+        if path.endswith("tests/integration/threatmodel.sh"):
+            continue  # this check names what it looks for
+        try:
+            text = open(path, encoding="utf-8").read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            if re.search(r"(?<![a-z/])SECURITY\.md", line):
+                print("%s:%d cites SECURITY.md, which the repository does not have" % (os.path.relpath(path, root), n))
+for src in ("runtime/sandbox.c", "runtime/mounts.c"):
+    path = os.path.join(root, src)
+    if not os.path.exists(path):
+        continue
+    for n, line in enumerate(open(path).read().splitlines(), 1):
+        for a, b in re.findall(r"/\* (\d+)(?:-(\d+))?[.,]", line):
+            for k in sorted({int(a), int(b or a)}):
+                if k not in steps:
+                    print("%s:%d cites step %d, which docs/security.md does not have" % (src, n, k))
+PY
+}
+
+test_code_and_docs_cite_the_security_page_of_the_repository() {
+        local out
+        out=$(check_security_citations "$NSBOX_SRC")
+        assert_eq "" "$out" "citations of the security page"
+        # control: a tree citing the shared SECURITY.md, with a step the page lacks, is caught
+        mkdir -p "$TEST_TMP/tree/docs" "$TEST_TMP/tree/runtime"
+        sed '/^10\. /,/^$/d' "$NSBOX_SRC/docs/security.md" >"$TEST_TMP/tree/docs/security.md"
+        printf '/* see SECURITY.md */\n' >"$TEST_TMP/tree/runtime/x.c"
+        printf '        /* 10. Teardown */\n' >"$TEST_TMP/tree/runtime/sandbox.c"
+        out=$(check_security_citations "$TEST_TMP/tree")
+        echo "    control (a broken tree): $(printf '%s' "$out" | tr '\n' ';')" >&2
+        assert_contains "$out" "not 1 to 10" "control"
+        assert_contains "$out" "runtime/x.c:1 cites SECURITY.md" "control"
+        assert_contains "$out" "runtime/sandbox.c:1 cites step 10" "control"
+}
+
 run_tests

@@ -91,6 +91,17 @@ def t_big_file():
         tr = time.monotonic() - t
         check(hashlib.sha256(back).hexdigest() == want, "sha256 of what was read back")
         print(f"50 MiB: write {50 / tw:.0f} MiB/s, read {50 / tr:.0f} MiB/s", file=sys.stderr)
+        # a file growing inside: read stops at the size it had at its first piece
+        s.commands.run("truncate -s 16M grow")
+        stream = s.files.read("grow", format="stream")  # its first piece is read now
+        s.commands.run("(while :; do truncate -s +64M grow; done) >/dev/null 2>&1 &")
+        while s.files.get_info("grow").size < (1 << 30):
+            time.sleep(0.05)
+        total = 0
+        for piece in stream:
+            total += len(piece)
+            check(total <= 16 << 20, f"files.read of a growing file went past its size at the first piece: {total} bytes")
+        check(total == 16 << 20, f"files.read of a growing file gave {total} bytes, expected 16 MiB")
 
 
 def t_commands():

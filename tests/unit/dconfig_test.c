@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../runtime/dconfig.h"
@@ -29,10 +30,19 @@ START_TEST(test_dconfig_full_file_is_read_with_every_value)
         const char *good = "{\"max_sandboxes\": 300, \"max_per_uid\": 20, \"memory_budget\": \"16G\", \"default_memory\": 268435456,"
                            " \"timeout\": 3600, \"idle_timeout\": 1.5, \"on_expiry\": \"pause\", \"drain_timeout\": 3,"
                            " \"clients\": {\"uids\": [4242], \"groups\": [4243]},"
+                           " \"max_connections_per_uid\": 32, \"max_request_bytes_per_uid\": \"8M\", \"request_timeout\": 5,"
+                           " \"handshake_timeout\": 0, \"max_disk\": \"4G\", \"max_disk_per_uid\": \"16G\","
                            " \"templates\": {\"py\": {\"create\": {\"memory\": \"1G\"}, \"pool\": 8, \"max\": 100}, \"sh\": {}}}";
         UNIT_ASSERT_OK(parse(good, &c, &err), &err);
         ck_assert_uint_eq(c.max_sandboxes, 300);
         ck_assert_uint_eq(c.max_per_uid, 20);
+        ck_assert(c.max_per_uid_given);
+        ck_assert_uint_eq(c.max_connections_per_uid, 32);
+        ck_assert_uint_eq(c.max_request_bytes_per_uid, 8ull << 20);
+        ck_assert_uint_eq(c.request_timeout_ms, 5000);
+        ck_assert_uint_eq(c.handshake_timeout_ms, 0);
+        ck_assert_uint_eq(c.max_disk, 4ull << 30);
+        ck_assert_uint_eq(c.max_disk_per_uid, 16ull << 30);
         ck_assert_uint_eq(c.memory_budget, 16ull << 30);
         ck_assert_uint_eq(c.default_memory, 256ull << 20);
         ck_assert_uint_eq(c.timeout_ms, 3600000);
@@ -62,11 +72,21 @@ START_TEST(test_dconfig_empty_object_gives_the_defaults)
         nsbox_error err = { 0 };
         UNIT_ASSERT_OK(parse("{}", &c, &err), &err);
         ck_assert_uint_eq(c.max_sandboxes, 1024);
-        ck_assert_uint_eq(c.max_per_uid, 1024);
+        ck_assert_uint_eq(c.max_per_uid, 256); /* for tenants: a quarter of max_sandboxes */
+        ck_assert(!c.max_per_uid_given);
+        ck_assert_uint_eq(c.max_connections_per_uid, 256);
+        ck_assert_uint_eq(c.max_request_bytes_per_uid, 64ull << 20);
+        ck_assert_uint_eq(c.request_timeout_ms, 30000);
+        ck_assert_uint_eq(c.handshake_timeout_ms, 10000);
+        ck_assert_uint_ge(c.max_disk, 1ull << 30);
+        ck_assert_uint_eq(c.max_disk_per_uid, 0);
         ck_assert_uint_eq(c.memory_budget, 0);
         ck_assert_uint_eq(c.drain_timeout_ms, 10000);
         ck_assert(!c.expiry_pause);
         ck_assert_uint_eq(c.n_templates, 0);
+        nsbox_dconfig_release(&c);
+        UNIT_ASSERT_OK(parse("{\"max_sandboxes\": 3}", &c, &err), &err);
+        ck_assert_uint_eq(c.max_per_uid, 1); /* at least one */
         nsbox_dconfig_release(&c);
 }
 END_TEST
@@ -81,6 +101,14 @@ START_TEST(test_dconfig_bad_values_are_one_line_errors_naming_the_key)
                 { "{\"max_sandboxes\": 0}", "key 'max_sandboxes': expected an integer from 1 to 4096" },
                 { "{\"max_sandboxes\": 5000}", "key 'max_sandboxes'" },
                 { "{\"max_per_uid\": \"ten\"}", "key 'max_per_uid'" },
+                { "{\"max_connections_per_uid\": 0}", "key 'max_connections_per_uid': expected an integer from 1 to 1024" },
+                { "{\"max_connections_per_uid\": 2000}", "key 'max_connections_per_uid'" },
+                { "{\"max_request_bytes_per_uid\": \"4k\"}", "key 'max_request_bytes_per_uid': at least 1M" },
+                { "{\"request_timeout\": \"soon\"}", "key 'request_timeout'" },
+                { "{\"handshake_timeout\": -2}", "key 'handshake_timeout'" },
+                { "{\"max_disk\": \"1k\"}", "key 'max_disk': at least 1M" },
+                { "{\"max_disk\": \"big\"}", "key 'max_disk': expected a size" },
+                { "{\"max_disk_per_uid\": 0}", "key 'max_disk_per_uid': at least 1M" },
                 { "{\"memory_budget\": \"lots\"}", "key 'memory_budget': expected a size" },
                 { "{\"memory_budget\": \"1G\", \"default_memory\": \"2G\"}", "key 'default_memory': more than the memory_budget" },
                 { "{\"timeout\": -1}", "key 'timeout': expected a number of seconds" },
@@ -132,6 +160,26 @@ START_TEST(test_dconfig_load_missing_file_is_an_error_only_when_named)
 }
 END_TEST
 
+START_TEST(test_dconfig_fifo_directory_and_device_are_refused_at_once)
+{
+        nsbox_dconfig c;
+        nsbox_error err = { 0 };
+        char dir[] = "/tmp/nsbox-dconfig-XXXXXX", path[64];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/fifo.json", dir);
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+        /* a FIFO nobody writes: a blocking open would hang here until check's timeout */
+        ck_assert_int_lt(nsbox_dconfig_load(path, false, &c, &err), 0);
+        UNIT_ASSERT_ERROR(&err, path, "a FIFO, not a regular file");
+        unlink(path);
+        ck_assert_int_lt(nsbox_dconfig_load(dir, true, &c, &err), 0);
+        UNIT_ASSERT_ERROR(&err, dir, "a directory, not a regular file");
+        rmdir(dir);
+        ck_assert_int_lt(nsbox_dconfig_load("/dev/zero", true, &c, &err), 0);
+        UNIT_ASSERT_ERROR(&err, "/dev/zero: a character device, not a regular file");
+}
+END_TEST
+
 Suite *dconfig_suite(void)
 {
         Suite *s = suite_create("dconfig");
@@ -140,5 +188,6 @@ Suite *dconfig_suite(void)
         unit_add(tc, test_dconfig_empty_object_gives_the_defaults);
         unit_add(tc, test_dconfig_bad_values_are_one_line_errors_naming_the_key);
         unit_add(tc, test_dconfig_load_missing_file_is_an_error_only_when_named);
+        unit_add(tc, test_dconfig_fifo_directory_and_device_are_refused_at_once);
         return s;
 }

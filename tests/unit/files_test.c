@@ -534,17 +534,32 @@ START_TEST(test_path_open_refuses_proc_magic_links)
                 ck_assert_msg(e.code == TOOL_INVALID_PATH && strstr(e.message, strerror(ELOOP)), "'%s': %s (%s)",
                               refused[i], e.message, tool_code_name(e.code));
         }
-        const char *plain[] = { "/proc/self/status", "/proc/mounts", "/proc/thread-self/stat" };
+        /* plain links are followed: into this process's own entries, which are then refused
+         * (the agent's layout, fds and environment are no tool's to show) */
+        const char *plain[] = { "/proc/self/status", "/proc/mounts", "/proc/thread-self/stat", "/proc/self" };
         for (size_t i = 0; i < ARRAY_SIZE(plain); i++) {
                 int fd = -1;
                 tool_error e = { 0 };
-                ck_assert_msg(tool_open(&host, plain[i], O_RDONLY, 0, &fd, &e) == 0, "'%s': %s", plain[i], e.message);
+                int r = tool_open(&host, plain[i], O_RDONLY, 0, &fd, &e);
+                if (r == 0)
+                        close(fd);
+                ck_assert_msg(r == -1 && e.code == TOOL_PERMISSION_DENIED && strstr(e.message, "the agent's own /proc entry"),
+                              "'%s': %s (%s)", plain[i], r == 0 ? "opened" : e.message, tool_code_name(e.code));
+        }
+        char other[64];
+        snprintf(other, sizeof(other), "/proc/%d/status", (int)getppid());
+        const char *others[] = { other, "/proc/cpuinfo", "/proc" };
+        for (size_t i = 0; i < ARRAY_SIZE(others); i++) {
+                int fd = -1;
+                tool_error e = { 0 };
+                ck_assert_msg(tool_open(&host, others[i], O_RDONLY, 0, &fd, &e) == 0, "'%s': %s", others[i], e.message);
                 close(fd);
         }
         /* O_NOFOLLOW opens the magic link itself, as with openat2 */
         int fd = -1;
         tool_error e = { 0 };
-        ck_assert_int_eq(tool_open(&host, "/proc/self/exe", O_PATH | O_NOFOLLOW, 0, &fd, &e), 0);
+        snprintf(other, sizeof(other), "/proc/%d/exe", (int)getppid());
+        ck_assert_msg(tool_open(&host, other, O_PATH | O_NOFOLLOW, 0, &fd, &e) == 0, "'%s': %s", other, e.message);
         struct stat st;
         ck_assert_int_eq(fstat(fd, &st), 0);
         ck_assert(S_ISLNK(st.st_mode));
@@ -870,6 +885,36 @@ START_TEST(test_read_file_base64_returns_raw_ranges_in_the_payload)
         ASSERT_OK(tool_read_file, "{s:s, s:s, s:i}", "path", "raw", "encoding", "base64", "byte_offset", 50);
         ck_assert_int_eq(I(res, "bytes"), 0);
         ck_assert(B(res, "eof"));
+}
+END_TEST
+
+START_TEST(test_read_file_skip_holes_sends_only_the_data_of_a_sparse_file)
+{
+        int fd = open(H("sparse"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(ftruncate(fd, 8 << 20), 0);
+        ck_assert_int_eq(pwrite(fd, "abc", 3, 4 << 20), 3);
+        ck_assert_int_eq(pwrite(fd, "z", 1, (8 << 20) - 1), 1);
+        close(fd);
+        /* from 0: the first data, at 4 MiB, up to the hole after it (a block, not the 4 MiB of zeros before) */
+        ASSERT_OK(tool_read_file, "{s:s, s:s, s:i, s:i, s:b}", "path", "sparse", "encoding", "base64", "byte_offset", 0,
+                  "byte_limit", 16 << 20, "skip_holes", 1);
+        ck_assert_int_eq(I(res, "byte_offset"), 4 << 20);
+        ck_assert_int_ge(I(res, "bytes"), 3);
+        ck_assert_int_le(I(res, "bytes"), 1 << 20);
+        ck_assert(!memcmp(out.payload.buf, "abc", 3));
+        ck_assert(!B(res, "eof"));
+        /* on: the last block, ending the file */
+        long long next = I(res, "byte_offset") + I(res, "bytes");
+        ASSERT_OK(tool_read_file, "{s:s, s:s, s:I, s:b}", "path", "sparse", "encoding", "base64", "byte_offset", next,
+                  "skip_holes", 1);
+        ck_assert_int_gt(I(res, "byte_offset"), next);
+        ck_assert_int_eq(I(res, "byte_offset") + I(res, "bytes"), 8 << 20);
+        ck_assert_int_eq(out.payload.buf[out.payload.len - 1], 'z');
+        ck_assert(B(res, "eof"));
+        /* only text has no holes to skip */
+        ASSERT_FAILS(TOOL_INVALID_ARGUMENT, "'skip_holes' goes with encoding", tool_read_file, "{s:s, s:b}", "path", "sparse",
+                     "skip_holes", 1);
 }
 END_TEST
 
@@ -1531,6 +1576,7 @@ static void add_tool_cases(Suite *s, bool fallback)
         unit_add(tc, test_read_file_replaces_invalid_utf8_and_nul_bytes);
         unit_add(tc, test_read_file_refuses_directories_fifos_and_missing_files);
         unit_add(tc, test_read_file_base64_returns_raw_ranges_in_the_payload);
+        unit_add(tc, test_read_file_skip_holes_sends_only_the_data_of_a_sparse_file);
         unit_add(tc, test_read_file_base64_of_a_big_file_asks_for_ranges);
         unit_add(tc, test_read_file_symlink_to_etc_reads_inside_the_root);
 

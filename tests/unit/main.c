@@ -27,6 +27,7 @@ Suite *nft_suite(void);
 Suite *dconfig_suite(void);
 Suite *fuzz_suite(void);
 Suite *spec_suite(void);
+Suite *peer_suite(void);
 
 /* Check reports a result's test case, file and line but not its test function: remember which
  * test functions each test case has, and name a result by the last test that starts, in the
@@ -127,6 +128,7 @@ int main(void)
         srunner_add_suite(sr, dconfig_suite());
         srunner_add_suite(sr, spec_suite());
         srunner_add_suite(sr, fuzz_suite());
+        srunner_add_suite(sr, peer_suite());
         /* Forked by default, so a crash is one failed test; CK_FORK=no runs in-process (valgrind). */
         if (!getenv("CK_FORK"))
                 srunner_set_fork_status(sr, CK_FORK);

@@ -2,6 +2,7 @@
 /* `nsbox run` options: how the command line is split between nsbox and the command, and how the
  * options change the policy the sandbox gets. */
 #include <check.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -548,6 +549,38 @@ START_TEST(test_env_option_wins_over_filled_in_home)
 }
 END_TEST
 
+/* create's params from a client: a policy is a name of the policy directories or an absolute
+ * path, never a path relative to wherever nsboxd runs. */
+START_TEST(test_client_policy_is_a_name_or_an_absolute_path)
+{
+        static const char *const good[] = { "default", "strict", "py3.11", "/etc/nsbox/policy/x.json", "/x" };
+        static const char *const bad[] = { "rt-evil.json", "x.json", "../x", "./x", "a/b", ".hidden", "-x", "", "a b" };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                json_t *params = json_pack("{ss}", "policy", good[i]);
+                strbuf why;
+                sb_init(&why, 1024);
+                char **argv = NULL;
+                ck_assert_msg(nsbox_create_params_argv(params, &why, &argv) == 0, "'%s' refused: %s", good[i], why.buf);
+                ck_assert_str_eq(argv[2], good[i]);
+                strv_free(argv);
+                sb_release(&why);
+                json_decref(params);
+        }
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                json_t *params = json_pack("{ss}", "policy", bad[i]);
+                strbuf why;
+                sb_init(&why, 1024);
+                char **argv = NULL;
+                ck_assert_msg(nsbox_create_params_argv(params, &why, &argv) == -EINVAL, "'%s' accepted", bad[i]);
+                ck_assert_ptr_null(argv);
+                UNIT_ASSERT_CONTAINS(why.buf, "neither a policy name");
+                UNIT_ASSERT_CONTAINS(why.buf, bad[i]);
+                sb_release(&why);
+                json_decref(params);
+        }
+}
+END_TEST
+
 Suite *options_suite(void)
 {
         Suite *s = suite_create("options");
@@ -568,6 +601,7 @@ Suite *options_suite(void)
         unit_add(tc, test_bad_limit_values_are_refused);
         unit_add(tc, test_env_option_repeats);
         unit_add(tc, test_parsing_twice_in_one_process_works);
+        unit_add(tc, test_client_policy_is_a_name_or_an_absolute_path);
 
         tc = unit_tcase(s, "run_policy");
         tcase_add_checked_fixture(tc, policy_path_setup, policy_path_teardown);

@@ -2,6 +2,7 @@
 /* Policy files (nsbox-policy(5)): the shipped default, every refusal a user can meet with its
  * one-line message, the values a policy can set, and how a policy is found by name. */
 #include <check.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "../../runtime/policy.h"
+#include "../../runtime/util.h"
 #include "unit.h"
 
 /* A failed call must not write its result: tests set the result to this first and check it. */
@@ -421,7 +423,7 @@ END_TEST
 START_TEST(test_empty_policy_gets_defaults)
 {
         nsbox_policy *p;
-        ASSERT_PARSES("{}", &p);
+        ASSERT_PARSES("{\"inherit\": false}", &p);
         ck_assert_str_eq(p->source, "test.json");
         ck_assert_uint_eq(p->uid, 1000);
         ck_assert_str_eq(p->workdir, "/workspace");
@@ -455,7 +457,7 @@ END_TEST
 START_TEST(test_env_object_sets_variables)
 {
         nsbox_policy *p;
-        ASSERT_PARSES("{\"env\": {\"FOO\": \"bar\", \"EMPTY\": \"\"}}", &p);
+        ASSERT_PARSES("{\"inherit\": false, \"env\": {\"FOO\": \"bar\", \"EMPTY\": \"\"}}", &p);
         ck_assert_ptr_nonnull(p->env);
         ck_assert_str_eq(p->env[0], "FOO=bar");
         ck_assert_str_eq(p->env[1], "EMPTY=");
@@ -512,6 +514,241 @@ START_TEST(test_seccomp_rule_args_are_kept)
         ck_assert_uint_eq(p->sc_rules[0].args[0].mask, 0x10000000);
         ck_assert_uint_eq(p->sc_rules[0].args[0].value, 0x10000000);
         nsbox_policy_free(p);
+}
+END_TEST
+
+/* ---- inheritance from the built-in default (nsbox-policy(5), INHERITANCE) ---- */
+
+/* The variable NAME=... of p's environment, or NULL. */
+static const char *env_of(const nsbox_policy *p, const char *name)
+{
+        size_t n = strlen(name);
+        for (char **e = p->env; e && *e; e++)
+                if (!strncmp(*e, name, n) && (*e)[n] == '=')
+                        return *e + n + 1;
+        return NULL;
+}
+
+START_TEST(test_builtin_default_is_the_shipped_default_json)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/policy/default.json", unit_src());
+        char *text = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(read_file_at(AT_FDCWD, path, 0, NSBOX_MAX_POLICY_BYTES, &text, &len), 0);
+        ck_assert_uint_eq(strlen(nsbox_default_policy_json), len);
+        ck_assert(memcmp(nsbox_default_policy_json, text, len) == 0);
+        free(text);
+}
+END_TEST
+
+START_TEST(test_empty_policy_is_the_default_policy)
+{
+        nsbox_policy *d = NULL, *p;
+        LOAD_DEFAULT(&d);
+        ASSERT_PARSES("{}", &p);
+        ck_assert_uint_eq(p->n_sc_rules, d->n_sc_rules);
+        ck_assert(p->sc_socket_restricted);
+        ck_assert_uint_eq(p->sc_socket_families, d->sc_socket_families);
+        ck_assert_uint_eq(p->limits.disk, 1ull << 30);
+        ck_assert_uint_eq(p->limits.nofile, 1024);
+        ck_assert_str_eq(env_of(p, "LANG"), "C.UTF-8");
+        ck_assert_str_eq(p->user_name, "user");
+        ck_assert_int_eq(p->net, NET_NONE);
+        nsbox_policy_free(p);
+        nsbox_policy_free(d);
+}
+END_TEST
+
+START_TEST(test_short_policy_keeps_the_default_seccomp_filter)
+{
+        nsbox_policy *d = NULL, *p;
+        LOAD_DEFAULT(&d);
+        ASSERT_PARSES("{\"limits\": {\"timeout\": 300}}", &p);
+        ck_assert_uint_eq(p->limits.timeout_ms, 300000);
+        ck_assert_uint_gt(d->n_sc_rules, 0);
+        ck_assert_uint_eq(p->n_sc_rules, d->n_sc_rules);
+        for (size_t i = 0; i < p->n_sc_rules; i++) {
+                ck_assert_uint_eq(p->sc_rules[i].n_syscalls, d->sc_rules[i].n_syscalls);
+                ck_assert(memcmp(p->sc_rules[i].syscalls, d->sc_rules[i].syscalls, p->sc_rules[i].n_syscalls * sizeof(int)) == 0);
+        }
+        ck_assert(p->sc_socket_restricted);
+        ck_assert_int_eq(p->sc_foreign_arch, SC_KILL);
+        /* and the rest of limits too */
+        ck_assert_uint_eq(p->limits.disk, 1ull << 30);
+        ck_assert_uint_eq(p->limits.nofile, 1024);
+        nsbox_policy_free(p);
+        nsbox_policy_free(d);
+}
+END_TEST
+
+START_TEST(test_objects_merge_key_by_key)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"user\": {\"name\": \"agent\", \"uid\": 2000}, \"limits\": {\"memory\": \"64M\"}, "
+                      "\"env\": {\"FOO\": \"bar\", \"LANG\": \"C\"}, \"seccomp\": {\"foreign_arch\": \"errno\"}}",
+                      &p);
+        ck_assert_str_eq(p->user_name, "agent");
+        ck_assert_uint_eq(p->uid, 2000);
+        ck_assert_uint_eq(p->gid, 1000); /* the default's */
+        ck_assert_str_eq(p->home, "/workspace");
+        ck_assert_uint_eq(p->limits.memory, 64ull << 20);
+        ck_assert_uint_eq(p->limits.nofile, 1024);
+        ck_assert_str_eq(env_of(p, "FOO"), "bar");
+        ck_assert_str_eq(env_of(p, "LANG"), "C");
+        ck_assert_str_eq(env_of(p, "TERM"), "xterm");
+        ck_assert_int_eq(p->sc_foreign_arch, SC_ERRNO);
+        ck_assert_uint_gt(p->n_sc_rules, 1);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_arrays_and_scalars_replace_whole)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"seccomp\": {\"rules\": [{\"syscalls\": [\"mount\"]}]}, \"hostname\": \"box\"}", &p);
+        ck_assert_uint_eq(p->n_sc_rules, 1); /* an explicit list: the policy's own, not appended */
+        ck_assert(p->sc_socket_restricted);  /* the rest of seccomp is still the default's */
+        ck_assert_str_eq(p->hostname, "box");
+        nsbox_policy_free(p);
+        ASSERT_PARSES("{\"seccomp\": {\"socket_families\": [\"AF_UNIX\"]}}", &p);
+        ck_assert_uint_eq(p->sc_socket_families, 1ull << 1);
+        ck_assert_uint_gt(p->n_sc_rules, 1);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_null_removes_an_inherited_key)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"seccomp\": null}", &p);
+        ck_assert_uint_eq(p->n_sc_rules, 0);
+        ck_assert(!p->sc_socket_restricted);
+        ck_assert_uint_eq(p->limits.nofile, 1024);
+        nsbox_policy_free(p);
+        ASSERT_PARSES("{\"limits\": {\"nofile\": null}, \"env\": {\"LANG\": null}, "
+                      "\"network\": {\"mode\": \"nat\", \"egress\": null}}",
+                      &p);
+        ck_assert_uint_eq(p->limits.nofile, 0);
+        ck_assert_uint_eq(p->limits.disk, 1ull << 30);
+        ck_assert_ptr_null(env_of(p, "LANG"));
+        ck_assert_str_eq(env_of(p, "TERM"), "xterm");
+        ck_assert(!p->egress_set);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_inherit_false_stands_alone)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"inherit\": false, \"limits\": {\"timeout\": 300}, \"hostname\": null}", &p);
+        ck_assert_uint_eq(p->limits.timeout_ms, 300000);
+        ck_assert_uint_eq(p->n_sc_rules, 0);
+        ck_assert(!p->sc_socket_restricted);
+        ck_assert_uint_eq(p->limits.nofile, 0);
+        ck_assert_ptr_null(p->env);
+        ck_assert_str_eq(p->hostname, "nsbox");
+        nsbox_policy_free(p);
+        ASSERT_PARSES("{\"inherit\": true}", &p);
+        ck_assert_uint_gt(p->n_sc_rules, 0);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_bad_inherit_is_refused)
+{
+        ASSERT_REFUSED("{\"inherit\": \"no\"}", "'inherit'", "true or false");
+        ASSERT_REFUSED("{\"inherit\": null}", "'inherit'", "true or false");
+        ASSERT_REFUSED("{\"inherits\": false}", "'inherits'", "unknown key");
+        ASSERT_REFUSED("{\"limits\": {\"inherit\": false}}", "'limits.inherit'", "unknown key");
+        /* a value the policy gives is checked after the merge, under its full key */
+        ASSERT_REFUSED("{\"seccomp\": {\"default_errno\": \"EACCES\"}}", "seccomp.default_errno", "default_action 'errno'");
+}
+END_TEST
+
+/* ---- policy names, and policies read strictly ---- */
+
+START_TEST(test_policy_names_follow_the_grammar)
+{
+        static const char *const good[] = { "default", "strict", "py3.11", "a_b-c", "_x", "A1", "x.jsonx" };
+        static const char *const bad[] = { "", ".hidden", "-x", "x.json", "rt-evil.json", "../x", "a/b", "..", "a b",
+                                           "x;y", "x\n", "\xc3\xa9" };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+                ck_assert_msg(nsbox_policy_name_valid(good[i]), "'%s' was refused", good[i]);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                ck_assert_msg(!nsbox_policy_name_valid(bad[i]), "'%s' was accepted", bad[i]);
+        char longest[66];
+        memset(longest, 'a', 65);
+        longest[65] = '\0';
+        ck_assert(!nsbox_policy_name_valid(longest));
+        longest[64] = '\0';
+        ck_assert(nsbox_policy_name_valid(longest));
+}
+END_TEST
+
+/* A scratch directory for the file tests: created, and removed with what is in it. */
+static char scratch[] = "/tmp/nsbox-unit-policy.XXXXXX";
+static void scratch_setup(void)
+{
+        strcpy(scratch, "/tmp/nsbox-unit-policy.XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+static void scratch_teardown(void)
+{
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
+/* nsbox_policy_load(path) fails at once, leaves its result alone, and says each needle in one line. */
+#define ASSERT_LOAD_REFUSED(path, ...)                                                   \
+        do {                                                                             \
+                nsbox_error _err = { 0 };                                                \
+                nsbox_policy *_p = SENTINEL;                                             \
+                int _r = nsbox_policy_load((path), &_p, &_err);                          \
+                if (_r == 0)                                                             \
+                        nsbox_policy_free(_p);                                           \
+                ck_assert_msg(_r < 0, "'%s' was loaded", (path));                       \
+                ck_assert_ptr_eq(_p, SENTINEL);                                          \
+                UNIT_ASSERT_ERROR(&_err, __VA_ARGS__);                                   \
+        } while (0)
+
+START_TEST(test_fifo_policy_is_refused_at_once)
+{
+        /* no writer ever opens it: a blocking open would hang here until check's timeout */
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/x.json", scratch);
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+        ASSERT_LOAD_REFUSED(path, "policy '", "x.json'", "a FIFO, not a regular file");
+}
+END_TEST
+
+START_TEST(test_directory_and_device_policies_are_refused)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/d.json", scratch);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+        ASSERT_LOAD_REFUSED(path, "d.json'", "a directory, not a regular file");
+        ASSERT_LOAD_REFUSED("/dev/zero", "policy '/dev/zero'", "a character device, not a regular file");
+        /* a symbolic link is followed (policy directories hold links), to the same refusal */
+        snprintf(path, sizeof(path), "%s/zero.json", scratch);
+        ck_assert_int_eq(symlink("/dev/zero", path), 0);
+        ASSERT_LOAD_REFUSED(path, "zero.json'", "a character device");
+}
+END_TEST
+
+START_TEST(test_oversized_policy_is_refused)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/big.json", scratch);
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(ftruncate(fileno(f), NSBOX_MAX_POLICY_BYTES + 1), 0);
+        fclose(f);
+        ASSERT_LOAD_REFUSED(path, "big.json'", "larger than 1048576 bytes");
+        /* at the limit it is read (and refused as JSON: NUL bytes) */
+        ck_assert_int_eq(truncate(path, NSBOX_MAX_POLICY_BYTES), 0);
+        ASSERT_LOAD_REFUSED(path, "big.json'", "line 1");
 }
 END_TEST
 
@@ -657,6 +894,23 @@ Suite *policy_suite(void)
         unit_add(tc, test_socket_families_restrict_socket);
         unit_add(tc, test_bind_mount_is_readonly_and_resolved);
         unit_add(tc, test_seccomp_rule_args_are_kept);
+
+        tc = unit_tcase(s, "policy_inherit");
+        unit_add(tc, test_builtin_default_is_the_shipped_default_json);
+        unit_add(tc, test_empty_policy_is_the_default_policy);
+        unit_add(tc, test_short_policy_keeps_the_default_seccomp_filter);
+        unit_add(tc, test_objects_merge_key_by_key);
+        unit_add(tc, test_arrays_and_scalars_replace_whole);
+        unit_add(tc, test_null_removes_an_inherited_key);
+        unit_add(tc, test_inherit_false_stands_alone);
+        unit_add(tc, test_bad_inherit_is_refused);
+
+        tc = unit_tcase(s, "policy_files");
+        tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
+        unit_add(tc, test_policy_names_follow_the_grammar);
+        unit_add(tc, test_fifo_policy_is_refused_at_once);
+        unit_add(tc, test_directory_and_device_policies_are_refused);
+        unit_add(tc, test_oversized_policy_is_refused);
 
         tc = unit_tcase(s, "policy_find");
         unit_add(tc, test_find_path_with_slash_is_returned_as_is);

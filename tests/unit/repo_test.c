@@ -237,12 +237,21 @@ static const char *file_text(const fixture *f, const char *rel, char buf[256])
                 ck_assert_uint_eq(_changes, 0);                                                    \
         } while (0)
 
+/* The same commit fits a bound of max bytes. */
+#define ASSERT_CLONE_WITHIN(f, max)                                                                \
+        do {                                                                                       \
+                nsbox_error _e = { 0 };                                                            \
+                char _id[41] = "untouched";                                                        \
+                UNIT_ASSERT_OK(nsbox_repo_clone((f)->src, (f)->ids[2], false, (max), (f)->base_fd, "fits", _id, &_e), &_e); \
+                ASSERT_CHECKED_OUT((f), "fits", 2);                                                \
+        } while (0)
+
 /* Clone url at commit into base/name, without network, expecting success and want's id. */
 #define ASSERT_CLONED(f, url, commit, name, commit_index)                                         \
         do {                                                                                       \
                 nsbox_error _e = { 0 };                                                            \
                 char _id[41] = "untouched";                                                        \
-                UNIT_ASSERT_OK(nsbox_repo_clone((url), (commit), false, (f)->base_fd, (name), _id, &_e), &_e); \
+                UNIT_ASSERT_OK(nsbox_repo_clone((url), (commit), false, 0, (f)->base_fd, (name), _id, &_e), &_e); \
                 ck_assert_str_eq(_id, (f)->ids[(commit_index)]);                                   \
                 ASSERT_CHECKED_OUT((f), (name), (commit_index));                                   \
         } while (0)
@@ -252,7 +261,7 @@ static const char *file_text(const fixture *f, const char *rel, char buf[256])
         do {                                                                                       \
                 nsbox_error _e = { 0 };                                                            \
                 char _id[41] = "untouched";                                                        \
-                int _r = nsbox_repo_clone((url), (commit), false, (f)->base_fd, (name), _id, &_e); \
+                int _r = nsbox_repo_clone((url), (commit), false, 0, (f)->base_fd, (name), _id, &_e); \
                 ck_assert_int_eq(_r, (ret));                                                       \
                 UNIT_ASSERT_ERROR(&_e, __VA_ARGS__);                                               \
                 ck_assert_str_eq(_id, "untouched");                                                \
@@ -672,7 +681,7 @@ START_TEST(test_existing_destination_is_left_untouched)
         for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
                 nsbox_error e = { 0 };
                 char id[41] = "untouched", want[192];
-                ck_assert_int_eq(nsbox_repo_clone(f.src, NULL, false, f.base_fd, names[i], id, &e), -EEXIST);
+                ck_assert_int_eq(nsbox_repo_clone(f.src, NULL, false, 0, f.base_fd, names[i], id, &e), -EEXIST);
                 snprintf(want, sizeof(want), "clone '%s': create '%s': File exists", f.src, names[i]);
                 UNIT_ASSERT_ERROR(&e, want);
                 ck_assert_str_eq(id, "untouched");
@@ -699,7 +708,7 @@ START_TEST(test_destination_must_be_one_component)
         for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
                 nsbox_error e = { 0 };
                 char id[41] = "untouched", want[192];
-                ck_assert_int_eq(nsbox_repo_clone(f.src, NULL, false, f.base_fd, names[i], id, &e), -EINVAL);
+                ck_assert_int_eq(nsbox_repo_clone(f.src, NULL, false, 0, f.base_fd, names[i], id, &e), -EINVAL);
                 snprintf(want, sizeof(want), "clone '%s': the destination must be one path component", f.src);
                 UNIT_ASSERT_ERROR(&e, want);
                 ck_assert_str_eq(id, "untouched");
@@ -743,10 +752,28 @@ START_TEST(test_failed_fetch_leaves_nothing)
         snprintf(want, sizeof(want), "clone '%s': ", f.src);
         nsbox_error e = { 0 };
         char id[41] = "untouched";
-        ck_assert_int_lt(nsbox_repo_clone(f.src, f.ids[0], false, f.base_fd, "clone", id, &e), 0);
+        ck_assert_int_lt(nsbox_repo_clone(f.src, f.ids[0], false, 0, f.base_fd, "clone", id, &e), 0);
         UNIT_ASSERT_ERROR(&e, want);
         ck_assert_str_eq(id, "untouched");
         ck_assert(!exists_at(f.base_fd, "clone"));
+        FIXTURE_CLOSE(&f);
+}
+END_TEST
+
+START_TEST(test_checkout_larger_than_the_bound_is_refused_before_writing)
+{
+        fixture f;
+        FIXTURE_OPEN(&f);
+        char want[192];
+        snprintf(want, sizeof(want), "clone '%s': the files of commit ", f.src);
+        nsbox_error e = { 0 };
+        char id[41] = "untouched";
+        /* two blocks: the root tree and one file fit, the rest does not */
+        ck_assert_int_eq(nsbox_repo_clone(f.src, f.ids[2], false, 8192, f.base_fd, "clone", id, &e), -EFBIG);
+        UNIT_ASSERT_ERROR(&e, want, " take more than 8 KiB, the sandbox's disk limit (--disk); nothing was checked out");
+        ck_assert_str_eq(id, "untouched");
+        ck_assert(!exists_at(f.base_fd, "clone"));
+        ASSERT_CLONE_WITHIN(&f, 1 << 20);
         FIXTURE_CLOSE(&f);
 }
 END_TEST
@@ -792,7 +819,7 @@ START_TEST(test_failed_checkout_of_deep_tree_leaves_nothing)
         ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &few), 0);
         nsbox_error e = { 0 };
         char id[41] = "untouched";
-        int r = nsbox_repo_clone(broken, NULL, false, f.base_fd, "clone", id, &e);
+        int r = nsbox_repo_clone(broken, NULL, false, 0, f.base_fd, "clone", id, &e);
         ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
         char want[192];
         snprintf(want, sizeof(want), "clone '%s': ", broken);
@@ -838,5 +865,6 @@ Suite *repo_suite(void)
         unit_add(tc, test_empty_repository_has_no_commit_to_check_out);
         unit_add(tc, test_failed_fetch_leaves_nothing);
         unit_add(tc, test_failed_checkout_of_deep_tree_leaves_nothing);
+        unit_add(tc, test_checkout_larger_than_the_bound_is_refused_before_writing);
         return s;
 }

@@ -83,8 +83,9 @@ START_TEST(test_more_rules_give_a_longer_filter)
 {
         nsbox_error err = { 0 };
         nsbox_bpf none = { 0 }, some = { 0 };
-        UNIT_ASSERT_OK(compile_json("{}", &none, &err), &err);
-        UNIT_ASSERT_OK(compile_json("{\"seccomp\": {\"rules\": [{\"syscalls\": [\"mount\", \"ptrace\", \"bpf\"]}]}}",
+        /* (not the default's rules, which a policy inherits unless it says "inherit": false) */
+        UNIT_ASSERT_OK(compile_json("{\"inherit\": false}", &none, &err), &err);
+        UNIT_ASSERT_OK(compile_json("{\"inherit\": false, \"seccomp\": {\"rules\": [{\"syscalls\": [\"mount\", \"ptrace\", \"bpf\"]}]}}",
                                     &some, &err),
                        &err);
         ck_assert_uint_gt(some.len, none.len);

@@ -8,9 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../runtime/proto.h"
 #include "../../runtime/sha256.h"
 #include "../../runtime/trajectory.h"
 #include "unit.h"
+
+/* trajectory.h does not include the protocol's header; its line limit must still fit a call's
+ * params and result, each up to one frame's JSON */
+_Static_assert(NSBOX_TRAJ_MAX_LINE == 2 * NSBOX_FRAME_MAX_JSON, "a trajectory line holds two frames' JSON");
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define HEADER "{\"nsbox_trajectory\":1,\"sandbox\":\"sb1\",\"created\":1700000000,\"create\":{\"network\":\"none\"}}\n"
@@ -377,6 +382,19 @@ START_TEST(test_load_missing_file_names_it)
 }
 END_TEST
 
+START_TEST(test_load_refuses_a_fifo_and_a_directory_at_once)
+{
+        nsbox_trajectory t = { .n_steps = 77 };
+        nsbox_error err = { 0 };
+        ck_assert_int_eq(mkfifo(path, 0600), 0); /* no writer: a blocking open would hang */
+        ck_assert_int_eq(nsbox_traj_load(path, &t, &err), -EINVAL);
+        UNIT_ASSERT_ERROR(&err, "trajectory '", path, "': not a regular file");
+        ck_assert_int_eq(nsbox_traj_load(dir, &t, &err), -EINVAL);
+        UNIT_ASSERT_ERROR(&err, "trajectory '", dir, "': not a regular file");
+        ck_assert_uint_eq(t.n_steps, 77);
+}
+END_TEST
+
 START_TEST(test_load_empty_file_is_refused)
 {
         ASSERT_LOAD_FAILS("", "' is empty");
@@ -642,6 +660,61 @@ START_TEST(test_compare_names_both_digests_when_the_result_differs)
 }
 END_TEST
 
+/* ---- the create parameters of a replay ---- */
+
+static json_t *replay_params(const char *recorded, const char *given, int want, const char *want_refused)
+{
+        json_t *rec = json_loads(recorded, 0, NULL), *giv = json_loads(given, 0, NULL), *ret = NULL;
+        ck_assert_ptr_nonnull(rec);
+        ck_assert_ptr_nonnull(giv);
+        _cleanup_sb_ strbuf refused;
+        sb_init(&refused, 4096);
+        ck_assert_int_eq(nsbox_traj_replay_params(rec, giv, &ret, &refused), want);
+        ck_assert_str_eq(refused.buf ? refused.buf : "", want_refused);
+        json_decref(rec);
+        json_decref(giv);
+        return ret;
+}
+
+START_TEST(test_replay_params_refuse_what_reaches_the_host_unless_given_again)
+{
+        /* each host-facing parameter, listed; control characters escaped */
+        json_t *none = replay_params("{\"bind\": [\"/home/u:/h:rw\", \"/a:/a\"], \"net\": \"nat\", \"rootfs\": \"host\", \"policy\": \"/p.json\","
+                      " \"publish\": [\"80\"], \"allow\": [\"1.2.3.4:443\"], \"record\": \"/r\", \"repo\": \"/x\\u001b\","
+                      " \"template\": \"t\", \"idle_timeout\": 3, \"weird_key\": 1, \"memory\": \"64M\"}",
+                      "{\"bind\": [\"/a:/a\"]}", -EPERM,
+                      "--bind /home/u:/h:rw, --net nat, --rootfs host, --policy /p.json, --publish 80, --allow 1.2.3.4:443,"
+                      " --record /r, --repo /x\\x1b, --template t, --weird-key 1");
+        ck_assert_ptr_null(none);
+        /* given again but not the same */
+        none = replay_params("{\"bind\": [\"/h:/h:rw\"], \"net\": \"nat\"}", "{\"bind\": [\"/h:/h\"], \"net\": \"nat\"}", -EPERM,
+                      "--bind /h:/h:rw");
+        ck_assert_ptr_null(none);
+}
+END_TEST
+
+START_TEST(test_replay_params_use_what_stays_inside_and_what_is_given)
+{
+        json_t *p = replay_params("{\"bind\": [\"/h:/h:rw\"], \"net\": \"none\", \"policy\": \"default\", \"publish\": [],"
+                                  " \"memory\": \"64M\", \"timeout\": 60, \"env\": [\"A=1\"], \"workdir\": \"/w\", \"repo\": \"/r\","
+                                  " \"commit\": \"main\"}",
+                                  "{\"bind\": [\"/h:/h:rw\", \"/more:/more\"], \"repo\": \"/r\", \"memory\": \"128M\", \"env\": [],"
+                                  " \"labels\": {}}",
+                                  0, "");
+        char *text = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS);
+        ck_assert_str_eq(text, "{\"bind\":[\"/h:/h:rw\",\"/more:/more\"],\"commit\":\"main\",\"env\":[\"A=1\"],\"memory\":\"128M\","
+                               "\"repo\":\"/r\",\"timeout\":60,\"workdir\":\"/w\"}");
+        free(text);
+        json_decref(p);
+        /* a snapshot given again replaces the recorded repository */
+        p = replay_params("{\"repo\": \"/r\", \"commit\": \"main\", \"from\": \"a\"}", "{\"from\": \"b\"}", 0, "");
+        text = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS);
+        ck_assert_str_eq(text, "{\"from\":\"b\"}");
+        free(text);
+        json_decref(p);
+}
+END_TEST
+
 Suite *trajectory_suite(void)
 {
         Suite *s = suite_create("trajectory");
@@ -665,6 +738,9 @@ Suite *trajectory_suite(void)
         unit_add(tc, test_empty_lines_at_the_end_and_a_missing_last_newline_are_accepted);
         unit_add(tc, test_load_missing_file_names_it);
         unit_add(tc, test_load_empty_file_is_refused);
+        unit_add(tc, test_load_refuses_a_fifo_and_a_directory_at_once);
+        unit_add(tc, test_replay_params_refuse_what_reaches_the_host_unless_given_again);
+        unit_add(tc, test_replay_params_use_what_stays_inside_and_what_is_given);
         unit_add(tc, test_load_needs_the_header_first);
         unit_add(tc, test_load_refuses_another_version);
         unit_add(tc, test_load_refuses_unknown_keys);

@@ -3,11 +3,22 @@
  * path normalization and host name checks. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/capability.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../runtime/json.h"
 #include "../../runtime/policy.h"
+#include "../../runtime/userns.h"
 #include "../../runtime/util.h"
 #include "unit.h"
 
@@ -296,6 +307,108 @@ START_TEST(test_hostname_invalid)
 }
 END_TEST
 
+/* ---- terminal escaping ---- */
+
+static void assert_escaped(const char *in, const char *want)
+{
+        char *got = nsbox_escape_controls(in);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_msg(!strcmp(got, want), "escaped '%s', expected '%s'", got, want);
+        free(got);
+}
+
+START_TEST(test_escape_controls_c0_del_c1_and_bad_utf8)
+{
+        assert_escaped("plain text, ünïcödé and 中文", "plain text, ünïcödé and 中文");
+        assert_escaped("\x1b]0;t\x07\x1b[2J", "\\x1b]0;t\\x07\\x1b[2J");
+        assert_escaped("a\nb\tc\rd\\e", "a\\nb\\tc\\rd\\\\e");
+        assert_escaped("\x7f", "\\x7f");
+        assert_escaped("\xc2\x9b" "31m\xc2\x85", "\\u009b31m\\u0085");
+        assert_escaped("\xc2\xa0", "\xc2\xa0"); /* U+00A0 is printable */
+        assert_escaped("\xff\xc0\xafx\xe2\x82", "\\xff\\xc0\\xafx\\xe2\\x82"); /* invalid, overlong, cut short */
+        assert_escaped("\xed\xa0\x80", "\\xed\\xa0\\x80"); /* a surrogate */
+        assert_escaped("", "");
+}
+END_TEST
+
+START_TEST(test_json_escape_c1_keeps_the_value)
+{
+        char *got = nsbox_json_escape_c1("{\"x\": \"a\x7f\xc2\x9b\xc2\xa0\xe4\xb8\xad\"}");
+        ck_assert_ptr_nonnull(got);
+        ck_assert_str_eq(got, "{\"x\": \"a\\u007f\\u009b\xc2\xa0\xe4\xb8\xad\"}");
+        free(got);
+}
+END_TEST
+
+static void thread_ids(uid_t *euid, uid_t *fsuid, uint32_t eff[2])
+{
+        uid_t r, s;
+        ck_assert_int_eq(syscall(SYS_getresuid, &r, euid, &s), 0);
+        *fsuid = (uid_t)syscall(SYS_setfsuid, -1);
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = { { 0 } }; /* valgrind 3.19 marks only d[0] written */
+        ck_assert_int_eq(syscall(SYS_capget, &h, d), 0);
+        eff[0] = d[0].effective, eff[1] = d[1].effective;
+}
+
+/* Root: between enter and leave a user namespace made by this thread is owned by the sandbox's
+ * host id (fsuid 0 stays); afterwards euid, effective capabilities and dumpable are as before.
+ * A user: nothing changes. */
+START_TEST(test_userns_owner_is_the_sandboxes_host_id_only_around_the_clone)
+{
+        bool root = geteuid() == 0;
+        nsbox_idmap map = { .privileged = root, .host_uid = 0x70000000u, .host_gid = 0x70000000u, .count = 65536 };
+        uid_t euid, fsuid, euid0, fsuid0;
+        uint32_t eff[2], eff0[2];
+        int dumpable0 = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+        thread_ids(&euid0, &fsuid0, eff0);
+        nsbox_userns_owner o;
+        ck_assert_int_eq(nsbox_userns_owner_enter(&map, &o), 0);
+        thread_ids(&euid, &fsuid, eff);
+        ck_assert_uint_eq(euid, root ? 0x70000000u : euid0);
+        ck_assert_uint_eq(fsuid, fsuid0);
+        if (root) {
+                /* a child's new user namespace, looked at from here: its owner is the host id */
+                int up[2], down[2];
+                ck_assert_int_eq(pipe(up), 0);
+                ck_assert_int_eq(pipe(down), 0);
+                pid_t pid = fork();
+                ck_assert_int_ge(pid, 0);
+                if (pid == 0) {
+                        close(down[1]);
+                        char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+                        if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) < 0)
+                                _exit(1);
+                        _exit(0);
+                }
+                nsbox_userns_owner_leave(&o);
+                char c = 0;
+                ck_assert_int_eq(read(up[0], &c, 1), 1);
+                ck_assert_int_eq(c, 'y');
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                uid_t owner = (uid_t)-1;
+                int r = fd >= 0 ? ioctl(fd, 0xb704 /* NS_GET_OWNER_UID */, &owner) : -1;
+                if (fd >= 0)
+                        close(fd);
+                close(down[1]);
+                int st;
+                ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+                close(up[0]), close(up[1]), close(down[0]);
+                ck_assert_int_eq(r, 0);
+                ck_assert_uint_eq(owner, 0x70000000u);
+        }
+        nsbox_userns_owner_leave(&o); /* a second leave does nothing */
+        thread_ids(&euid, &fsuid, eff);
+        ck_assert_uint_eq(euid, euid0);
+        ck_assert_uint_eq(fsuid, fsuid0);
+        ck_assert_uint_eq(eff[0], eff0[0]);
+        ck_assert_uint_eq(eff[1], eff0[1]);
+        ck_assert_int_eq(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), dumpable0);
+}
+END_TEST
+
 Suite *util_suite(void)
 {
         Suite *s = suite_create("util");
@@ -334,5 +447,11 @@ Suite *util_suite(void)
         tc = unit_tcase(s, "hostname");
         unit_add(tc, test_hostname_valid);
         unit_add(tc, test_hostname_invalid);
+
+        tc = unit_tcase(s, "escape");
+        unit_add(tc, test_escape_controls_c0_del_c1_and_bad_utf8);
+        unit_add(tc, test_json_escape_c1_keeps_the_value);
+        tc = unit_tcase(s, "userns");
+        unit_add(tc, test_userns_owner_is_the_sandboxes_host_id_only_around_the_clone);
         return s;
 }

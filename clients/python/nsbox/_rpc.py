@@ -8,10 +8,12 @@ the socket for everyone, so a long call (a command, a process_wait) does not hol
 import errno
 import json
 import os
+import pwd
 import shutil
 import socket
 import stat
 import subprocess
+import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -28,6 +30,36 @@ def _usable_base(base: Optional[str]) -> bool:
     return st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
 
 
+_warned = False
+
+
+def _squatted(path: str) -> bool:
+    """PATH exists and is not a directory of ours: another user made it first (or a symlink)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid()
+
+
+def _fallback_dir(uid: int, taken: str) -> str:
+    """~/.cache/nsbox-run, the home from the password database, as runtime/paths.c; said once."""
+    global _warned
+    try:
+        home = pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        home = ""
+    if not home.startswith("/"):
+        raise UnavailableException(
+            f"runtime directory '{taken}' belongs to another user, and uid {uid} has no home directory to use instead")
+    d = f"{home.rstrip('/')}/.cache/nsbox-run"
+    if not _warned:
+        sys.stderr.write(f"nsbox: warning: runtime directory '{taken}' is not ours (another user made it first): "
+                         f"using '{d}' instead\n")
+        _warned = True
+    return d
+
+
 def runtime_paths() -> Tuple[str, str, str]:
     """(runtime directory, socket, log) of the calling user, as runtime/paths.c finds them."""
     uid = os.geteuid()
@@ -40,6 +72,8 @@ def runtime_paths() -> Tuple[str, str, str]:
         d = f"/run/user/{uid}/nsbox"
     else:
         d = f"/tmp/nsbox-{uid}"
+        if _squatted(d):
+            d = _fallback_dir(uid, d)
     sock = os.environ.get("NSBOX_SOCKET") or ""
     if sock and not sock.startswith("/"):
         raise InvalidArgumentException(f"NSBOX_SOCKET '{sock}': expected an absolute path", "invalid_argument")
@@ -56,6 +90,14 @@ def runtime_paths() -> Tuple[str, str, str]:
 def _check_private_dir(d: str, create: bool) -> None:
     # a directory another user controls could hold a planted socket or log symlink
     if create:
+        if d.endswith("/.cache/nsbox-run"):
+            # the fallback's parent: made 0700 when missing, as runtime/paths.c
+            try:
+                os.mkdir(os.path.dirname(d), 0o700)
+            except FileExistsError:
+                pass
+            except OSError as e:
+                raise UnavailableException(f"create '{os.path.dirname(d)}': {e.strerror}") from None
         try:
             os.mkdir(d, 0o700)
         except FileExistsError:
@@ -147,6 +189,7 @@ class Connection:
         self._events: Dict[int, List[dict]] = {}
         self._reading = False
         self._closed: Optional[str] = None
+        self._refused: Optional[SandboxException] = None  # nsboxd refused the connection (id null)
 
     @staticmethod
     def _connect(path: str) -> socket.socket:
@@ -188,8 +231,27 @@ class Connection:
         except OSError as e:
             with self._cond:
                 self._handlers.pop(rid, None)
+            # nsboxd may have said why before it closed: a refusal of the connection
+            try:
+                refused = self._refusal(json.loads(self._rfile.readline() or b"null"))
+            except (OSError, ValueError):
+                refused = None
+            if refused is not None:
+                raise refused from None
             raise UnavailableException(f"send to nsboxd at '{self.path}': {e.strerror}") from None
         return rid
+
+    @staticmethod
+    def _refusal(msg: Any) -> Optional[SandboxException]:
+        """An error about the connection (id null), not a request: nsboxd refused it."""
+        if not isinstance(msg, dict) or "id" not in msg or msg["id"] is not None:
+            return None
+        if not isinstance(msg.get("error"), dict):
+            return None
+        err = msg["error"]
+        data = err.get("data") if isinstance(err.get("data"), dict) else {}
+        return from_code(str(data.get("code") or "internal"), str(err.get("message") or "nsboxd refused the connection"),
+                         err.get("code"))
 
     def wait(self, rid: int) -> Any:
         """The result of request rid, or its error raised as the exception of its stable code."""
@@ -234,6 +296,8 @@ class Connection:
                         return self._replies.pop(rid)
                     if self._closed:
                         self._handlers.pop(rid, None)
+                        if self._refused is not None:
+                            raise self._refused
                         raise UnavailableException(f"nsboxd at '{self.path}': {self._closed}")
                     self._reading = True
             if events:
@@ -261,6 +325,10 @@ class Connection:
                     continue
                 if not isinstance(msg, dict):
                     continue  # a client skips lines it does not expect
+                refused = self._refusal(msg)
+                if refused is not None:
+                    self._refused, self._closed = refused, refused.message
+                    continue
                 if "id" in msg:
                     if msg["id"] in self._handlers:
                         self._replies[msg["id"]] = msg

@@ -6,6 +6,7 @@ of nsbox-protocol(7), named in each docstring.
 
 import base64
 import codecs
+import os
 import datetime
 import posixpath
 import secrets
@@ -150,13 +151,16 @@ class Filesystem:
                                             "byte_limit": CHUNK})
 
     def _stream(self, path: str, r: Dict[str, Any]) -> Iterator[bytes]:
+        # at most the size the file had at the first read: one growing inside would never end
+        end = r.get("size")
+        end = end if isinstance(end, int) and end >= 0 else 0
         offset = 0
         while True:
-            piece = base64.b64decode(r["content"])
+            piece = base64.b64decode(r["content"])[:max(end - offset, 0)]
             offset += len(piece)
             if piece:
                 yield piece
-            if r.get("eof", True) or not piece:
+            if r.get("eof", True) or not piece or offset >= end:
                 return
             r = self._chunk(path, offset)
 
@@ -478,6 +482,10 @@ class Sandbox:
         else:
             params: Dict[str, Any] = dict(create_params)
             if policy is not None:
+                # a file (a "/" or ".json" in it, as nsbox(1) takes it) goes to nsboxd absolute:
+                # it refuses a relative one, which would be relative to its own directory
+                if "/" in policy or policy.endswith(".json"):
+                    policy = os.path.realpath(policy)
                 params["policy"] = policy
             if template is not None:
                 params["template"] = template
