@@ -4,10 +4,13 @@
  * truncation and every out-of-range value is refused with one line and nothing allocated. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include "../../runtime/mounts.h"
 #include "../../runtime/spec.h"
 #include "unit.h"
 
@@ -300,6 +303,107 @@ START_TEST(spec_refuses_lists_longer_than_the_agent_reads)
 }
 END_TEST
 
+/* ---- the sources across the exec (mounts.h) ---- */
+
+static void put64(uint8_t **p, uint64_t v)
+{
+        for (int i = 0; i < 8; i++)
+                *(*p)++ = (uint8_t)(v >> (8 * i));
+}
+
+/* Two mounts (a directory bind from fd 0, a tmpfs), no rootfs, one layer (fd 1), one hidden
+ * point under the bind: the bytes, and two fds at consecutive numbers. */
+static size_t sources_bytes(uint8_t *buf, uint64_t tree0, uint64_t layer, uint64_t hide_mount)
+{
+        uint8_t *p = buf;
+        put64(&p, 2);
+        put64(&p, tree0), put64(&p, 1);
+        put64(&p, UINT64_MAX), put64(&p, 0);
+        put64(&p, UINT64_MAX);
+        put64(&p, 1), put64(&p, layer);
+        put64(&p, 1), put64(&p, hide_mount), put64(&p, 42), put64(&p, 7), put64(&p, 3);
+        memcpy(p, "a/b", 3);
+        return (size_t)(p - buf) + 3;
+}
+
+static int two_fds(void)
+{
+        int probe = open("/", O_PATH | O_CLOEXEC);
+        ck_assert_int_ge(probe, 0);
+        int base = fcntl(probe, F_DUPFD_CLOEXEC, 100); /* a free number, and the one after it */
+        close(probe);
+        ck_assert_int_ge(base, 100);
+        ck_assert_int_eq(fcntl(base + 1, F_GETFD), -1);
+        for (int fd = base; fd < base + 2; fd++) {
+                int o = open("/", O_PATH | O_CLOEXEC);
+                ck_assert_int_ge(o, 0);
+                ck_assert_int_eq(dup3(o, fd, O_CLOEXEC), fd);
+                if (o != fd)
+                        close(o);
+        }
+        return base;
+}
+
+START_TEST(sources_round_trip_across_the_exec)
+{
+        uint8_t buf[256];
+        size_t n = sources_bytes(buf, 0, 1, 0);
+        int base = two_fds();
+        nsbox_sources src;
+        nsbox_error err = { 0 };
+        ck_assert_int_eq(nsbox_sources_decode(buf, n, 2, base, 2, &src, &err), 0);
+        ck_assert_int_eq(src.rootfs_fd, -1);
+        ck_assert_uint_eq(src.n_layers, 1);
+        ck_assert_int_eq(src.layer_fds[0], base + 1);
+        ck_assert_uint_eq(src.n_hides, 1);
+        strbuf out;
+        sb_init(&out, 1 << 20);
+        int *fds = NULL;
+        size_t n_fds = 0;
+        ck_assert_int_eq(nsbox_sources_encode(&src, 2, &out, &fds, &n_fds), 0);
+        ck_assert_uint_eq(out.len, n);
+        ck_assert_int_eq(memcmp(out.buf, buf, n), 0);
+        ck_assert_uint_eq(n_fds, 2);
+        ck_assert_int_eq(fds[0], base);
+        ck_assert_int_eq(fds[1], base + 1);
+        free(fds);
+        sb_release(&out);
+        nsbox_sources_release(&src); /* closes both */
+        ck_assert_int_eq(fcntl(base, F_GETFD), -1);
+        ck_assert_int_eq(fcntl(base + 1, F_GETFD), -1);
+}
+END_TEST
+
+START_TEST(sources_refuse_truncations_reused_or_unnamed_fds_and_bad_mounts)
+{
+        uint8_t buf[256];
+        size_t n = sources_bytes(buf, 0, 1, 0);
+        nsbox_error err = { 0 };
+        char msg[256];
+        for (size_t len = 0; len < n; len++) {
+                nsbox_sources src;
+                ck_assert_int_lt(nsbox_sources_decode(buf, len, 2, 1000, 2, &src, &err), 0);
+                nsbox_sources_release(&src);
+                UNIT_ASSERT_ERROR(&err, "the sandbox's sources");
+        }
+        struct { uint64_t tree0, layer, hide_mount; size_t n_fds; } bad[] = {
+                { 0, 0, 0, 2 }, /* one fd named twice */
+                { 0, 1, 0, 3 }, /* an fd named by nothing */
+                { 0, 2, 0, 2 }, /* an fd past the ones passed */
+                { 0, 1, 2, 2 }, /* a hidden point under no mount */
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                nsbox_sources src;
+                size_t len = sources_bytes(buf, bad[i].tree0, bad[i].layer, bad[i].hide_mount);
+                /* fds that do not exist: nothing may be used or closed before the whole is read */
+                ck_assert_int_lt(nsbox_sources_decode(buf, len, 2, 1000, bad[i].n_fds, &src, &err), 0);
+                unit_take_error(&err, msg, sizeof(msg));
+                ck_assert_msg(strstr(msg, "malformed"), "case %zu: %s", i, msg);
+                nsbox_sources_release(&src);
+        }
+}
+END_TEST
+
 Suite *spec_suite(void)
 {
         Suite *s = suite_create("spec");
@@ -309,5 +413,7 @@ Suite *spec_suite(void)
         unit_add(tc, spec_refuses_every_truncation);
         unit_add(tc, spec_refuses_what_it_would_not_write);
         unit_add(tc, spec_refuses_lists_longer_than_the_agent_reads);
+        unit_add(tc, sources_round_trip_across_the_exec);
+        unit_add(tc, sources_refuse_truncations_reused_or_unnamed_fds_and_bad_mounts);
         return s;
 }
