@@ -57,7 +57,7 @@ while True:
     c.close()
 PY
         MY_PIDS="$MY_PIDS $!"
-        for _ in $(seq 50); do [ -s "$2.port" ] && break; sleep 0.1; done
+        for _ in $(seq 300); do [ -s "$2.port" ] && break; sleep 0.1; done # 30 s: a loaded machine
         _port=$(cat "$2.port")
         [ -n "$_port" ] || fail "the test server did not start"
         : > "$2"
