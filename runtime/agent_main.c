@@ -26,40 +26,41 @@ static _Noreturn void setup_failed(nsbox_error *err)
         _exit(125);
 }
 
-static int read_spec(nsbox_agent_spec *ret, nsbox_error *err)
+/* The whole of a sealed memfd at fd (closed after), at most NSBOX_SPEC_MAX_BYTES, into *ret. */
+static int read_memfd(int fd, const char *what, char **ret, size_t *ret_len, nsbox_error *err)
 {
         struct stat st;
-        if (fstat(NSBOX_AGENT_SPEC_FD, &st) < 0)
-                return nsbox_err(err, errno, "agent spec");
-        if (st.st_size <= 0 || (uint64_t)st.st_size > NSBOX_SPEC_MAX_BYTES)
-                return nsbox_err(err, 0, "agent spec: %lld bytes", (long long)st.st_size);
-        _cleanup_free_ char *buf = malloc((size_t)st.st_size);
+        int seals = fcntl(fd, F_GET_SEALS);
+        if (fstat(fd, &st) < 0 || seals < 0 || !(seals & F_SEAL_WRITE) || st.st_size < 0 || (uint64_t)st.st_size > NSBOX_SPEC_MAX_BYTES)
+                return nsbox_err(err, EINVAL, "%s: not a sealed memfd of at most %u bytes", what, NSBOX_SPEC_MAX_BYTES);
+        _cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
         if (!buf)
-                return nsbox_err(err, ENOMEM, "agent spec");
-        ssize_t n = pread(NSBOX_AGENT_SPEC_FD, buf, (size_t)st.st_size, 0);
+                return nsbox_err(err, ENOMEM, "%s", what);
+        ssize_t n = pread(fd, buf, (size_t)st.st_size, 0);
         if (n != st.st_size)
-                return nsbox_err(err, n < 0 ? errno : EIO, "read the agent spec");
-        close(NSBOX_AGENT_SPEC_FD);
-        return nsbox_spec_decode(buf, (size_t)n, ret, err);
+                return nsbox_err(err, n < 0 ? errno : EIO, "read %s", what);
+        close(fd);
+        *ret = steal_pointer(&buf);
+        *ret_len = (size_t)n;
+        return 0;
+}
+
+static int read_spec(nsbox_agent_spec *ret, nsbox_error *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r = read_memfd(NSBOX_AGENT_SPEC_FD, "the agent spec", &buf, &len, err);
+        return r < 0 ? r : nsbox_spec_decode(buf, len, ret, err);
 }
 
 /* Step 3's sources, opened by the child before its exec (nsbox_sandbox_child_prepare). */
 static int read_sources(size_t n_fds, size_t n_mounts, nsbox_sources *ret, nsbox_error *err)
 {
         *ret = (nsbox_sources){ .trees = NULL, .rootfs_fd = -1, .hides = NULL };
-        struct stat st;
-        int seals = fcntl(NSBOX_AGENT_SOURCES_FD, F_GET_SEALS);
-        if (fstat(NSBOX_AGENT_SOURCES_FD, &st) < 0 || seals < 0 || !(seals & F_SEAL_WRITE) || st.st_size < 0 ||
-            (uint64_t)st.st_size > NSBOX_SPEC_MAX_BYTES)
-                return nsbox_err(err, EINVAL, "the sandbox's sources: not a sealed memfd of at most %u bytes", NSBOX_SPEC_MAX_BYTES);
-        _cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
-        if (!buf)
-                return nsbox_err(err, ENOMEM, "the sandbox's sources");
-        ssize_t n = pread(NSBOX_AGENT_SOURCES_FD, buf, (size_t)st.st_size, 0);
-        if (n != st.st_size)
-                return nsbox_err(err, n < 0 ? errno : EIO, "read the sandbox's sources");
-        close(NSBOX_AGENT_SOURCES_FD);
-        return nsbox_sources_decode(buf, (size_t)n, n_mounts, NSBOX_AGENT_SOURCES_FD + 1, n_fds, ret, err);
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r = read_memfd(NSBOX_AGENT_SOURCES_FD, "the sandbox's sources", &buf, &len, err);
+        return r < 0 ? r : nsbox_sources_decode(buf, len, n_mounts, NSBOX_AGENT_SOURCES_FD + 1, n_fds, ret, err);
 }
 
 int main(int argc, char **argv)
