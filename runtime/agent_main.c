@@ -8,9 +8,12 @@
  * reach the launcher over the setup channel, as they did from the child. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -63,8 +66,26 @@ static int read_sources(size_t n_fds, size_t n_mounts, nsbox_sources *ret, nsbox
         return r < 0 ? r : nsbox_sources_decode(buf, len, n_mounts, NSBOX_AGENT_SOURCES_FD + 1, n_fds, ret, err);
 }
 
+/* Pid 1 of a namespace gets a signal from inside only when it has a handler for it (the kernel's
+ * init protection drops the rest): the agent keeps none.  An exec clears the launcher's handlers,
+ * but a sanitizer's runtime installs its own (SIGSEGV, SIGBUS, SIGFPE...) before main, and its
+ * sigaction() interceptor ignores a reset: the raw system call, which it does not see. */
+static void no_signal_handlers(void)
+{
+        struct {
+                void *handler;
+                unsigned long flags;
+                void *restorer;
+                uint64_t mask;
+        } dfl = { .handler = SIG_DFL };
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
+}
+
 int main(int argc, char **argv)
 {
+        no_signal_handlers();
         /* Started by hand, not by a launcher: no sealed spec at its fixed fd. */
         int seals = fcntl(NSBOX_AGENT_SPEC_FD, F_GET_SEALS);
         char *end = NULL;
