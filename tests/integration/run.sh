@@ -239,11 +239,13 @@ test_kill_9_of_nsbox_leaves_nothing_behind() {
         local before after
         before=$(grep -c . /proc/self/mountinfo)
         "$NSBOX" run -- sh -c 'sleep 281 & setsid sleep 282 & sleep 283' & local pid=$!
-        local i; for i in $(seq 50); do pgrep -f "sleep 283" >/dev/null && break; sleep 0.1; done
-        pgrep -f "sleep 283" >/dev/null || fail "sandbox did not start"
+        # anchored: nsbox's own stdio copiers carry the same words in their command line, and
+        # one built with ASan takes a while to exit after its pipe closes
+        local i; for i in $(seq 50); do pgrep -f "^sleep 283$" >/dev/null && break; sleep 0.1; done
+        pgrep -f "^sleep 283$" >/dev/null || fail "sandbox did not start"
         kill -9 $pid
         wait $pid 2>/dev/null
-        wait_gone "sleep 28[123]" || fail "sandbox processes survived kill -9 of nsbox"
+        wait_gone "^sleep 28[123]$" || fail "sandbox processes survived kill -9 of nsbox"
         after=$(grep -c . /proc/self/mountinfo)
         assert_eq "$before" "$after" "host mount count"
         ls /tmp | grep -q '^nsbox-stage' && fail "staging directory left in /tmp"
