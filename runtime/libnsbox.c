@@ -16,6 +16,7 @@
 
 #include "base64.h"
 #include "client.h"
+#include "codes.h"
 #include "agentexec.h"
 #include "inproc.h"
 #include "json.h"
@@ -34,25 +35,6 @@ struct nsbox {
         char *msg;
 };
 
-/* The stable codes of nsbox-protocol(7) and the errno each call returns for them (negated). */
-static const struct {
-        const char *code;
-        int errnum;
-} code_errnos[] = {
-        { "file_not_found", ENOENT }, { "permission_denied", EACCES }, { "is_directory", EISDIR },
-        { "not_a_directory", ENOTDIR }, { "invalid_path", EINVAL },    { "invalid_argument", EINVAL },
-        { "too_large", E2BIG },        { "timeout", ETIMEDOUT },       { "not_found", ESRCH },
-        { "conflict", EBUSY },         { "capacity", EAGAIN },         { "unavailable", ESHUTDOWN },
-        { "internal", EIO },
-};
-
-static int code_errno(const char *code)
-{
-        for (size_t i = 0; i < ARRAY_SIZE(code_errnos); i++)
-                if (!strcmp(code, code_errnos[i].code))
-                        return code_errnos[i].errnum;
-        return EIO; /* a code newer than this library */
-}
 
 static void clear_error(nsbox *nb)
 {
@@ -106,7 +88,7 @@ static int call(nsbox *nb, const char *method, json_t *params, nsbox_client_even
         int r = nsbox_client_call(&nb->cl, method, params, ev, ud, ret, &code, &err);
         if (r < 0) {
                 if (code) {
-                        r = fail(nb, code_errno(code), code, "%s", err.msg ? err.msg : "failed");
+                        r = fail(nb, nsbox_code_errno(code), code, "%s", err.msg ? err.msg : "failed");
                 } else {
                         /* the connection is unusable now: later calls say so at once */
                         r = fail(nb, err.errnum ? err.errnum : EPIPE, "internal", "%s: %s", method, err.msg ? err.msg : "failed");
@@ -124,7 +106,7 @@ static int call(nsbox *nb, const char *method, json_t *params, nsbox_client_even
 static int local_failed(nsbox *nb, int r, const char *code, nsbox_error *err)
 {
         code = code ? code : "internal";
-        r = fail(nb, r == -EOPNOTSUPP ? EOPNOTSUPP : code_errno(code), code, "%s", err->msg ? err->msg : "failed");
+        r = fail(nb, r == -EOPNOTSUPP ? EOPNOTSUPP : nsbox_code_errno(code), code, "%s", err->msg ? err->msg : "failed");
         nsbox_error_clear(err);
         return r;
 }

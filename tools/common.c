@@ -10,30 +10,6 @@
 
 #include "../runtime/util.h"
 
-static const char *const code_names[_TOOL_CODE_MAX] = {
-        [TOOL_OK] = "ok",
-        [TOOL_FILE_NOT_FOUND] = "file_not_found",
-        [TOOL_PERMISSION_DENIED] = "permission_denied",
-        [TOOL_IS_DIRECTORY] = "is_directory",
-        [TOOL_NOT_A_DIRECTORY] = "not_a_directory",
-        [TOOL_INVALID_PATH] = "invalid_path",
-        [TOOL_INVALID_ARGUMENT] = "invalid_argument",
-        [TOOL_TOO_LARGE] = "too_large",
-        [TOOL_TIMEOUT] = "timeout",
-        [TOOL_NOT_FOUND] = "not_found",
-        [TOOL_CONFLICT] = "conflict",
-        [TOOL_INTERNAL] = "internal",
-};
-
-const char *tool_code_name(tool_code code)
-{
-        if ((unsigned)code >= _TOOL_CODE_MAX)
-                return "internal";
-        return code_names[code];
-}
-
-/* Length of the well-formed UTF-8 sequence (RFC 3629: no overlongs, surrogates or code points
- * past U+10FFFF) starting at s, n > 0 bytes available; 0 when there is none. */
 /* Messages go to clients as JSON strings and are read as one line: control characters and bytes
  * that are not UTF-8 (names on disk, a cut at the end of the buffer) become '?'. */
 static void sanitize_message(char *s)

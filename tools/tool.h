@@ -16,23 +16,24 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "../runtime/codes.h"
 #include "../runtime/json.h" /* nsbox_json_text: bytes that may not be UTF-8 as a JSON string */
 #include "../runtime/util.h"
 
+/* The protocol's stable codes (runtime/codes.h, the one list), by the names handlers use. */
 typedef enum {
-        TOOL_OK = 0,
-        TOOL_FILE_NOT_FOUND,   /* "file_not_found" */
-        TOOL_PERMISSION_DENIED,/* "permission_denied" */
-        TOOL_IS_DIRECTORY,     /* "is_directory" */
-        TOOL_NOT_A_DIRECTORY,  /* "not_a_directory" */
-        TOOL_INVALID_PATH,     /* "invalid_path" */
-        TOOL_INVALID_ARGUMENT, /* "invalid_argument" */
-        TOOL_TOO_LARGE,        /* "too_large" */
-        TOOL_TIMEOUT,          /* "timeout" */
-        TOOL_NOT_FOUND,        /* "not_found" (unknown tool, process, revision...) */
-        TOOL_CONFLICT,         /* "conflict" (exists, not unique, busy) */
-        TOOL_INTERNAL,         /* "internal" */
-        _TOOL_CODE_MAX,
+        TOOL_OK = NSBOX_CODE_OK,
+        TOOL_FILE_NOT_FOUND = NSBOX_CODE_FILE_NOT_FOUND,
+        TOOL_PERMISSION_DENIED = NSBOX_CODE_PERMISSION_DENIED,
+        TOOL_IS_DIRECTORY = NSBOX_CODE_IS_DIRECTORY,
+        TOOL_NOT_A_DIRECTORY = NSBOX_CODE_NOT_A_DIRECTORY,
+        TOOL_INVALID_PATH = NSBOX_CODE_INVALID_PATH,
+        TOOL_INVALID_ARGUMENT = NSBOX_CODE_INVALID_ARGUMENT,
+        TOOL_TOO_LARGE = NSBOX_CODE_TOO_LARGE,
+        TOOL_TIMEOUT = NSBOX_CODE_TIMEOUT,
+        TOOL_NOT_FOUND = NSBOX_CODE_NOT_FOUND, /* unknown tool, process, revision... */
+        TOOL_CONFLICT = NSBOX_CODE_CONFLICT,   /* exists, not unique, busy */
+        TOOL_INTERNAL = NSBOX_CODE_INTERNAL,
 } tool_code;
 
 typedef struct tool_error {
@@ -74,7 +75,7 @@ int tool_fail(tool_error *e, tool_code code, const char *fmt, ...) __attribute__
  * EXDEV/ELOOP/ENAMETOOLONG -> invalid_path, EEXIST/ENOTEMPTY/EBUSY -> conflict,
  * EFBIG/E2BIG/ENOSPC/EDQUOT -> too_large, EINVAL -> invalid_argument, else internal. */
 int tool_fail_errno(tool_error *e, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-const char *tool_code_name(tool_code code); /* "file_not_found", ... */
+static inline const char *tool_code_name(tool_code code) { return nsbox_code_name((nsbox_code)code); }
 
 /* Parameter access: each returns 0, or -1 with e = invalid_argument naming the tool and key
  * ("read_file: 'path' must be a string").  Optional ones leave *ret untouched when absent/null. */

@@ -143,7 +143,7 @@ FUZZ_ENTRY(tool)
                 free(text);
         } else {
                 FUZZ_CHECK(r == -1, "%s returned %d", canonical, r);
-                FUZZ_CHECK(e.code > TOOL_OK && e.code < _TOOL_CODE_MAX, "%s failed with code %d", canonical, (int)e.code);
+                FUZZ_CHECK(e.code > TOOL_OK && e.code <= TOOL_INTERNAL, "%s failed with code %d", canonical, (int)e.code);
                 FUZZ_CHECK(e.message[0] && !strchr(e.message, '\n'), "%s failed without a one-line message: '%s'", canonical,
                            e.message);
         }
