@@ -28,6 +28,8 @@ Suite *dconfig_suite(void);
 Suite *fuzz_suite(void);
 Suite *spec_suite(void);
 Suite *peer_suite(void);
+Suite *supervisor_suite(void);
+Suite *codes_suite(void);
 
 /* Check reports a result's test case, file and line but not its test function: remember which
  * test functions each test case has, and name a result by the last test that starts, in the
@@ -129,6 +131,8 @@ int main(void)
         srunner_add_suite(sr, spec_suite());
         srunner_add_suite(sr, fuzz_suite());
         srunner_add_suite(sr, peer_suite());
+        srunner_add_suite(sr, supervisor_suite());
+        srunner_add_suite(sr, codes_suite());
         /* Forked by default, so a crash is one failed test; CK_FORK=no runs in-process (valgrind). */
         if (!getenv("CK_FORK"))
                 srunner_set_fork_status(sr, CK_FORK);
