@@ -58,7 +58,7 @@ static void finish(nsbox_supervisor *s, nsbox_sup_call *c, json_t *result, const
         free(c);
 }
 
-static void fail_all(nsbox_supervisor *s, const char *code, const char *why)
+void nsbox_sup_fail_all(nsbox_supervisor *s, const char *code, const char *why)
 {
         char msg[256];
         snprintf(msg, sizeof(msg), "sandbox %s %s", s->id, why);
@@ -68,7 +68,7 @@ static void fail_all(nsbox_supervisor *s, const char *code, const char *why)
 
 void nsbox_sup_stop(nsbox_supervisor *s, const char *code, const char *why)
 {
-        fail_all(s, code, why);
+        nsbox_sup_fail_all(s, code, why);
         nsbox_sandbox_destroy(&s->sb);
         release_link(s);
 }
@@ -123,6 +123,7 @@ static int queue_request(nsbox_supervisor *s, nsbox_sup_call *c, json_t *p, cons
         if (r == -E2BIG) {
                 *ret_code = "too_large";
                 sb_appendf(why, "%s: request larger than the protocol's maximum frame", c->tool);
+                r = -EMSGSIZE; /* the frame's size, not a param's value: no fault of the params' shape */
         } else if (r < 0) {
                 *ret_code = "internal";
                 sb_appendf(why, "%s: out of memory", c->tool);

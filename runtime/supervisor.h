@@ -66,13 +66,15 @@ void nsbox_sup_init(nsbox_supervisor *s, const char *id, const nsbox_sup_ops *op
 /* Start the sandbox of policy p in serve mode (the agent is its pid 1 and our child), its link
  * non-blocking.  Ready is reported on sb.syncfd (nsbox_sandbox_read_ready / wait_ready). */
 int nsbox_sup_start(nsbox_supervisor *s, const nsbox_policy *p, nsbox_error *err);
-/* Answer every call in flight with code and "sandbox ID why", kill the sandbox and forget the
- * link.  The supervisor may be started again (a reset) or dropped. */
+/* Answer every call in flight with code and "sandbox ID why". */
+void nsbox_sup_fail_all(nsbox_supervisor *s, const char *code, const char *why);
+/* The same, then kill the sandbox and forget the link.  The supervisor may be started again (a reset) or dropped. */
 void nsbox_sup_stop(nsbox_supervisor *s, const char *code, const char *why);
 
 /* Send a call: tool by name or alias, params borrowed (copied), stream: its output as events.
  * 0 with *ret (may be NULL) the call, answered later through ops->done; or -errno with a stable
- * code and a one-line message in why (unknown tool, bad params, too many calls, too large). */
+ * code and a one-line message in why: -ESRCH unknown tool, -EINVAL or -E2BIG bad params (the
+ * content_b64 of write_file), -EBUSY too many calls, -EMSGSIZE over the frame maximum, -ENOMEM. */
 int nsbox_sup_send(nsbox_supervisor *s, const char *tool, json_t *params, bool stream, void *data, nsbox_sup_call **ret,
                    const char **ret_code, strbuf *why);
 /* Whoever asked is gone: no more events, and a command is killed (its result still comes). */

@@ -543,7 +543,7 @@ START_TEST(a_request_over_the_frame_maximum_is_too_large)
         const char *code = NULL;
         strbuf why;
         sb_init(&why, 256);
-        ck_assert_int_eq(nsbox_sup_send(&f.sup, "write_file", p, false, NULL, NULL, &code, &why), -E2BIG);
+        ck_assert_int_eq(nsbox_sup_send(&f.sup, "write_file", p, false, NULL, NULL, &code, &why), -EMSGSIZE);
         ck_assert_str_eq(code, "too_large");
         ck_assert_str_eq(why.buf, "write_file: request larger than the protocol's maximum frame");
         sb_release(&why);
