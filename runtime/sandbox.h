@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The launcher (sandbox.c): docs/security.md's setup order, from the host's checks to the
+ * teardown.  `nsbox run`'s supervisor is run.h. */
 #pragma once
 
 #include <stdbool.h>
@@ -42,9 +44,9 @@ typedef struct nsbox_sandbox {
  * readiness comes later as SYNC_READY on syncfd (nsbox_sandbox_read_ready / _wait_ready). */
 int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const int stdio[3], const char *tag, nsbox_sandbox *ret,
                         nsbox_error *err);
-/* The child's first steps (docs/security.md): the parent-death signal, every fd but 0-2, syncfd
- * and agentfd closed when close_fds (serve mode: the exec of nsbox-agent closes them), the wait
- * for its id maps (SYNC_GO on syncfd), then step 3 (nsbox_prepare_sources into *ret, with
+/* The child's first steps (docs/security.md): the parent-death signal, step 8 (every fd but 0-2,
+ * syncfd and agentfd closed) when close_fds (serve mode: the exec of nsbox-agent closes them),
+ * the end of step 2 (the wait for its id maps, SYNC_GO on syncfd), then step 3 (nsbox_prepare_sources into *ret, with
  * hidden: nsbox's runtime directories).  In serve mode this runs before the exec of nsbox-agent,
  * while a root-started child still has host root's rights on files.  0, or -errno with err set
  * for the parent; *ret is set either way (release it). */
