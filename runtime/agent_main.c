@@ -96,9 +96,8 @@ int main(int argc, char **argv)
         }
         static nsbox_agent_spec spec; /* lives as long as the agent */
         nsbox_error err = { 0 };
-        /* They came without close-on-exec, to survive our own exec: no command the agent starts
-         * may inherit the setup channel, the protocol socket or a source (docs/security.md,
-         * step 8). */
+        /* 8. They came without close-on-exec, to survive our own exec: no command the agent
+         * starts may inherit the setup channel, the protocol socket or a source. */
         for (int fd = NSBOX_AGENT_SYNC_FD; fd <= NSBOX_AGENT_SOURCES_FD + (int)n_fds; fd++)
                 if (fd != NSBOX_AGENT_SOURCES_FD - 1 && fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
                         nsbox_err(&err, errno, "close-on-exec for fd %d", fd);
@@ -112,6 +111,7 @@ int main(int argc, char **argv)
                 setup_failed(&err);
         }
         nsbox_egress_set eg = { .v = spec.rules, .n = spec.n_rules, .restricted = spec.restricted, .veth = spec.veth };
+        /* The end of 3, then 4 to 7 and 9, as the launcher's child does them in run mode. */
         if (nsbox_sandbox_child_setup(spec.policy, &spec.map, &eg, &src, NSBOX_AGENT_SYNC_FD, NSBOX_AGENT_PROTO_FD, &err) < 0)
                 setup_failed(&err);
         nsbox_agent_config c = { .policy = spec.policy,

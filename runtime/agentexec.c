@@ -167,9 +167,10 @@ _Noreturn void nsbox_agent_exec(int syncfd, int protofd, int specfd, const nsbox
                 nsbox_err(&err, -memfd, "pass the sandbox's sources to its agent");
                 exec_failed(syncfd, &err);
         }
-        /* Each fd to its number: the fixed ones (the program last, close-on-exec), then the
+        /* 8. Each fd to its number: the fixed ones (the program last, close-on-exec), then the
          * sources' memfd and the sources.  First all above the targets, so that no dup2
-         * overwrites one still to be moved, then down; everything else is closed. */
+         * overwrites one still to be moved, then down; everything else is closed, so that no fd
+         * of the launcher's crosses the exec (runc CVE-2024-21626). */
         enum { FIXED = 4, FIRST = NSBOX_AGENT_SYNC_FD };
         size_t n = FIXED + 1 + n_src;
         int *from = calloc(n, sizeof(int)), *high = calloc(n, sizeof(int));

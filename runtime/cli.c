@@ -14,6 +14,7 @@
 #include "error.h"
 #include "options.h"
 #include "policy.h"
+#include "run.h"
 #include "sandbox.h"
 #include "cli_session.h"
 #include "store.h"

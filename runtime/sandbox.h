@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The launcher (sandbox.c): docs/security.md's setup order, from the host's checks to the
+ * teardown.  `nsbox run`'s supervisor is run.h. */
 #pragma once
 
 #include <stdbool.h>
@@ -14,37 +16,9 @@
 #include "spec.h"
 #include "userns.h"
 
-/* What a one-shot sandbox run ended with, as `nsbox run --json` reports it. */
-typedef struct nsbox_result {
-        int status;         /* the CLI's exit status: the command's, 128+N, 124 on timeout */
-        int exit_code;      /* the command's exit code when it exited, else -1 */
-        int signal;         /* the signal that killed it, else 0 */
-        bool timed_out;
-        bool oom_killed;    /* memory.events: the OOM killer took the sandbox */
-        bool pids_limited;  /* pids.events: a fork was refused at the pids limit */
-        uint64_t wall_us;
-        /* cpu time: of the whole sandbox from its cgroup's cpu.stat; without a cgroup, of the
-         * command and the descendants it waited for */
-        uint64_t user_us, sys_us;
-        /* memory.peak of the sandbox's cgroup; without one, the largest resident set of any one
-         * process */
-        uint64_t max_rss_bytes;
-        char cgroup[512];   /* the sandbox's cgroup while it ran, or "" */
-} nsbox_result;
-
 /* Checks that need the host (the rootfs exists, limits can be enforced), after the policy is
  * parsed and merged and before any namespace exists.  May print one warning for best-effort. */
 int nsbox_policy_check_host(nsbox_policy *p, nsbox_error *err);
-
-/* Return as soon as init reports the command's status, without waiting for the kernel to finish
- * tearing down the namespaces (init is exiting and every process left is being SIGKILLed); the
- * caller must not need to reap.  For a command-line tool that exits right after. */
-#define NSBOX_RUN_RETURN_AT_EXIT 1u
-
-/* Run argv in a new sandbox built from p, with the caller's stdin, stdout and stderr, and wait
- * for it.  Returns 0 with *res filled when the command ran (whatever its status), or a negative
- * errno with err set (err->exit_status 125, or 126/127 when the command could not be executed). */
-int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_result *res, nsbox_error *err);
 
 /* A started sandbox, as the launcher hands it to its supervisor. */
 typedef struct nsbox_sandbox {
@@ -70,9 +44,9 @@ typedef struct nsbox_sandbox {
  * readiness comes later as SYNC_READY on syncfd (nsbox_sandbox_read_ready / _wait_ready). */
 int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const int stdio[3], const char *tag, nsbox_sandbox *ret,
                         nsbox_error *err);
-/* The child's first steps (docs/security.md): the parent-death signal, every fd but 0-2, syncfd
- * and agentfd closed when close_fds (serve mode: the exec of nsbox-agent closes them), the wait
- * for its id maps (SYNC_GO on syncfd), then step 3 (nsbox_prepare_sources into *ret, with
+/* The child's first steps (docs/security.md): the parent-death signal, step 8 (every fd but 0-2,
+ * syncfd and agentfd closed) when close_fds (serve mode: the exec of nsbox-agent closes them),
+ * the end of step 2 (the wait for its id maps, SYNC_GO on syncfd), then step 3 (nsbox_prepare_sources into *ret, with
  * hidden: nsbox's runtime directories).  In serve mode this runs before the exec of nsbox-agent,
  * while a root-started child still has host root's rights on files.  0, or -errno with err set
  * for the parent; *ret is set either way (release it). */
