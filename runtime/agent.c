@@ -113,18 +113,31 @@ static void exec_failure_message(char *buf, size_t size, const char *cmd, int e)
 
 static _Noreturn void agent_run_command(const nsbox_agent_config *c, int sfd)
 {
+        /* the command's argv may lie in the launcher's command line: copied, then the command
+         * line scrubbed before the command can read /proc/1/cmdline */
+        size_t argc = 0;
+        while (c->argv[argc])
+                argc++;
+        char **argv = calloc(argc + 1, sizeof(*argv));
+        for (size_t i = 0; argv && i < argc; i++)
+                if (!(argv[i] = strdup(c->argv[i])))
+                        argv = NULL; /* the process exits soon either way: no free needed */
+        if (!argv) {
+                nsbox_sync_send_text(c->syncfd, SYNC_ERROR, 125, "out of memory");
+                _exit(0);
+        }
+        scrub_cmdline();
         posix_spawnattr_t attr;
         spawn_attr_init(&attr);
         pid_t cmd;
-        int e = posix_spawnp(&cmd, c->argv[0], NULL, &attr, c->argv, c->policy->env);
+        int e = posix_spawnp(&cmd, argv[0], NULL, &attr, argv, c->policy->env);
         posix_spawnattr_destroy(&attr);
         if (e != 0) {
                 char msg[600];
-                exec_failure_message(msg, sizeof(msg), c->argv[0], e);
+                exec_failure_message(msg, sizeof(msg), argv[0], e);
                 nsbox_sync_send_text(c->syncfd, SYNC_ERROR, exec_failure_status(e), msg);
                 _exit(0);
         }
-        scrub_cmdline(); /* argv is not needed any more */
         for (;;) {
                 struct signalfd_siginfo si;
                 ssize_t n = read(sfd, &si, sizeof(si));
