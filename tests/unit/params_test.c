@@ -171,6 +171,21 @@ START_TEST(test_mcp_create_sandbox_names_only_table_keys)
                 ck_assert_msg(nsbox_param_by_key(key), "create_sandbox offers '%s', which create does not take", key);
         json_decref(s);
         free(text);
+        /* and what a model may set there (create_sandbox's allowed keys) */
+        char *allowed = strstr(end + 3, "allowed[] = {");
+        ck_assert_ptr_nonnull(allowed);
+        char *close = strchr(allowed, '}');
+        ck_assert_ptr_nonnull(close);
+        *close = '\0';
+        unsigned n = 0;
+        for (char *q = strchr(allowed, '"'); q; q = strchr(q + 1, '"')) {
+                char name[64];
+                ck_assert_int_eq(sscanf(q, "\"%63[^\"]\"", name), 1);
+                ck_assert_msg(nsbox_param_by_key(name), "create_sandbox allows '%s', which create does not take", name);
+                q = strchr(q + 1, '"');
+                n++;
+        }
+        ck_assert_uint_ge(n, 4);
         free(src);
 }
 END_TEST
