@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -33,7 +34,7 @@
 #define GC_WAIT_MS 200
 
 static struct {
-        bool done, warned;
+        bool warned;
         char *mnt;    /* the cgroup2 mount point */
         char *parent; /* where sandbox cgroups go, or NULL */
         int parent_fd;
@@ -321,11 +322,8 @@ static void find_parent(const char *mnt)
         G.parent = steal_pointer(&parent);
 }
 
-static void resolve(void)
+static void resolve_once(void)
 {
-        if (G.done)
-                return;
-        G.done = true;
         if (!(G.mnt = cgroup2_mount())) {
                 WHY("no cgroup v2 hierarchy is mounted");
                 return;
@@ -349,6 +347,10 @@ static void resolve(void)
         G.pids = has_word(on, "pids");
         G.cpu = has_word(on, "cpu");
 }
+
+/* once per process, however many threads start sandboxes at once */
+static pthread_once_t resolved = PTHREAD_ONCE_INIT;
+static void resolve(void) { pthread_once(&resolved, resolve_once); }
 
 const char *nsbox_cgroup_parent(const char **why)
 {
@@ -536,20 +538,19 @@ void nsbox_cgroup_collect_orphans(void)
         resolve();
         if (G.parent) {
                 collect_orphans();
-                orphans_collected = true;
+                __atomic_store_n(&orphans_collected, true, __ATOMIC_RELEASE);
         }
 }
 
 int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg, nsbox_error *err)
 {
-        bool collected = orphans_collected;
         *cg = (nsbox_cgroup)NSBOX_CGROUP_INIT;
         resolve();
         if (!G.parent)
                 return 0;
-        if (!collected)
+        /* once: starts may overlap, in threads */
+        if (!__atomic_exchange_n(&orphans_collected, true, __ATOMIC_ACQ_REL))
                 collect_orphans();
-        orphans_collected = true;
         char name[128];
         snprintf(name, sizeof(name), "sb-%d-%llu-%.64s", (int)getpid(), G.start, tag);
         for (char *c = name; *c; c++)

@@ -20,6 +20,7 @@
 #include "base64.h"
 #include "client.h"
 #include "options.h"
+#include "params.h"
 #include "json.h"
 #include "util.h"
 
@@ -106,129 +107,15 @@ static const char usage_create[] =
         "  --wait SECONDS         when nsboxd is at capacity, wait up to SECONDS for room\n"
         "  --json                 print the sandbox as a JSON object instead of its id\n";
 
-/* A host path the daemon must see as the client means it: absolute, symlinks resolved. */
-static char *absolute(const char *path)
-{
-        char *r = realpath(path, NULL);
-        return r;
-}
-
+/* The params object of the table (params.h); a path that does not resolve is said on stderr. */
 int nsbox_cli_create_params(const char *cmd, const nsbox_run_options *o, json_t **ret)
 {
-        json_t *p = json_object();
-        char *abs = NULL;
-        if (o->policy && strcmp(o->policy, "default")) {
-                /* as nsbox_policy_find takes it: nsboxd looks a name up in its own directories */
-                size_t n = strlen(o->policy);
-                bool file = strchr(o->policy, '/') || (n >= 5 && !strcmp(o->policy + n - 5, ".json"));
-                if (file && !(abs = absolute(o->policy))) {
-                        json_decref(p);
-                        fprintf(stderr, "nsbox: %s: --policy '%s': %s\n", cmd, o->policy, strerror(errno));
-                        return -1;
-                }
-                json_object_set_new(p, "policy", json_string(file ? abs : o->policy));
-                if (file)
-                        free(abs);
+        nsbox_error err = { 0 };
+        if (nsbox_params_to_json(o, ret, &err) < 0) {
+                fprintf(stderr, "nsbox: %s: %s\n", cmd, err.msg ? err.msg : "out of memory");
+                nsbox_error_clear(&err);
+                return -1;
         }
-        if (o->rootfs) {
-                if (strcmp(o->rootfs, "host") && !(abs = absolute(o->rootfs))) {
-                        json_decref(p);
-                        fprintf(stderr, "nsbox: %s: --rootfs '%s': %s\n", cmd, o->rootfs, strerror(errno));
-                        return -1;
-                }
-                json_object_set_new(p, "rootfs", json_string(strcmp(o->rootfs, "host") ? abs : "host"));
-                if (strcmp(o->rootfs, "host"))
-                        free(abs);
-        }
-        if (o->repo) {
-                /* a local path as the daemon must see it; URLs as they are */
-                bool url = strstr(o->repo, "://") || (strchr(o->repo, '@') && strchr(o->repo, ':'));
-                _cleanup_free_ char *real = url ? NULL : absolute(o->repo);
-                if (!url && !real) {
-                        json_decref(p);
-                        fprintf(stderr, "nsbox: %s: --repo '%s': %s\n", cmd, o->repo, strerror(errno));
-                        return -1;
-                }
-                json_object_set_new(p, "repo", json_string(url ? o->repo : real));
-        }
-        if (o->record) {
-                /* the file need not exist yet: resolve its directory */
-                _cleanup_free_ char *copy = strdup(o->record);
-                char *slash = copy ? strrchr(copy, '/') : NULL;
-                const char *base = slash ? slash + 1 : o->record;
-                if (slash)
-                        *slash = '\0';
-                _cleanup_free_ char *dir = copy ? absolute(slash ? (copy[0] ? copy : "/") : ".") : NULL;
-                if (!dir || !*base) {
-                        json_decref(p);
-                        fprintf(stderr, "nsbox: %s: --record '%s': %s\n", cmd, o->record, dir ? "expected a file name" : strerror(errno));
-                        return -1;
-                }
-                json_object_set_new(p, "record", json_sprintf("%s/%s", strcmp(dir, "/") ? dir : "", base));
-        }
-        static const char *const keys[] = { "workdir", "hostname", "net", "from", "commit" };
-        const char *vals[] = { o->workdir, o->hostname, o->net, o->from, o->commit };
-        for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
-                if (vals[i])
-                        json_object_set_new(p, keys[i], json_string(vals[i]));
-        if (o->has_disk)
-                json_object_set_new(p, "disk", json_sprintf("%" PRIu64, o->disk));
-        if (o->has_memory)
-                json_object_set_new(p, "memory", json_sprintf("%" PRIu64, o->memory));
-        if (o->has_pids)
-                json_object_set_new(p, "pids", json_integer((json_int_t)o->pids));
-        if (o->has_cpus)
-                json_object_set_new(p, "cpus", json_real(o->cpus));
-        if (o->has_timeout)
-                json_object_set_new(p, "timeout", json_real((double)o->timeout_ms / 1000.0));
-        if (o->has_idle)
-                json_object_set_new(p, "idle_timeout", json_real((double)o->idle_ms / 1000.0));
-        if (o->has_wait)
-                json_object_set_new(p, "wait", json_real((double)o->wait_ms / 1000.0));
-        if (o->on_expiry)
-                json_object_set_new(p, "on_expiry", json_string(o->on_expiry));
-        if (o->template_name)
-                json_object_set_new(p, "template", json_string(o->template_name));
-        json_t *binds = json_array();
-        for (char **b = o->binds; b && *b; b++) {
-                const char *colon = strchr(*b, ':');
-                _cleanup_free_ char *src = strndup(*b, colon ? (size_t)(colon - *b) : strlen(*b));
-                _cleanup_free_ char *real = src ? absolute(src) : NULL;
-                if (!real) {
-                        json_decref(p);
-                        json_decref(binds);
-                        fprintf(stderr, "nsbox: %s: --bind '%s': '%s': %s\n", cmd, *b, src ? src : "", strerror(errno));
-                        return -1;
-                }
-                json_array_append_new(binds, json_sprintf("%s%s", real, colon ? colon : ""));
-        }
-        json_object_set_new(p, "bind", binds);
-        static const char *const lists[] = { "tmpfs", "allow", "publish" };
-        char **const vals2[] = { o->tmpfs, o->allow, o->publish };
-        for (size_t i = 0; i < ARRAY_SIZE(lists); i++) {
-                json_t *a = json_array();
-                for (char **t = vals2[i]; t && *t; t++)
-                        json_array_append_new(a, json_string(*t));
-                json_object_set_new(p, lists[i], a);
-        }
-        json_t *env = json_array();
-        for (char **e = o->env; e && *e; e++) {
-                if (strchr(*e, '=')) {
-                        json_array_append_new(env, json_string(*e));
-                } else if (getenv(*e)) { /* -e K passes the caller's K, as nsbox run does */
-                        json_array_append_new(env, json_sprintf("%s=%s", *e, getenv(*e)));
-                }
-        }
-        json_object_set_new(p, "env", env);
-        json_t *labels = json_object();
-        for (char **l = o->labels; l && *l; l++) {
-                char *eq = strchr(*l, '=');
-                _cleanup_free_ char *k = strndup(*l, (size_t)(eq - *l));
-                if (k)
-                        json_object_set_new(labels, k, json_string(eq + 1));
-        }
-        json_object_set_new(p, "labels", labels);
-        *ret = p;
         return 0;
 }
 

@@ -38,6 +38,7 @@
 #include "dlog.h"
 #include "keeper.h"
 #include "options.h"
+#include "params.h"
 #include "paths.h"
 #include "peer.h"
 #include "proto.h"
@@ -965,16 +966,8 @@ static int sandbox_start(daemon_state *d, sandbox *s, client *c, json_t *id)
 
 /* ---- create: templates, pools, capacity, lifetimes -------------------------------------------- */
 
-/* create's params that shape no sandbox: they go with a template too */
-static const char *const lifecycle_keys[] = { "labels", "timeout", "idle_timeout", "on_expiry", "wait", "template", "close_with_client", NULL };
-
-static bool is_lifecycle(const char *k)
-{
-        for (const char *const *l = lifecycle_keys; *l; l++)
-                if (!strcmp(*l, k))
-                        return true;
-        return false;
-}
+/* create's params that shape no sandbox go with a template too (params.h) */
+static bool is_lifecycle(const char *k) { return nsbox_param_is(k, NSBOX_PARAM_LIFECYCLE); }
 
 typedef struct create_req {
         json_t *labels; /* owned */
@@ -1046,12 +1039,6 @@ static void create_req_release(create_req *rq)
         rq->labels = NULL;
 }
 
-/* null, [] and {} give nothing (the CLI sends its empty lists) */
-static bool given(json_t *v)
-{
-        return !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0) && !(json_is_object(v) && json_object_size(v) == 0);
-}
-
 /* Which template, and the lifecycle params; -EINVAL or -ENOENT (no such template) with why. */
 static int parse_req(daemon_state *d, json_t *params, create_req *rq, strbuf *why)
 {
@@ -1061,7 +1048,7 @@ static int parse_req(daemon_state *d, json_t *params, create_req *rq, strbuf *wh
         const char *k;
         json_t *v;
         json_object_foreach(params, k, v)
-                if (!is_lifecycle(k) && given(v))
+                if (!is_lifecycle(k) && nsbox_param_given(v))
                         shaped = true;
         if (t && !json_is_null(t)) {
                 if (!json_is_string(t)) {
@@ -1075,7 +1062,7 @@ static int parse_req(daemon_state *d, json_t *params, create_req *rq, strbuf *wh
                         return -ENOENT;
                 }
                 json_object_foreach(params, k, v)
-                        if (!is_lifecycle(k) && given(v)) {
+                        if (!is_lifecycle(k) && nsbox_param_given(v)) {
                                 sb_appendf(why, "'%.64s' cannot be given with a template (only labels, timeout, idle_timeout, on_expiry, close_with_client, wait)", k);
                                 return -EINVAL;
                         }
@@ -1095,36 +1082,24 @@ static int check_client_paths(const client *c, json_t *shape, strbuf *why)
 {
         if (!c || c->uid == 0 || geteuid() != 0)
                 return 0;
-        static const char *const keys[] = { "bind", "record", "repo", "publish", "from", "rootfs", "policy" };
-        for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-                json_t *v = json_object_get(shape, keys[i]);
-                if (!v || json_is_null(v) || (json_is_array(v) && json_array_size(v) == 0))
-                        continue;
-                const char *s = json_string_value(v);
-                if (i == 5 && s && !strcmp(s, "host"))
-                        continue;
-                if (i == 6 && s && s[0] != '/')
-                        continue; /* not a path: a policy name, held to its grammar by nsbox_create_params_argv */
-                sb_appendf(why, "'%s' names host paths or state of root, which a client of uid %u may not ask of a root nsboxd (use a template, or a per-user nsboxd)",
-                           keys[i], (unsigned)c->uid);
-                return -EPERM;
-        }
-        return 0;
+        const char *key = nsbox_params_operator_only(shape);
+        if (!key)
+                return 0;
+        sb_appendf(why, "'%s' names host paths or state of root, which a client of uid %u may not ask of a root nsboxd (use a template, or a per-user nsboxd)",
+                   key, (unsigned)c->uid);
+        return -EPERM;
 }
 
-/* The options create's shaping params ask for (o to release; it points into *argv, to free after
- * it). */
-static int shape_options(const client *c, json_t *shape, nsbox_run_options *o, char ***argv, nsbox_error *err)
+/* The options create's shaping params ask for (o to release; it points into shape, to keep
+ * while o is used). */
+static int shape_options(const client *c, json_t *shape, nsbox_run_options *o, nsbox_error *err)
 {
         _cleanup_sb_ strbuf why;
         sb_init(&why, 1024);
-        *argv = NULL;
         int r = c ? check_client_paths(c, shape, &why) : 0;
-        if (r == 0)
-                r = nsbox_create_params_argv(shape, &why, argv);
         if (r < 0)
                 return nsbox_err_as(err, r == -ENOMEM ? ENOMEM : EINVAL, "create: %s", why.buf ? why.buf : "out of memory");
-        r = nsbox_run_options_parse((int)strv_length(*argv), *argv, o, err);
+        r = nsbox_params_from_json(shape, NSBOX_PARAM_LIFECYCLE, o, err);
         if (r < 0)
                 nsbox_run_options_release(o);
         return r;
@@ -1182,7 +1157,7 @@ static int disk_allowed(const daemon_state *d, json_t *shape, nsbox_policy *p, n
         if (p->limits.disk <= cap)
                 return 0;
         json_t *asked = json_object_get(shape, "disk");
-        if (!asked || !given(asked)) {
+        if (!asked || !nsbox_param_given(asked)) {
                 p->limits.disk = cap;
                 return 0;
         }
@@ -1210,11 +1185,9 @@ static sandbox *sandbox_new(void)
 static int sandbox_prepare(daemon_state *d, const client *c, json_t *params, sandbox **ret, nsbox_error *err)
 {
         json_t *shape = json_deep_copy(params);
-        for (const char *const *l = lifecycle_keys; shape && *l; l++)
-                json_object_del(shape, *l);
+        nsbox_params_strip(shape, NSBOX_PARAM_LIFECYCLE);
         nsbox_run_options o;
-        _cleanup_strv_ char **argv = NULL;
-        int r = !shape ? nsbox_err(err, ENOMEM, "create: out of memory") : shape_options(c, shape, &o, &argv, err);
+        int r = !shape ? nsbox_err(err, ENOMEM, "create: out of memory") : shape_options(c, shape, &o, err);
         if (r < 0) {
                 json_decref(shape);
                 return r;
@@ -3200,8 +3173,7 @@ static int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         } else {
                 /* not checked against the host again: a published port, for one, is its own */
                 nsbox_run_options o;
-                _cleanup_strv_ char **argv = NULL;
-                r = shape_options(NULL, s->create_params, &o, &argv, &err);
+                r = shape_options(NULL, s->create_params, &o, &err);
                 if (r == 0) {
                         r = nsbox_run_options_policy(&o, &s->policy, &err);
                         if (r == 0 && o.from)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libnsbox's in-process mode: what nsboxd does for one client's sandboxes, done in the caller's
  * own process, blocking, one call at a time.  The create params go through the parser nsboxd
- * uses (nsbox_create_params_argv, then nsbox run's option parser and the policy); each sandbox
+ * uses (params.h's table, then the policy); each sandbox
  * is a supervisor (supervisor.h), the host side nsboxd uses too, driven here by a poll loop
  * until the call's answer comes.  Nothing is installed in the caller: no signal handler, no
  * thread.  The agent, an exec of nsbox-agent, exits with SIGCHLD like any exec'd child, and is
@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,10 +20,9 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
-#include "../tools/registry.h"
-#include "agent.h"
 #include "codes.h"
 #include "options.h"
+#include "params.h"
 #include "proto.h"
 #include "sandbox.h"
 #include "supervisor.h"
@@ -38,19 +36,6 @@ struct nsbox_local_sandbox {
 };
 
 static const nsbox_sup_ops sup_ops;
-
-/* Create params only nsboxd can honour: they need its event loop (lifetimes), its list
- * (labels), its configuration (templates, wait) or its store (snapshots, repositories,
- * trajectories). */
-static const char *const daemon_only[] = { "template", "labels", "timeout", "idle_timeout", "on_expiry", "wait", "close_with_client",
-                                           "from", "repo", "commit", "record", NULL };
-
-/* null, false, 0, [] and {} give nothing, as nsboxd's create reads them */
-static bool given(json_t *v)
-{
-        return v && !json_is_null(v) && !json_is_false(v) && !(json_is_number(v) && json_number_value(v) == 0) &&
-               !(json_is_array(v) && json_array_size(v) == 0) && !(json_is_object(v) && json_object_size(v) == 0);
-}
 
 static void sandbox_free(nsbox_local_sandbox *s, const char *why)
 {
@@ -70,36 +55,18 @@ static void unlink_sandbox(nsbox_local *l, nsbox_local_sandbox *s)
 int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[33], const char **ret_code, nsbox_error *err)
 {
         *ret_code = "invalid_argument";
-        for (const char *const *k = daemon_only; params && *k; k++)
-                if (given(json_object_get(params, *k))) {
-                        *ret_code = "unavailable";
-                        return nsbox_err_as(err, EOPNOTSUPP, "create: '%s' needs nsboxd; an in-process sandbox has none (see libnsbox(3))", *k);
-                }
-        /* 1. Every param checked, the policy loaded and merged, before anything exists. */
-        json_t *shape = params ? json_deep_copy(params) : json_object();
-        for (const char *const *k = daemon_only; shape && *k; k++)
-                json_object_del(shape, *k);
-        strbuf why;
-        sb_init(&why, 1024);
-        _cleanup_strv_ char **argv = NULL;
-        int r = shape ? nsbox_create_params_argv(shape, &why, &argv) : -ENOMEM;
-        json_decref(shape);
-        if (r < 0) {
-                r = nsbox_err_as(err, r == -ENOMEM ? ENOMEM : EINVAL, "create: %s", why.buf ? why.buf : "out of memory");
-                sb_release(&why);
-                return r;
+        /* Create params only nsboxd can honour (params.h): they need its event loop (lifetimes),
+         * its list (labels), its configuration (templates, wait) or its store (snapshots,
+         * repositories, trajectories). */
+        const char *k = nsbox_params_first(params, NSBOX_PARAM_DAEMON_ONLY);
+        if (k) {
+                *ret_code = "unavailable";
+                return nsbox_err_as(err, EOPNOTSUPP, "create: '%s' needs nsboxd; an in-process sandbox has none (see libnsbox(3))", k);
         }
-        sb_release(&why);
+        /* 1. Every param checked, the policy loaded and merged, before anything exists. */
         nsbox_run_options o;
         nsbox_policy *policy = NULL;
-        /* the parser is getopt_long's: the calling program's getopt state is its own */
-        int saved_optind = optind, saved_opterr = opterr, saved_optopt = optopt;
-        char *saved_optarg = optarg;
-        r = nsbox_run_options_parse((int)strv_length(argv), argv, &o, err);
-        optind = saved_optind;
-        opterr = saved_opterr;
-        optopt = saved_optopt;
-        optarg = saved_optarg;
+        int r = nsbox_params_from_json(params, NSBOX_PARAM_DAEMON_ONLY, &o, err);
         if (r == 0)
                 r = nsbox_run_options_policy(&o, &policy, err);
         nsbox_run_options_release(&o);

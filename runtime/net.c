@@ -306,7 +306,7 @@ static const char *slirp_path(void)
         if (env && *env)
                 return env;
         static const char *const dirs[] = { "/usr/bin", "/usr/local/bin", "/bin" };
-        static char buf[64];
+        static __thread char buf[64]; /* per thread: in-process creates may overlap */
         for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
                 snprintf(buf, sizeof(buf), "%s/slirp4netns", dirs[i]);
                 if (access(buf, X_OK) == 0)

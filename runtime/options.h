@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Options of `nsbox run` (and later `create`): parsed into data first, applied onto the policy
- * second, so every option is checked before anything happens. */
+/* Options of `nsbox run`, create, mcp and replay, and create's params: parsed into data first
+ * (params.h, one table for the command line and JSON), applied onto the policy second, so every
+ * option is checked before anything happens. */
 #pragma once
 
 #include <jansson.h>
@@ -31,6 +32,7 @@ typedef struct nsbox_run_options {
         const char *template_name; /* create: a template of nsboxd's configuration */
         const char *on_expiry;     /* create: destroy or pause */
         bool reuse;                /* create: get_or_create by the labels */
+        bool close_with_client;    /* create's JSON only */
         bool has_idle, has_wait;
         uint64_t idle_ms, wait_ms;
         bool has_timeout, has_disk, has_memory, has_pids, has_cpus;
@@ -39,15 +41,14 @@ typedef struct nsbox_run_options {
         bool json;
         bool help;
         char **argv; /* the command: points into the caller's argv, NULL-terminated */
+        /* Strings point into the argv or the JSON params parsed (kept alive by the caller while
+         * the options are used); the lists are the options' own (nsbox_run_options_release). */
 } nsbox_run_options;
 
-/* argv[0] is the subcommand name ("run" needs a command; "create" takes none, and --label).  Returns 0, or -EINVAL with a one-line message in err. */
+/* argv[0] is the subcommand name ("run" needs a command; "create" takes none, and --label).
+ * Returns 0, or -EINVAL with a one-line message in err; o is to be released either way.  The
+ * parser is params.c's, by the table: no getopt state, none of its own. */
 int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *ret, nsbox_error *err);
 /* Load the policy the options name and merge the options into it. */
 int nsbox_run_options_policy(const nsbox_run_options *o, nsbox_policy **ret, nsbox_error *err);
 void nsbox_run_options_release(nsbox_run_options *o);
-
-/* The shaping params of create (nsbox-protocol(7): policy, memory, bind, env, ...) as the
- * command line `nsbox create` takes, for nsbox_run_options_parse: one parser for nsboxd and
- * libnsbox's in-process mode.  Unknown keys and bad types: -EINVAL with why in why. */
-int nsbox_create_params_argv(json_t *params, strbuf *why, char ***ret);

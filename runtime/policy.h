@@ -118,7 +118,7 @@ extern const char nsbox_default_policy_json[] __attribute__((visibility("hidden"
 bool nsbox_policy_name_valid(const char *name);
 /* Find a policy by NAME (the policy directories) or by FILE (contains '/' or ends in .json, as
  * the command line takes it; a client of nsboxd gives a name or an absolute path, which
- * nsbox_create_params_argv checks first). */
+ * params.c checks first). */
 int nsbox_policy_find(const char *name_or_file, char **ret_path, nsbox_error *err);
 /* Parse and validate; on failure nothing is allocated and err says file, key and reason.  The
  * policy inherits every key it does not set from the built-in default (a JSON merge patch,

@@ -183,9 +183,9 @@ static int clone_child(const launch *l, const char *tag, nsbox_sandbox *sb, nsbo
 {
         int r;
         char tagbuf[32];
-        static unsigned serial;
+        static unsigned serial; /* atomic: starts may overlap, in threads */
         if (!tag) {
-                snprintf(tagbuf, sizeof(tagbuf), "%u", ++serial);
+                snprintf(tagbuf, sizeof(tagbuf), "%u", __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
                 tag = tagbuf;
         }
         if ((r = nsbox_cgroup_create(&l->p->limits, tag, &sb->cg, err)) < 0)
@@ -246,17 +246,18 @@ static int launch_failed(launch *l, nsbox_sandbox *sb, int r)
  * namespaces, only follows from it), report the child's. */
 static int start_failed(nsbox_sandbox *sb, int r, nsbox_error *err)
 {
-        static nsbox_sync_msg m;
+        /* 32 KiB: not on the stack, nor static: in-process creates may overlap, in threads */
+        _cleanup_free_ nsbox_sync_msg *m = malloc(sizeof(*m));
         struct pollfd pfd = { .fd = sb->syncfd, .events = POLLIN };
-        while (sb->syncfd >= 0 && poll(&pfd, 1, 0) == 1) {
+        while (m && sb->syncfd >= 0 && poll(&pfd, 1, 0) == 1) {
                 int fd = -1;
-                if (nsbox_sync_recv_fd(sb->syncfd, &m, &fd) != 1)
+                if (nsbox_sync_recv_fd(sb->syncfd, m, &fd) != 1)
                         break;
                 if (fd >= 0)
                         close(fd);
-                if (m.type == SYNC_ERROR) {
+                if (m->type == SYNC_ERROR) {
                         nsbox_error_clear(err);
-                        nsbox_err(err, 0, "%.1000s", (const char *)m.payload);
+                        nsbox_err(err, 0, "%.1000s", (const char *)m->payload);
                         break;
                 }
         }
@@ -456,22 +457,25 @@ int nsbox_sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, con
 
 int nsbox_sandbox_read_ready(nsbox_sandbox *sb, nsbox_error *err)
 {
-        static nsbox_sync_msg m;
+        /* not static: in-process creates may overlap, in threads */
+        _cleanup_free_ nsbox_sync_msg *m = malloc(sizeof(*m));
+        if (!m)
+                return nsbox_err(err, ENOMEM, "sandbox setup");
         int fd = -1;
-        int r = nsbox_sync_recv_fd(sb->syncfd, &m, &fd);
-        if (r == 1 && m.type == SYNC_STAGE && fd >= 0 && sb->stagefd < 0) {
+        int r = nsbox_sync_recv_fd(sb->syncfd, m, &fd);
+        if (r == 1 && m->type == SYNC_STAGE && fd >= 0 && sb->stagefd < 0) {
                 sb->stagefd = fd;
                 return 0;
         }
         if (fd >= 0)
                 close(fd);
-        if (r == 1 && m.type == SYNC_READY) {
+        if (r == 1 && m->type == SYNC_READY) {
                 close(sb->syncfd);
                 sb->syncfd = -1;
                 return 1;
         }
-        if (r == 1 && m.type == SYNC_ERROR)
-                return nsbox_err(err, 0, "%.1000s", (const char *)m.payload);
+        if (r == 1 && m->type == SYNC_ERROR)
+                return nsbox_err(err, 0, "%.1000s", (const char *)m->payload);
         if (r == -EAGAIN)
                 return 0;
         return nsbox_err(err, r < 0 ? -r : 0, "the sandbox's agent exited during setup");

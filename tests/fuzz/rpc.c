@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsboxd's client requests (runtime/daemon.c): the input is what a client writes on the socket,
  * split into lines as the daemon splits it.  Each line is checked as a JSON-RPC 2.0 request
- * (nsbox_rpc_parse, the daemon's own); a create's params become `nsbox create`'s argument
- * vector (nsbox_create_params_argv) and are parsed by the same option parser.  Nothing here
+ * (nsbox_rpc_parse, the daemon's own); a create's params are parsed by the table of
+ * params.h into the options nsboxd's create uses.  Nothing here
  * starts a sandbox or reads a policy. */
 #include <errno.h>
 #include <string.h>
 
 #include "../../runtime/daemon.h"
 #include "../../runtime/options.h"
+#include "../../runtime/params.h"
 #include "fuzz.h"
 
 static void one_request(const char *line, size_t len)
@@ -23,24 +24,13 @@ static void one_request(const char *line, size_t len)
         }
         FUZZ_CHECK(rq.method && json_is_object(rq.params), "a parsed request without a method or params object");
         if (!strcmp(rq.method, "create") || !strcmp(rq.method, "get_or_create")) {
-                strbuf why;
-                sb_init(&why, 1024);
-                char **argv = NULL;
-                int r = nsbox_create_params_argv(rq.params, &why, &argv);
-                if (r < 0) {
-                        FUZZ_CHECK(r == -ENOMEM || (why.buf && why.len), "create refused without a reason");
-                } else {
-                        FUZZ_CHECK(argv && argv[0] && !strcmp(argv[0], "create"), "argv does not start with create");
-                        nsbox_run_options o;
-                        nsbox_error err = { 0 };
-                        /* released either way, as sandbox_prepare does: a refusal may have parsed lists */
-                        if (nsbox_run_options_parse((int)strv_length(argv), argv, &o, &err) < 0)
-                                FUZZ_CHECK(err.msg && !strchr(err.msg, '\n'), "options refused without a one-line message");
-                        nsbox_run_options_release(&o);
-                        nsbox_error_clear(&err);
-                }
-                strv_free(argv);
-                sb_release(&why);
+                nsbox_run_options o;
+                nsbox_error err = { 0 };
+                /* released either way, as sandbox_prepare does: a refusal may have parsed lists */
+                if (nsbox_params_from_json(rq.params, NSBOX_PARAM_LIFECYCLE, &o, &err) < 0)
+                        FUZZ_CHECK(err.msg && !strchr(err.msg, '\n'), "create refused without a one-line message");
+                nsbox_run_options_release(&o);
+                nsbox_error_clear(&err);
         }
         nsbox_rpc_request_release(&rq);
 }

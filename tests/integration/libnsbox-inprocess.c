@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -123,6 +124,40 @@ static void on_output(int stream, const char *data, size_t len, void *userdata)
         char *to = stream == 1 ? o->out : o->err;
         strncat(to, data, len < 255 - strlen(to) ? len : 255 - strlen(to));
         o->chunks++;
+}
+
+/* One thread's sandbox, created at the same moment as another thread's (a handle per thread):
+ * its own options, a command, destroyed before the thread ends (the agent dies with it). */
+struct worker {
+        pthread_barrier_t *go;
+        int n;
+        char said[512];
+};
+
+static void *create_at_once(void *arg)
+{
+        struct worker *w = arg;
+        nsbox *nb = NULL;
+        char *id = NULL, *res = NULL, opts[128];
+        int r = nsbox_connect(NSBOX_IN_PROCESS, &nb);
+        snprintf(opts, sizeof(opts), "{\"env\": {\"WORKER\": \"w%d\"}, \"hostname\": \"h%d\"}", w->n, w->n);
+        pthread_barrier_wait(w->go);
+        if (r == 0)
+                r = nsbox_create(nb, opts, &id);
+        if (r == 0)
+                r = nsbox_call(nb, id, "exec", "{\"shell\": \"echo $WORKER-$(hostname)\"}", &res);
+        char want[32];
+        snprintf(want, sizeof(want), "w%d-h%d", w->n, w->n);
+        if (r == 0)
+                snprintf(w->said, sizeof(w->said), "%s", strstr(res, want) ? "ok" : res);
+        else
+                snprintf(w->said, sizeof(w->said), "%d %s", r, nb && nsbox_error_message(nb) ? nsbox_error_message(nb) : "-");
+        free(res);
+        if (id && nsbox_destroy(nb, id) < 0)
+                snprintf(w->said, sizeof(w->said), "destroy failed");
+        free(id);
+        nsbox_close(nb);
+        return NULL;
 }
 
 int main(void)
@@ -282,6 +317,20 @@ int main(void)
         free(a);
         free(b);
         nsbox_close(nb);
+
+        /* in-process creates from two threads at once, each with its own handle, a few times */
+        for (int round = 0; round < 3; round++) {
+                pthread_barrier_t go;
+                pthread_barrier_init(&go, NULL, 2);
+                struct worker w[2] = { { .go = &go, .n = 2 * round }, { .go = &go, .n = 2 * round + 1 } };
+                pthread_t t[2];
+                for (int i = 0; i < 2; i++)
+                        pthread_create(&t[i], NULL, create_at_once, &w[i]);
+                for (int i = 0; i < 2; i++)
+                        pthread_join(t[i], NULL);
+                pthread_barrier_destroy(&go);
+                printf("two threads create at once, round %d: %s %s\n", round, w[0].said, w[1].said);
+        }
 
         /* what is left: only the program's own child, which it reaps itself */
         children(kids, sizeof(kids));

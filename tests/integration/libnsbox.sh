@@ -38,7 +38,7 @@ install_library() {
 cc_installed() { # source output
         local san; san=$(sanitizers)
         # shellcheck disable=SC2046
-        PKG_CONFIG_PATH="$TEST_TMP/prefix/lib/pkgconfig" cc -Wall -Wextra -Werror ${san:+-fsanitize=$san} -o "$2" "$1" \
+        PKG_CONFIG_PATH="$TEST_TMP/prefix/lib/pkgconfig" cc -Wall -Wextra -Werror -pthread ${san:+-fsanitize=$san} -o "$2" "$1" \
                 $(PKG_CONFIG_PATH="$TEST_TMP/prefix/lib/pkgconfig" pkg-config --cflags --libs nsbox) > "$TEST_TMP/cc.log" 2>&1 ||
                 fail "cc $(basename "$1"): $(cat "$TEST_TMP/cc.log")"
 }
@@ -216,6 +216,9 @@ agent gone: yes
 killed agents the program reaped: 1
 destroy after the agent was killed: -3 not_found no sandbox
 children with two sandboxes: 3
+two threads create at once, round 0: ok ok
+two threads create at once, round 1: ok ok
+two threads create at once, round 2: ok ok
 children after close: only its own
 wait: its own child, status 42
 wait again: no children

@@ -12,6 +12,7 @@
 
 Suite *policy_suite(void);
 Suite *options_suite(void);
+Suite *params_suite(void);
 Suite *util_suite(void);
 Suite *seccomp_suite(void);
 Suite *files_suite(void);
@@ -115,6 +116,7 @@ int main(void)
 {
         SRunner *sr = srunner_create(policy_suite());
         srunner_add_suite(sr, options_suite());
+        srunner_add_suite(sr, params_suite());
         srunner_add_suite(sr, util_suite());
         srunner_add_suite(sr, seccomp_suite());
         srunner_add_suite(sr, files_suite());

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../../runtime/options.h"
+#include "../../runtime/params.h"
 #include "unit.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])) - 1)
@@ -557,25 +558,22 @@ START_TEST(test_client_policy_is_a_name_or_an_absolute_path)
         static const char *const bad[] = { "rt-evil.json", "x.json", "../x", "./x", "a/b", ".hidden", "-x", "", "a b" };
         for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
                 json_t *params = json_pack("{ss}", "policy", good[i]);
-                strbuf why;
-                sb_init(&why, 1024);
-                char **argv = NULL;
-                ck_assert_msg(nsbox_create_params_argv(params, &why, &argv) == 0, "'%s' refused: %s", good[i], why.buf);
-                ck_assert_str_eq(argv[2], good[i]);
-                strv_free(argv);
-                sb_release(&why);
+                nsbox_run_options o;
+                nsbox_error err = { 0 };
+                ck_assert_msg(nsbox_params_from_json(params, NSBOX_PARAM_LIFECYCLE, &o, &err) == 0, "'%s' refused: %s", good[i], err.msg);
+                ck_assert_str_eq(o.policy, good[i]);
+                nsbox_run_options_release(&o);
                 json_decref(params);
         }
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 json_t *params = json_pack("{ss}", "policy", bad[i]);
-                strbuf why;
-                sb_init(&why, 1024);
-                char **argv = NULL;
-                ck_assert_msg(nsbox_create_params_argv(params, &why, &argv) == -EINVAL, "'%s' accepted", bad[i]);
-                ck_assert_ptr_null(argv);
-                UNIT_ASSERT_CONTAINS(why.buf, "neither a policy name");
-                UNIT_ASSERT_CONTAINS(why.buf, bad[i]);
-                sb_release(&why);
+                nsbox_run_options o;
+                nsbox_error err = { 0 };
+                ck_assert_msg(nsbox_params_from_json(params, NSBOX_PARAM_LIFECYCLE, &o, &err) == -EINVAL, "'%s' accepted", bad[i]);
+                nsbox_run_options_release(&o);
+                UNIT_ASSERT_CONTAINS(err.msg, "neither a policy name");
+                UNIT_ASSERT_CONTAINS(err.msg, bad[i]);
+                nsbox_error_clear(&err);
                 json_decref(params);
         }
 }
