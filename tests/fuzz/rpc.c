@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* nsboxd's client requests (runtime/daemon.c): the input is what a client writes on the socket,
+/* nsboxd's client requests (runtime/daemon/rpc.c): the input is what a client writes on the socket,
  * split into lines as the daemon splits it.  Each line is checked as a JSON-RPC 2.0 request
  * (nsbox_rpc_parse, the daemon's own); a create's params become `nsbox create`'s argument
  * vector (nsbox_create_params_argv) and are parsed by the same option parser.  Nothing here
