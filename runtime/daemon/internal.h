@@ -25,7 +25,6 @@
 #include "../store.h"
 #include "../util.h"
 
-
 #define MAX_LINE NSBOX_FRAME_MAX_JSON
 #define CLIENT_HIGH (16u << 20)  /* streams to the client are paused in their agents above this */
 #define CLIENT_HARD (64u << 20)  /* a client this far behind on its replies is disconnected */
@@ -245,14 +244,14 @@ int job_spawn(daemon_state *d, sandbox *s, int kind, client *c, json_t *rpc_id, 
 int repo_ready(daemon_state *d, sandbox *s, const char *key);
 void job_readable(daemon_state *d, sandbox *s);
 
-/* calls.c */
-void fail_calls(daemon_state *d, sandbox *s, const char *code, const char *why);
-void method_call(daemon_state *d, client *c, json_t *id, json_t *params);
-void sandbox_died(daemon_state *d, sandbox *s);
-void agents_update_interest(daemon_state *d);
-void calls_client_gone(daemon_state *d, const client *c);
-void agent_event(daemon_state *d, sandbox *s, uint32_t events);
-void agents_flush(daemon_state *d);
+/* calls.c: everything about calls to a sandbox's agent and its frames, behind these */
+void fail_calls(daemon_state *d, sandbox *s, const char *code, const char *why); /* each answered: code */
+void method_call(daemon_state *d, client *c, json_t *id, json_t *params);        /* the method "call" */
+void sandbox_died(daemon_state *d, sandbox *s);          /* its agent is gone; s is removed */
+void agents_update_interest(daemon_state *d);            /* streams paused or resumed; epoll interest */
+void calls_client_gone(daemon_state *d, const client *c); /* before c is freed */
+void agent_event(daemon_state *d, sandbox *s, uint32_t events); /* epoll events of its agent's socket */
+void agents_flush(daemon_state *d);                      /* what is queued to the agents, written now */
 
 /* record.c */
 void record_call(sandbox *s, const pending *p, json_t *result, const char *code);
