@@ -86,7 +86,9 @@ override CFLAGS += -std=gnu11 -D_GNU_SOURCE -fPIE $(WARNINGS) $(HARDEN) -MMD -MP
 override LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SAN_LDFLAGS)
 
 CLI_SRCS := runtime/cli.c runtime/cli_session.c runtime/cli_snapshot.c runtime/cli_service.c runtime/cli_mcp.c
-LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c runtime/agent_main.c,$(wildcard runtime/*.c)) rootfs/hostview.c $(wildcard tools/*.c)
+# nsboxd's own files are in runtime/daemon/ (daemon.h is its public header).
+DAEMON_SRCS := $(wildcard runtime/daemon/*.c)
+LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c runtime/agent_main.c,$(wildcard runtime/*.c)) $(DAEMON_SRCS) rootfs/hostview.c $(wildcard tools/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(B)/unit-obj/%.o)
@@ -117,8 +119,11 @@ $(B)/%.o: %.c $(B)/.flags
 # compiler's dependency files do not see.
 $(B)/runtime/policy_default.o $(B)/pic/runtime/policy_default.o: policy/default.json
 
+# made anew: `ar r` keeps the members of sources since removed (runtime/daemon.o once), which
+# would still be linked in place of their successors
 $(B)/libnsbox.a: $(LIB_OBJS)
 	$(call say,AR,$@)
+	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
 # libnsbox.so: the public API (include/nsbox.h) over the nsboxd client and, for its in-process
@@ -129,7 +134,7 @@ $(B)/libnsbox.a: $(LIB_OBJS)
 # linked dynamically even with STATIC_DEPS=1: Debian's static archives are not
 # position-independent.  build/libnsbox.a (-fPIE, static deps) stays what nsbox and nsboxd link.
 SO_VERSION := 0
-SO_SRCS := $(filter-out runtime/daemon.c runtime/dconfig.c runtime/dlog.c runtime/keeper.c runtime/systemd.c,$(LIB_SRCS))
+SO_SRCS := $(filter-out $(DAEMON_SRCS) runtime/dconfig.c runtime/dlog.c runtime/keeper.c runtime/systemd.c,$(LIB_SRCS))
 SO_OBJS := $(SO_SRCS:%.c=$(B)/pic/%.o)
 SO_LIBS := $(shell $(PKG_CONFIG) --libs $(ALL_PKGS))
 # libnl's under Libs.private: as a Requires.private its -I/usr/include/libnl3 would reach every

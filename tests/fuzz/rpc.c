@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* nsboxd's client requests (runtime/daemon.c): the input is what a client writes on the socket,
+/* nsboxd's client requests (runtime/daemon/rpc.c): the input is what a client writes on the socket,
  * split into lines as the daemon splits it.  Each line is checked as a JSON-RPC 2.0 request
  * (nsbox_rpc_parse, the daemon's own); a create's params are parsed by the table of
  * params.h into the options nsboxd's create uses.  Nothing here

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsboxd's internals, shared by the files of runtime/daemon/ (the public header is ../daemon.h).
+ * The rooms, each calling only the ones below it: loop.c (the event loop) -> clients.c
+ * (connections, tenants) -> rpc.c (requests) -> methods.c, create.c, keep.c -> jobs.c (workers),
+ * calls.c (the agents' calls and frames) -> record.c (trajectories), sandboxes.c -> reply.c.
+ * Removing a sandbox (sandboxes.c) ends its worker (job_stop) and its calls (fail_calls).
+ *
+ * Memory is bounded the same way as in the agent: a client whose replies pile up above
+ * CLIENT_HIGH is not read from, and the agents streaming to it are told to pause those streams
+ * (a stream nobody reads stops in the command's pipe, and other calls to the same sandbox go
+ * on); a client CLIENT_HARD behind is disconnected. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "../daemon.h"
+#include "../dconfig.h"
+#include "../options.h"
+#include "../policy.h"
+#include "../proto.h"
+#include "../sandbox.h"
+#include "../store.h"
+#include "../util.h"
+
+#define MAX_LINE NSBOX_FRAME_MAX_JSON
+#define CLIENT_HIGH (16u << 20)  /* streams to the client are paused in their agents above this */
+#define CLIENT_HARD (64u << 20)  /* a client this far behind on its replies is disconnected */
+#define MAX_CLIENTS NSBOX_DCONFIG_MAX_CONNECTIONS
+#define CLIENTS_KEPT_FOR_OPERATOR 64 /* of MAX_CLIENTS: only root and nsboxd's own uid take these */
+#define NGROUPS_MAX_PEER 1024 /* a client's groups looked at (SO_PEERGROUPS) */
+#define MAX_SANDBOXES NSBOX_DCONFIG_MAX_SANDBOXES
+#define MAX_CALLS_PER_SANDBOX 1024
+#define READY_TIMEOUT_NS (30ull * 1000000000)
+#define PAUSE_TIMEOUT_MS 5000
+#define REPO_TIMEOUT_NS (600ull * 1000000000) /* a clone, before the sandbox starts */
+#define JOB_OUT_MAX 65536
+#define MAX_WAIT_S 600                      /* create's wait for capacity */
+#define MAX_WAITING 1024                    /* creates waiting for capacity at once; more: capacity at once */
+#define LAT_RING 4096                       /* acquire latencies kept for stats */
+#define POOL_STARTING_MAX 4                 /* pooled sandboxes of a template starting at once */
+#define POOL_RETRY_MAX_NS (60ull * 1000000000) /* a template that fails to start is retried at most this late */
+/* A handed-over sandbox's refill waits for its first call to be answered, or this long: on a
+ * small machine a replacement starting meanwhile takes the cores the first call needs. */
+#define POOL_REFILL_DELAY_NS (20ull * 1000000)
+#define NO_OWNER ((uid_t)-1)                /* a pooled sandbox, not handed out yet */
+
+/* JSON-RPC error codes; the stable nsbox code is in error.data.code */
+#define RPC_PARSE_ERROR -32700
+#define RPC_INVALID_REQUEST -32600
+#define RPC_METHOD_NOT_FOUND -32601
+#define RPC_INVALID_PARAMS -32602
+#define RPC_SERVER_ERROR -32000
+
+enum { K_LISTEN, K_SIGNAL, K_CLIENT, K_SYNC, K_AGENT, K_PIDFD, K_JOB };
+#define RPC_CAPACITY "capacity"
+
+/* Work that would stall the loop runs in a forked worker, which reports one JSON line on a pipe. */
+enum { JOB_NONE, JOB_SNAPSHOT, JOB_REPO };
+#define KEY(serial, kind) ((uint64_t)(serial) << 3 | (uint64_t)(kind))
+
+typedef struct client {
+        struct client *next;
+        uint64_t serial;
+        int fd;
+        uid_t uid;
+        strbuf in;
+        gid_t gid;
+        bool discarding; /* the rest of an oversized line */
+        nsbox_queue out;
+        bool eof;
+        uint32_t events;
+        bool spoke;                /* sent a byte: the handshake window is over */
+        uint64_t accepted_ns;
+        uint64_t partial_since_ns; /* the first byte of an unfinished request line came then; 0: none */
+        size_t counted;            /* of its uid's buffered request bytes (uid_use) */
+} client;
+
+/* What one uid holds of the connections and of the request bytes buffered (nsboxd(8), LIMITS). */
+typedef struct uid_use {
+        uid_t uid;
+        unsigned conns;
+        size_t buffered;
+} uid_use;
+
+typedef struct pending {
+        struct pending *next;
+        json_int_t agent_id;
+        uint64_t client; /* serial; 0 once the client went away */
+        json_t *rpc_id;
+        bool stream, b64_payload, exec, paused;
+        uint64_t pids_limited; /* exec: pids.events max when it started */
+        uint64_t step, start_ns; /* recording: the step number and when it was asked */
+        json_t *rec_params;      /* recording: the params as the client sent them */
+        char tool[32];
+} pending;
+
+typedef struct sandbox {
+        struct sandbox *next;
+        uint64_t serial;
+        char id[33];
+        uid_t owner;
+        nsbox_sandbox sb;
+        char *policy_name;
+        json_t *labels;
+        nsbox_limits limits;
+        bool ready, paused;
+        bool fresh;               /* handed over from a pool; its refill waits for its first reply */
+        uint64_t bound_client;    /* close_with_client: destroyed when this client (serial) goes */
+        time_t created;
+        uint64_t expires_ns, ready_deadline_ns;
+        uint64_t create_client;
+        json_t *create_rpc_id;
+        nsbox_frame_reader rd;
+        nsbox_queue out;
+        json_int_t next_agent_id;
+        pending *calls;
+        unsigned n_calls;
+        uint32_t agent_events, sync_events, pid_events;
+        /* snapshots and resets */
+        nsbox_policy *policy;     /* kept to start it again */
+        nsbox_layers base_layers; /* what it was created on: a snapshot, a repository; held */
+        nsbox_layers layers;      /* what it runs on now (a reset may change it); held */
+        json_t *create_params;    /* as the client gave them */
+        bool resetting;
+        char *repo_url, *repo_commit;
+        uid_t host_uid;           /* the sandbox user's host ids, owner of a repository layer */
+        gid_t host_gid;
+        /* the worker running for it */
+        int job;
+        pid_t job_pid;
+        int job_fd;
+        strbuf job_out;
+        uint32_t job_events;
+        uint64_t job_client, job_start_ns;
+        json_t *job_rpc_id;
+        char job_name[NSBOX_SNAPSHOT_NAME_MAX + 1];
+        bool job_thaw;
+        /* trajectory recording */
+        int record_fd;
+        char *record_path;
+        uint64_t record_steps;
+        /* service: templates, pools, lifetimes, capacity */
+        int tpl;                 /* index of its template in the configuration, or -1 */
+        bool pooled;             /* started for its template's pool, not handed out yet (owner NO_OWNER) */
+        uint64_t idle_ms, last_active_ns;
+        bool expiry_pause;
+        uint64_t mem_commit;     /* its memory limit, counted against memory_budget */
+        uint64_t req_start_ns;   /* when the create waiting for it came, for the acquire latency */
+        bool goc;                /* that create was get_or_create: its result says "created" */
+        json_t *waiters;         /* get_or_create calls waiting for it: [[client serial, id, start ns]...] */
+        unsigned id_slot;        /* root: its own host id range (userns.h); 0: the shared one */
+        int id_lock_fd;
+} sandbox;
+
+/* A create waiting for capacity (its 'wait'). */
+typedef struct waiting {
+        struct waiting *next;
+        uint64_t client, deadline_ns, start_ns;
+        json_t *rpc_id, *params;
+        bool goc;
+} waiting;
+
+typedef struct tpl_state {
+        uint64_t hits, misses;
+        unsigned fails;     /* pooled starts failed in a row */
+        uint64_t retry_ns;  /* no pooled start before this */
+} tpl_state;
+
+typedef struct daemon_state {
+        int epfd, listen_fd, sig_fd;
+        uint64_t next_serial;
+        client *clients;
+        unsigned n_clients;
+        sandbox *sandboxes;
+        unsigned n_sandboxes;
+        bool stop;
+        const nsbox_dconfig *conf;
+        tpl_state *tpl;
+        waiting *waitq;
+        bool capacity_freed;     /* since the wait queue was last looked at */
+        bool pool_dirty;         /* a pool may be short: look (pool_fill) */
+        uint64_t pool_retry_ns;  /* a short pool waits for its template's retry time */
+        uint32_t lat_us[LAT_RING];
+        unsigned lat_n;
+        uint64_t lat_total;
+        bool stopping, activated;
+        uint64_t drain_deadline_ns, start_ns;
+        int state_dirfd;         /* <socket>.state: one file per live sandbox */
+        uid_use uses[MAX_CLIENTS]; /* one per uid with a connection */
+        unsigned n_uses;
+        uint64_t refused_log_ns; /* refused connections are logged once a second at most */
+        unsigned refused_quiet;  /* refused since, not logged */
+} daemon_state;
+
+/* ---- what each room offers the others -------------------------------------------------------- */
+
+/* clients.c */
+uint64_t client_deadlines(daemon_state *d, uint64_t now);
+void client_remove(daemon_state *d, client *c);
+void client_readable(daemon_state *d, client *c);
+void accept_clients(daemon_state *d);
+
+/* rpc.c */
+void handle_request(daemon_state *d, client *c, const char *line, size_t len);
+
+/* methods.c */
+void method_snapshot(daemon_state *d, client *c, json_t *id, json_t *params);
+void method_reset(daemon_state *d, client *c, json_t *id, json_t *params);
+void method_snapshots(daemon_state *d, client *c, json_t *id, json_t *params, bool delete);
+void method_list(daemon_state *d, client *c, json_t *id, json_t *params);
+void method_set_timeout(daemon_state *d, client *c, json_t *id, json_t *params);
+void method_stats(daemon_state *d, client *c, json_t *id);
+void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params);
+void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool pause);
+
+/* create.c */
+int check_labels(json_t *labels, strbuf *why);
+int seconds_param(json_t *params, const char *key, double max, bool *has, uint64_t *ret_ms, strbuf *why);
+int shape_options(const client *c, json_t *shape, nsbox_run_options *o, nsbox_error *err);
+bool is_operator(uid_t uid);
+unsigned of_template(const daemon_state *d, int tpl, unsigned *pooled, unsigned *ready, unsigned *starting);
+uint64_t committed(const daemon_state *d);
+void method_create(daemon_state *d, client *c, json_t *id, json_t *params, bool goc);
+void serve_waiting(daemon_state *d);
+void pool_fill(daemon_state *d);
+void sync_readable(daemon_state *d, sandbox *s);
+
+/* keep.c */
+int state_dir_open(const char *sock, nsbox_error *err);
+unsigned state_cleanup(const daemon_state *d);
+void keep_sandboxes(daemon_state *d);
+int adopt_one(void *ctx, json_t *rec, int *fds, size_t n);
+
+/* jobs.c */
+void job_stop(daemon_state *d, sandbox *s, const char *why);
+const char *root_name(const nsbox_policy *p);
+void repo_key(const sandbox *s, const char *commit, char ret[65]);
+bool is_hex(const char *c, size_t len);
+bool full_sha(const char *c);
+int job_spawn(daemon_state *d, sandbox *s, int kind, client *c, json_t *rpc_id, nsbox_error *err);
+int repo_ready(daemon_state *d, sandbox *s, const char *key);
+void job_readable(daemon_state *d, sandbox *s);
+
+/* calls.c: everything about calls to a sandbox's agent and its frames, behind these */
+void fail_calls(daemon_state *d, sandbox *s, const char *code, const char *why); /* each answered: code */
+void method_call(daemon_state *d, client *c, json_t *id, json_t *params);        /* the method "call" */
+void sandbox_died(daemon_state *d, sandbox *s);          /* its agent is gone; s is removed */
+void agents_update_interest(daemon_state *d);            /* streams paused or resumed; epoll interest */
+void calls_client_gone(daemon_state *d, const client *c); /* before c is freed */
+void agent_event(daemon_state *d, sandbox *s, uint32_t events); /* epoll events of its agent's socket */
+void agents_flush(daemon_state *d);                      /* what is queued to the agents, written now */
+
+/* record.c */
+void record_call(sandbox *s, const pending *p, json_t *result, const char *code);
+void record_op(sandbox *s, const char *op, const char *name, uint64_t start_ns, const char *code);
+int open_recording(sandbox *s, const char *path, nsbox_error *err);
+
+/* sandboxes.c */
+sandbox *sandbox_by_serial(daemon_state *d, uint64_t serial);
+void reap_later(pid_t pid);
+void reap_exited(bool block);
+bool reaping(void);
+void state_write(daemon_state *d, const sandbox *s);
+void sandbox_free(sandbox *s);
+void unwatch_sandbox(daemon_state *d, sandbox *s);
+void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const char *why);
+bool visible(const client *c, const sandbox *s);
+sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *params);
+json_t *sandbox_json(const daemon_state *d, const sandbox *s);
+const char *code_for(int r);
+int sandbox_launch(daemon_state *d, sandbox *s, nsbox_error *err);
+void create_failed(daemon_state *d, sandbox *s, const char *code, const char *msg);
+sandbox *sandbox_new(void);
+
+/* reply.c */
+client *client_by_serial(daemon_state *d, uint64_t serial);
+void send_line(client *c, json_t *msg);
+void reply_result(client *c, json_t *id, json_t *result);
+void reply_error(client *c, json_t *id, int rpc_code, const char *code, const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsboxd: workers.  Work that would stall the loop (a snapshot's copy, a repository's clone)
+ * runs in a forked worker, which reports one JSON line on a pipe. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "../dlog.h"
+#include "../repo.h"
+#include "../sha256.h"
+
+void job_stop(daemon_state *d, sandbox *s, const char *why)
+{
+        if (!s->job)
+                return;
+        kill(s->job_pid, SIGKILL);
+        while (waitpid(s->job_pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        epoll_ctl(d->epfd, EPOLL_CTL_DEL, s->job_fd, NULL);
+        close(s->job_fd);
+        s->job_fd = -1;
+        sb_release(&s->job_out);
+        if (s->job == JOB_SNAPSHOT)
+                reply_error(client_by_serial(d, s->job_client), s->job_rpc_id, RPC_SERVER_ERROR, "not_found", "snapshot '%s' of sandbox %s: the sandbox %s",
+                            s->job_name, s->id, why);
+        json_decref(s->job_rpc_id);
+        s->job_rpc_id = NULL;
+        s->job = JOB_NONE;
+}
+
+const char *root_name(const nsbox_policy *p) { return p->root == ROOT_HOST ? "host" : p->root_path; }
+
+void repo_key(const sandbox *s, const char *commit, char ret[65])
+{
+        _cleanup_free_ char *k = NULL;
+        int n = asprintf(&k, "%s%c%s%c%u:%u%c%s", s->repo_url, 0, commit, 0, (unsigned)s->host_uid, (unsigned)s->host_gid, 0,
+                         s->policy->workdir);
+        nsbox_sha256_hex(n > 0 ? k : "", n > 0 ? (size_t)n : 0, ret);
+}
+
+/* len lowercase hex digits, as in a commit id (40) or a sandbox id (32) */
+bool is_hex(const char *c, size_t len)
+{
+        if (!c || strlen(c) != len)
+                return false;
+        for (; *c; c++)
+                if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+                        return false;
+        return true;
+}
+
+bool full_sha(const char *c) { return is_hex(c, 40); }
+
+/* In the worker: the snapshot's copy and commit. */
+static int job_snapshot(sandbox *s, json_t **ret, nsbox_error *err)
+{
+        nsbox_store st = NSBOX_STORE_INIT;
+        int r = nsbox_store_open(true, &st, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int upper = openat(s->sb.stagefd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        nsbox_snapshot_stats stats = { 0 };
+        /* its files, owned in its own id range, go to the shared one its forks will run in */
+        nsbox_idshift shift = { .from = NSBOX_ROOT_ID_BASE + s->id_slot * NSBOX_ROOT_ID_COUNT, .to = NSBOX_ROOT_ID_BASE,
+                                .count = NSBOX_ROOT_ID_COUNT };
+        st.shift = s->id_slot ? &shift : NULL;
+        if (upper < 0)
+                r = nsbox_err(err, errno, "open the sandbox's writable layer");
+        else
+                r = nsbox_store_snapshot(&st, s->job_name, upper, &s->layers, root_name(s->policy), s->policy->workdir, s->id,
+                                         s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK, &stats, err);
+        nsbox_store_close(&st);
+        if (r < 0)
+                return r;
+        *ret = json_pack("{ss ss sI sI sI sf sf}", "name", s->job_name, "sandbox", s->id, "files", (json_int_t)stats.files, "dirs",
+                         (json_int_t)stats.dirs, "bytes", (json_int_t)stats.bytes, "copy_ms", stats.copy_ms, "sync_ms", stats.sync_ms);
+        return 0;
+}
+
+/* In the worker: clone the repository into a new layer (workdir/ inside it), owned by the
+ * sandbox user, and bind it under its key. */
+static int job_repo(sandbox *s, json_t **ret, nsbox_error *err)
+{
+        nsbox_store st = NSBOX_STORE_INIT;
+        int r = nsbox_store_open(true, &st, err);
+        if (r < 0)
+                return r;
+        char tmpname[64];
+        int tmpfd = nsbox_store_tmp(&st, tmpname, err);
+        if (tmpfd < 0) {
+                nsbox_store_close(&st);
+                return tmpfd;
+        }
+        /* layer/ + the workdir's components, the last one made by the clone */
+        _cleanup_free_ char *rel = strdup(s->policy->workdir);
+        _cleanup_close_ int dir = -1;
+        const char *last = NULL;
+        r = rel ? 0 : -ENOMEM;
+        if (r == 0 && (mkdirat(tmpfd, "layer", 0755) < 0 || (dir = openat(tmpfd, "layer", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0))
+                r = nsbox_err(err, errno, "create the repository layer");
+        char *save = NULL;
+        for (char *comp = r == 0 ? strtok_r(rel, "/", &save) : NULL; comp;) {
+                char *next = strtok_r(NULL, "/", &save);
+                if (!next) {
+                        last = comp;
+                        break;
+                }
+                int sub;
+                if (mkdirat(dir, comp, 0755) < 0 || (sub = openat(dir, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+                        r = nsbox_err(err, errno, "create '%s' in the repository layer", comp);
+                        break;
+                }
+                close(dir);
+                dir = sub;
+                comp = next;
+        }
+        if (r == 0 && !last)
+                r = nsbox_err_as(err, EINVAL, "workdir '%s': a repository cannot be the root", s->policy->workdir);
+        char sha[41] = "";
+        /* the checkout is bounded by the sandbox's disk: a small repository of one big blob named
+         * many times (a git bomb) must not fill the host's store, nor the worker the host's memory */
+        uint64_t checkout_max = s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK;
+        if (r == 0)
+                r = nsbox_repo_worker_limits(checkout_max, err);
+        if (r == 0)
+                r = nsbox_repo_clone(s->repo_url, s->repo_commit, false, checkout_max, dir, last, sha, err);
+        _cleanup_close_ int layer = r == 0 ? openat(tmpfd, "layer", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        if (r == 0)
+                r = layer < 0 ? nsbox_err(err, errno, "open the repository layer") : nsbox_tree_chown(layer, s->host_uid, s->host_gid, err);
+        char key[65];
+        nsbox_layers held = NSBOX_LAYERS_INIT;
+        if (r == 0) {
+                repo_key(s, sha, key);
+                json_t *meta = json_pack("{ss ss si si ss}", "url", s->repo_url, "commit", sha, "uid", (int)s->host_uid, "gid",
+                                         (int)s->host_gid, "workdir", s->policy->workdir);
+                r = meta ? nsbox_store_bind_repo(&st, key, tmpfd, "layer", meta, &held, err) : -ENOMEM;
+                json_decref(meta);
+        }
+        nsbox_layers_release(&held);
+        nsbox_store_tmp_done(&st, tmpname, tmpfd);
+        nsbox_store_close(&st);
+        if (r < 0)
+                return r;
+        *ret = json_pack("{ss ss}", "key", key, "commit", sha);
+        return 0;
+}
+
+int job_spawn(daemon_state *d, sandbox *s, int kind, client *c, json_t *rpc_id, nsbox_error *err)
+{
+        int pfd[2];
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                return nsbox_err(err, errno, "pipe");
+        pid_t parent = getpid();
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(pfd[0]);
+                close(pfd[1]);
+                return nsbox_err(err, e, "fork a worker");
+        }
+        if (pid == 0) {
+                /* the daemon's death ends the work: what it leaves under tmp/ is collected later */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+                        _exit(1);
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                int keep[2] = { pfd[1] < s->sb.stagefd ? pfd[1] : s->sb.stagefd, pfd[1] < s->sb.stagefd ? s->sb.stagefd : pfd[1] };
+                nsbox_close_all_but(keep, 2);
+                s->job = kind;
+                json_t *res = NULL;
+                nsbox_error e = { 0 };
+                int r = kind == JOB_SNAPSHOT ? job_snapshot(s, &res, &e) : job_repo(s, &res, &e);
+                json_t *line = r < 0 ? json_pack("{sb ss ss}", "ok", 0, "code", code_for(r), "message", e.msg ? e.msg : strerror(-r))
+                                     : json_pack("{sb so}", "ok", 1, "result", res ? res : json_object());
+                char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+                _exit(text && write_full(pfd[1], text, strlen(text)) == 0 ? 0 : 1);
+        }
+        close(pfd[1]);
+        s->job = kind;
+        s->job_pid = pid;
+        s->job_fd = pfd[0];
+        s->job_client = c ? c->serial : 0;
+        s->job_rpc_id = rpc_id ? json_incref(rpc_id) : NULL;
+        s->job_start_ns = now_ns();
+        sb_init(&s->job_out, JOB_OUT_MAX);
+        if (nsbox_epoll_add(d->epfd, s->job_fd, KEY(s->serial, K_JOB), &s->job_events, EPOLLIN) < 0)
+                return nsbox_err(err, errno, "watch a worker");
+        return 0;
+}
+
+/* The repository layer exists now (or did already): hold it and start. */
+int repo_ready(daemon_state *d, sandbox *s, const char *key)
+{
+        nsbox_error err = { 0 };
+        nsbox_store st = NSBOX_STORE_INIT;
+        int r = nsbox_store_open(true, &st, &err);
+        if (r == 0 && (r = nsbox_store_acquire_repo(&st, key, &s->base_layers, &err)) == 0)
+                r = nsbox_err_as(&err, ENOENT, "the repository layer was collected before the sandbox started; try again");
+        nsbox_store_close(&st);
+        if (r >= 0)
+                r = nsbox_layers_dup(&s->base_layers, &s->layers) < 0 ? nsbox_err(&err, ENOMEM, "layers") : 0;
+        if (r >= 0)
+                r = sandbox_launch(d, s, &err);
+        if (r < 0) {
+                create_failed(d, s, code_for(r), err.msg ? err.msg : "cannot start the sandbox");
+                nsbox_error_clear(&err);
+                return -1;
+        }
+        return 0;
+}
+
+static void job_done(daemon_state *d, sandbox *s)
+{
+        int kind = s->job;
+        epoll_ctl(d->epfd, EPOLL_CTL_DEL, s->job_fd, NULL);
+        close(s->job_fd);
+        s->job_fd = -1;
+        int status = 0;
+        struct rusage ru = { 0 };
+        while (wait4(s->job_pid, &status, 0, &ru) < 0 && errno == EINTR)
+                ;
+        dlog(LOG_INFO, "job.done", s->id, "sandbox %s: %s worker done in %.1f ms, peak memory %ld KiB", s->id,
+             kind == JOB_SNAPSHOT ? "snapshot" : "repository", (double)(now_ns() - s->job_start_ns) / 1e6, ru.ru_maxrss);
+        s->job = JOB_NONE;
+        json_error_t je;
+        json_t *line = s->job_out.buf ? json_loadb(s->job_out.buf, s->job_out.len, 0, &je) : NULL;
+        sb_release(&s->job_out);
+        json_t *rpc_id = steal_pointer(&s->job_rpc_id);
+        client *c = client_by_serial(d, s->job_client);
+        bool ok = json_is_true(json_object_get(line, "ok"));
+        const char *code = json_string_value(json_object_get(line, "code"));
+        const char *msg = json_string_value(json_object_get(line, "message"));
+        json_t *result = json_object_get(line, "result");
+        if (!line && !msg)
+                msg = WIFSIGNALED(status) ? "the worker was killed" : "the worker failed";
+        if (kind == JOB_SNAPSHOT) {
+                nsbox_error err = { 0 };
+                if (s->job_thaw && nsbox_sandbox_freeze(&s->sb, false, PAUSE_TIMEOUT_MS, &err) < 0) {
+                        dlog(LOG_ERR, "snapshot.thaw_failed", s->id, "sandbox %s: cannot thaw it after the snapshot: %s", s->id, err.msg);
+                        nsbox_error_clear(&err);
+                }
+                record_op(s, "snapshot", s->job_name, s->job_start_ns, ok ? NULL : code ? code : "internal");
+                if (ok) {
+                        json_object_set_new(result, "duration_ms", json_real((double)(now_ns() - s->job_start_ns) / 1e6));
+                        dlog(LOG_INFO, "snapshot.taken", s->id, "sandbox %s: snapshot '%s' taken in %.1f ms", s->id, s->job_name, (double)(now_ns() - s->job_start_ns) / 1e6);
+                        reply_result(c, rpc_id, json_incref(result));
+                } else {
+                        reply_error(c, rpc_id, RPC_SERVER_ERROR, code ? code : "internal", "%s", msg ? msg : "failed");
+                }
+        } else if (ok) {
+                const char *commit = json_string_value(json_object_get(result, "commit"));
+                if (commit) {
+                        free(s->repo_commit);
+                        s->repo_commit = strdup(commit);
+                }
+                repo_ready(d, s, json_string_value(json_object_get(result, "key")) ?: "");
+        } else {
+                create_failed(d, s, code ? code : "internal", msg ? msg : "failed");
+        }
+        json_decref(rpc_id);
+        json_decref(line);
+}
+
+void job_readable(daemon_state *d, sandbox *s)
+{
+        char buf[4096];
+        for (;;) {
+                ssize_t n = read(s->job_fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n > 0) {
+                        if (sb_append(&s->job_out, buf, (size_t)n) < 0)
+                                s->job_out.len = 0; /* nonsense: reported as a failure */
+                        continue;
+                }
+                job_done(d, s);
+                return;
+        }
+}

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsboxd: a sandbox in the daemon, made, launched, found, described (sandbox_json), removed
+ * and freed; its state file; processes reaped later. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+
+#include "../dlog.h"
+
+sandbox *sandbox_by_serial(daemon_state *d, uint64_t serial)
+{
+        for (sandbox *s = d->sandboxes; s; s = s->next)
+                if (s->serial == serial)
+                        return s;
+        return NULL;
+}
+
+/* slirp4netns processes told to exit, reaped as they finish: their exit takes the kernel some
+ * 20 ms (the tap device goes with the sandbox's network namespace), too long to wait for in the
+ * event loop. */
+static pid_t *exiting;
+static size_t n_exiting;
+
+void reap_later(pid_t pid)
+{
+        if (pid <= 0)
+                return;
+        pid_t *v = realloc(exiting, (n_exiting + 1) * sizeof(*v));
+        if (!v) { /* no memory to remember it: wait for it now */
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                return;
+        }
+        exiting = v;
+        exiting[n_exiting++] = pid;
+}
+
+void reap_exited(bool block)
+{
+        for (size_t i = 0; i < n_exiting;) {
+                pid_t r;
+                while ((r = waitpid(exiting[i], NULL, block ? 0 : WNOHANG)) < 0 && errno == EINTR)
+                        ;
+                if (r == 0) {
+                        i++;
+                        continue;
+                }
+                exiting[i] = exiting[--n_exiting];
+        }
+        if (n_exiting == 0) {
+                free(exiting);
+                exiting = NULL;
+        }
+}
+
+/* Processes told to exit and not reaped yet: the loop looks again soon. */
+bool reaping(void) { return n_exiting != 0; }
+
+/* The state file of a live sandbox (restart safety: what a next nsboxd must clean up). */
+void state_write(daemon_state *d, const sandbox *s)
+{
+        if (d->state_dirfd < 0 || s->sb.pid <= 0)
+                return;
+        json_t *o = json_pack("{ss si sI si ss}", "id", s->id, "pid", (int)s->sb.pid, "start", (json_int_t)nsbox_pid_start_time(s->sb.pid),
+                              "nsboxd", (int)getpid(), "cgroup", s->sb.cg.dirfd >= 0 ? s->sb.cg.path : "");
+        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        char tmp[64], name[48];
+        snprintf(tmp, sizeof(tmp), ".%s.tmp", s->id);
+        snprintf(name, sizeof(name), "%s.json", s->id);
+        if (!text || write_file_at(d->state_dirfd, tmp, text, 0600) < 0 || renameat(d->state_dirfd, tmp, d->state_dirfd, name) < 0) {
+                dlog(LOG_ERR, "state.write_failed", s->id, "sandbox %s: cannot write its state file: %s", s->id, strerror(errno ? errno : ENOMEM));
+                unlinkat(d->state_dirfd, tmp, 0);
+        }
+        free(text);
+}
+
+static void state_remove(daemon_state *d, const sandbox *s)
+{
+        char name[48];
+        snprintf(name, sizeof(name), "%s.json", s->id);
+        if (d->state_dirfd >= 0)
+                unlinkat(d->state_dirfd, name, 0);
+}
+
+void sandbox_free(sandbox *s)
+{
+        reap_later(nsbox_net_detach(&s->sb.net));
+        nsbox_sandbox_destroy(&s->sb);
+        nsbox_frame_reader_release(&s->rd);
+        nsbox_queue_release(&s->out);
+        json_decref(s->labels);
+        json_decref(s->waiters);
+        json_decref(s->create_rpc_id);
+        json_decref(s->create_params);
+        free(s->policy_name);
+        nsbox_policy_free(s->policy);
+        nsbox_layers_release(&s->layers);
+        nsbox_layers_release(&s->base_layers);
+        free(s->repo_url);
+        free(s->repo_commit);
+        if (s->record_fd >= 0)
+                close(s->record_fd);
+        free(s->record_path);
+        if (s->id_lock_fd >= 0)
+                close(s->id_lock_fd); /* its id range is free again */
+        free(s);
+}
+
+void unwatch_sandbox(daemon_state *d, sandbox *s)
+{
+        int fds[3] = { s->sb.syncfd, s->sb.agentfd, s->sb.pidfd };
+        for (int i = 0; i < 3; i++)
+                if (fds[i] >= 0)
+                        epoll_ctl(d->epfd, EPOLL_CTL_DEL, fds[i], NULL);
+}
+
+void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const char *why)
+{
+        for (sandbox **pp = &d->sandboxes; *pp; pp = &(*pp)->next)
+                if (*pp == s) {
+                        *pp = s->next;
+                        break;
+                }
+        d->n_sandboxes--;
+        d->capacity_freed = true;
+        d->pool_dirty = true;
+        job_stop(d, s, why);
+        fail_calls(d, s, code, why);
+        if (s->create_rpc_id)
+                reply_error(client_by_serial(d, s->create_client), s->create_rpc_id, RPC_SERVER_ERROR, "internal",
+                            "sandbox %s %s before it was ready", s->id, why);
+        size_t i;
+        json_t *w;
+        json_array_foreach(s->waiters, i, w)
+                reply_error(client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))), json_array_get(w, 1), RPC_SERVER_ERROR,
+                            "internal", "sandbox %s %s before it was ready", s->id, why);
+        if (s->pooled && !s->ready && s->tpl >= 0 && !d->stop) { /* a template that does not start: try again later */
+                tpl_state *t = &d->tpl[s->tpl];
+                t->fails++;
+                t->retry_ns = now_ns() + (t->fails >= 10 ? POOL_RETRY_MAX_NS : (100000000ull << t->fails));
+        }
+        unwatch_sandbox(d, s);
+        state_remove(d, s);
+        if (s->pooled)
+                dlog(LOG_INFO, "sandbox.removed", s->id, "pooled sandbox %s of template '%s' removed: %s", s->id, d->conf->templates[s->tpl].name, why);
+        else
+                dlog(LOG_INFO, "sandbox.removed", s->id, "sandbox %s removed: %s", s->id, why);
+        sandbox_free(s);
+}
+
+bool visible(const client *c, const sandbox *s) { return !s->pooled && (c->uid == 0 || c->uid == s->owner); }
+
+/* By full id or a unique prefix of at least 4 characters, among what the client may see. */
+sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *params)
+{
+        json_t *v = json_object_get(params, "sandbox");
+        if (!json_is_string(v)) {
+                reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "'sandbox' (the sandbox id) must be a string");
+                return NULL;
+        }
+        const char *want = json_string_value(v);
+        size_t n = strlen(want);
+        sandbox *found = NULL;
+        unsigned matches = 0;
+        for (sandbox *s = d->sandboxes; s && n >= 4 && n <= 32; s = s->next)
+                if (visible(c, s) && strncmp(s->id, want, n) == 0) {
+                        found = s;
+                        matches += 1 + (n == 32) * 1000; /* an exact match wins */
+                }
+        if (!found) {
+                reply_error(c, id, RPC_SERVER_ERROR, "not_found", "no sandbox '%.64s'", want);
+                return NULL;
+        }
+        if (matches > 1 && matches < 1000) {
+                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "'%.64s' matches %u sandboxes; give more of the id", want, matches);
+                return NULL;
+        }
+        return found;
+}
+
+json_t *sandbox_json(const daemon_state *d, const sandbox *s)
+{
+        json_t *o = json_pack("{ss ss sI si ss sO sI sI}", "id", s->id,
+                              "state", !s->ready ? "starting" : s->job == JOB_SNAPSHOT ? "snapshotting" : s->paused ? "paused" : "running",
+                              "created", (json_int_t)s->created, "uid", (int)s->owner, "policy", s->policy_name ? s->policy_name : "",
+                              "labels", s->labels ? s->labels : json_object(), "pid", (json_int_t)s->sb.pid, "calls",
+                              (json_int_t)s->n_calls);
+        if (!o)
+                return NULL;
+        if (s->bound_client)
+                json_object_set_new(o, "close_with_client", json_true());
+        uint64_t now = now_ns();
+        if (s->expires_ns)
+                json_object_set_new(o, "expires_in", json_real(s->expires_ns > now ? (double)(s->expires_ns - now) / 1e9 : 0));
+        json_object_set_new(o, "template", s->tpl >= 0 ? json_string(d->conf->templates[s->tpl].name) : json_null());
+        if (s->idle_ms) {
+                uint64_t at = s->last_active_ns + s->idle_ms * 1000000;
+                json_object_set_new(o, "idle_timeout", json_real((double)s->idle_ms / 1000.0));
+                if (!s->paused && s->n_calls == 0)
+                        json_object_set_new(o, "idle_expires_in", json_real(at > now ? (double)(at - now) / 1e9 : 0));
+        }
+        json_object_set_new(o, "on_expiry", json_string(s->expiry_pause ? "pause" : "destroy"));
+        const nsbox_limits *l = &s->limits;
+        json_t *lim = json_object();
+        if (l->memory)
+                json_object_set_new(lim, "memory", json_integer((json_int_t)l->memory));
+        if (l->pids)
+                json_object_set_new(lim, "pids", json_integer((json_int_t)l->pids));
+        if (l->cpus > 0)
+                json_object_set_new(lim, "cpus", json_real(l->cpus));
+        json_object_set_new(lim, "disk", json_integer((json_int_t)(l->disk ? l->disk : NSBOX_DEFAULT_DISK)));
+        json_object_set_new(o, "limits", lim);
+        json_object_set_new(o, "snapshot", s->layers.snapshot ? json_string(s->layers.snapshot) : json_null());
+        if (s->repo_url) {
+                json_object_set_new(o, "repo", json_string(s->repo_url));
+                json_object_set_new(o, "commit", s->repo_commit ? json_string(s->repo_commit) : json_null());
+        }
+        if (s->record_path)
+                json_object_set_new(o, "record", json_string(s->record_path));
+        json_object_set_new(o, "layers", json_integer((json_int_t)s->layers.n));
+        nsbox_cgroup_stats cs;
+        if (nsbox_cgroup_stats_read(&s->sb.cg, &cs) < 0) {
+                json_object_set_new(o, "cgroup", json_null());
+                return o;
+        }
+        json_object_set_new(o, "cgroup", json_string(s->sb.cg.path));
+        json_object_set_new(o, "cpu_time_ms", json_real((double)cs.cpu_usage_us / 1000.0));
+        if (cs.has_memory) {
+                json_object_set_new(o, "memory_bytes", json_integer((json_int_t)cs.memory_current));
+                json_object_set_new(o, "peak_memory_bytes", json_integer((json_int_t)cs.memory_peak));
+                json_object_set_new(o, "oom_kills", json_integer((json_int_t)cs.oom_kills));
+        }
+        if (cs.has_pids) {
+                json_object_set_new(o, "pids", json_integer((json_int_t)cs.pids_current));
+                json_object_set_new(o, "pids_limited", json_integer((json_int_t)cs.pids_limited));
+        }
+        return o;
+}
+
+/* The stable code for an error of the store or the launcher. */
+const char *code_for(int r)
+{
+        switch (-r) {
+        case ENOENT: return "not_found";
+        case EEXIST:
+        case EBUSY: return "conflict";
+        case EINVAL:
+        case EPERM: return "invalid_argument";
+        case ETIMEDOUT: return "timeout";
+        case EFBIG: return "too_large";
+        case EMFILE:
+        case ENFILE:
+        case EAGAIN: return "capacity"; /* out of file descriptors, or of host id ranges */
+        default: return "internal";
+        }
+}
+
+/* Start (or start again) the sandbox's agent on its current layers; ready comes on syncfd. */
+int sandbox_launch(daemon_state *d, sandbox *s, nsbox_error *err)
+{
+        /* root: a host id range of its own, unless its files come from the store, where they
+         * are owned in the shared one (userns.h) */
+        nsbox_idmap map;
+        nsbox_idmap_for_caller(0, 0, &map);
+        bool own = map.privileged && s->layers.n == 0 && !s->repo_url;
+        if (!own && s->id_lock_fd >= 0) {
+                close(s->id_lock_fd);
+                s->id_lock_fd = -1;
+                s->id_slot = 0;
+        }
+        if (own && s->id_lock_fd < 0) {
+                unsigned slot;
+                int r = nsbox_slot_take(NSBOX_ID_LOCKDIR, NSBOX_ID_SLOTS - 1, "host id ranges", &slot, &s->id_lock_fd, err);
+                if (r < 0)
+                        return r;
+                s->id_slot = slot + 1;
+        }
+        s->policy->host_id_base = s->id_slot ? NSBOX_ROOT_ID_BASE + s->id_slot * NSBOX_ROOT_ID_COUNT : 0;
+        s->policy->outlive_parent = d->conf->keep_on_stop;
+        s->policy->layers = s->layers.n ? s->layers.paths : NULL;
+        s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
+        int r = nsbox_sandbox_start(s->policy, NULL, NULL, s->id, &s->sb, err);
+        s->policy->layers = NULL;
+        if (r < 0)
+                return r;
+        s->ready = false;
+        s->ready_deadline_ns = now_ns() + READY_TIMEOUT_NS;
+        int fl = fcntl(s->sb.agentfd, F_GETFL);
+        fcntl(s->sb.agentfd, F_SETFL, fl | O_NONBLOCK);
+        if (nsbox_epoll_add(d->epfd, s->sb.syncfd, KEY(s->serial, K_SYNC), &s->sync_events, EPOLLIN) < 0 ||
+            nsbox_epoll_add(d->epfd, s->sb.pidfd, KEY(s->serial, K_PIDFD), &s->pid_events, EPOLLIN) < 0 ||
+            nsbox_epoll_add(d->epfd, s->sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events, 0) < 0)
+                return nsbox_err(err, errno, "watch the sandbox");
+        state_write(d, s);
+        return 0;
+}
+
+void create_failed(daemon_state *d, sandbox *s, const char *code, const char *msg)
+{
+        reply_error(client_by_serial(d, s->create_client), s->create_rpc_id, RPC_SERVER_ERROR, code, "%s", msg);
+        json_decref(s->create_rpc_id);
+        s->create_rpc_id = NULL;
+        sandbox_remove(d, s, code, "failed to start");
+}
+
+sandbox *sandbox_new(void)
+{
+        sandbox *s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
+        s->layers = (nsbox_layers)NSBOX_LAYERS_INIT;
+        s->base_layers = (nsbox_layers)NSBOX_LAYERS_INIT;
+        s->record_fd = s->job_fd = s->id_lock_fd = -1;
+        s->tpl = -1;
+        return s;
+}
