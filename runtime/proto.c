@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base64.h"
 #include "util.h"
 
 int nsbox_queue_append(nsbox_queue *q, const void *p, size_t n)
@@ -250,59 +249,4 @@ void nsbox_epoll_set(int epfd, int fd, uint64_t key, uint32_t *cur, uint32_t eve
         struct epoll_event ev = { .events = events, .data.u64 = key };
         epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev);
         *cur = events;
-}
-
-int nsbox_tool_request_to_agent(const char *canon, json_t *p, bool stream, strbuf *payload, bool *ret_b64, const char **ret_code,
-                                strbuf *why)
-{
-        const char *enc = json_string_value(json_object_get(p, "encoding"));
-        *ret_b64 = !strcmp(canon, "read_file") && enc && !strcmp(enc, "base64");
-        /* the agent streams output chunks as events exactly when the caller forwards them */
-        if (!strcmp(canon, "exec") && json_object_set_new(p, "stream", json_boolean(stream)) < 0)
-                goto nomem;
-        json_t *b64 = json_object_get(p, "content_b64");
-        if (strcmp(canon, "write_file") || !json_is_string(b64))
-                return 0;
-        /* file contents travel as bytes on the agent link: decoded here, once */
-        int r = b64_decode(json_string_value(b64), json_string_length(b64), payload);
-        if (r == -E2BIG) {
-                *ret_code = "too_large";
-                sb_appendf(why, "write_file: content larger than %u bytes", NSBOX_FRAME_MAX_PAYLOAD);
-                return r;
-        }
-        if (r < 0) {
-                *ret_code = "invalid_argument";
-                sb_appendf(why, "write_file: 'content_b64' is not valid base64");
-                return -EINVAL;
-        }
-        json_object_del(p, "content_b64");
-        if (payload->len == 0) { /* an empty file: no payload to carry it */
-                if (json_object_set_new(p, "content", json_string("")) < 0)
-                        goto nomem;
-                return 0;
-        }
-        if (json_object_get(p, "content") || json_object_get(p, "data")) {
-                *ret_code = "invalid_argument";
-                sb_appendf(why, "write_file: give one of 'content', 'content_b64' and 'data'");
-                return -EINVAL;
-        }
-        return 0;
-nomem:
-        *ret_code = "internal";
-        sb_appendf(why, "out of memory");
-        return -ENOMEM;
-}
-
-int nsbox_tool_result_from_agent(json_t *result, const nsbox_frame *f, bool b64)
-{
-        if (!b64)
-                return 0;
-        size_t n = b64_encoded_len(f->payload_len);
-        char *enc = malloc(n + 1);
-        if (!enc)
-                return -ENOMEM;
-        b64_encode(f->payload ? f->payload : "", f->payload_len, enc);
-        int r = json_object_set_new(result, "content", json_stringn_nocheck(enc, n));
-        free(enc);
-        return r < 0 ? -ENOMEM : 0;
 }

@@ -71,15 +71,3 @@ void nsbox_frame_reader_release(nsbox_frame_reader *r);
  * write one frame / read one frame, over a blocking fd. */
 int nsbox_frame_send(int fd, const json_t *json, const void *payload, size_t payload_len);
 int nsbox_frame_recv(int fd, nsbox_frame *ret);
-
-/* A tool call as a client gives it (nsboxd's `call`, libnsbox in process) made into the agent's
- * request, in place: write_file's "content_b64" decoded into *payload (the bytes travel as the
- * frame's payload, not as JSON), exec's "stream" set to stream.  *ret_b64 tells whether the
- * result's content goes back base64-encoded (read_file with "encoding": "base64").  0, or
- * -EINVAL / -E2BIG / -ENOMEM with *ret_code (a stable code) and a one-line message in why. */
-struct strbuf;
-int nsbox_tool_request_to_agent(const char *canon, json_t *p, bool stream, struct strbuf *payload, bool *ret_b64,
-                                const char **ret_code, struct strbuf *why);
-/* The agent's result object as a client gets it: with b64, f's payload as base64 "content".
- * 0 or -ENOMEM. */
-int nsbox_tool_result_from_agent(json_t *result, const nsbox_frame *f, bool b64);

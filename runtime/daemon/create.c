@@ -81,7 +81,7 @@ static int sandbox_start(daemon_state *d, sandbox *s, client *c, json_t *id)
                 }
                 int r = job_spawn(d, s, JOB_REPO, NULL, NULL, &err);
                 if (r < 0) {
-                        create_failed(d, s, code_for(r), err.msg ? err.msg : "cannot start a worker");
+                        create_failed(d, s, nsbox_code_for_errno(r), err.msg ? err.msg : "cannot start a worker");
                         nsbox_error_clear(&err);
                         return -1;
                 }
@@ -89,7 +89,7 @@ static int sandbox_start(daemon_state *d, sandbox *s, client *c, json_t *id)
         }
         int r = sandbox_launch(d, s, &err);
         if (r < 0) {
-                create_failed(d, s, code_for(r), err.msg ? err.msg : "cannot start the sandbox");
+                create_failed(d, s, nsbox_code_for_errno(r), err.msg ? err.msg : "cannot start the sandbox");
                 nsbox_error_clear(&err);
                 return -1;
         }
@@ -716,10 +716,10 @@ void sync_readable(daemon_state *d, sandbox *s)
 {
         /* read_ready closed syncfd; a child forked meanwhile (another sandbox's, a worker) may
          * still hold the socket, and epoll then reports it until that child closes it */
-        if (s->sb.syncfd < 0)
+        if (s->sup.sb.syncfd < 0)
                 return;
         nsbox_error err = { 0 };
-        int r = nsbox_sandbox_read_ready(&s->sb, &err);
+        int r = nsbox_sandbox_read_ready(&s->sup.sb, &err);
         if (r == 0)
                 return;
         bool reset = s->resetting;
@@ -752,12 +752,12 @@ void sync_readable(daemon_state *d, sandbox *s)
                 n_waiting += client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))) != NULL;
         if (reset) { /* it stays, whether or not whoever asked is still there */
                 record_op(s, "reset", s->job_name[0] ? s->job_name : NULL, s->job_start_ns, NULL);
-                dlog(LOG_INFO, "sandbox.restarted", s->id, "sandbox %s restarted in %.1f ms (agent pid %d)", s->id, (double)(now_ns() - s->job_start_ns) / 1e6, (int)s->sb.pid);
+                dlog(LOG_INFO, "sandbox.restarted", s->id, "sandbox %s restarted in %.1f ms (agent pid %d)", s->id, (double)(now_ns() - s->job_start_ns) / 1e6, (int)s->sup.sb.pid);
         } else if (!c && !n_waiting) { /* whoever asked for it is gone: nobody would ever destroy it */
                 sandbox_remove(d, s, "not_found", "was abandoned by its creator");
                 return;
         } else {
-                dlog(LOG_INFO, "sandbox.created", s->id, "sandbox %s created for uid %u (agent pid %d)", s->id, (unsigned)s->owner, (int)s->sb.pid);
+                dlog(LOG_INFO, "sandbox.created", s->id, "sandbox %s created for uid %u (agent pid %d)", s->id, (unsigned)s->owner, (int)s->sup.sb.pid);
         }
         if (reset)
                 reply_result(c, s->create_rpc_id, sandbox_json(d, s));

@@ -17,12 +17,14 @@
 #include <time.h>
 
 #include "../daemon.h"
+#include "../codes.h"
 #include "../dconfig.h"
 #include "../options.h"
 #include "../policy.h"
 #include "../proto.h"
 #include "../sandbox.h"
 #include "../store.h"
+#include "../supervisor.h"
 #include "../util.h"
 
 #define MAX_LINE NSBOX_FRAME_MAX_JSON
@@ -85,13 +87,10 @@ typedef struct uid_use {
         size_t buffered;
 } uid_use;
 
+/* nsboxd's part of a call in flight (the supervisor's call->data): who asked, and the recording. */
 typedef struct pending {
-        struct pending *next;
-        json_int_t agent_id;
         uint64_t client; /* serial; 0 once the client went away */
         json_t *rpc_id;
-        bool stream, b64_payload, exec, paused;
-        uint64_t pids_limited; /* exec: pids.events max when it started */
         uint64_t step, start_ns; /* recording: the step number and when it was asked */
         json_t *rec_params;      /* recording: the params as the client sent them */
         char tool[32];
@@ -102,7 +101,8 @@ typedef struct sandbox {
         uint64_t serial;
         char id[33];
         uid_t owner;
-        nsbox_sandbox sb;
+        nsbox_supervisor sup;     /* its launcher handle, its agent and the calls in flight (supervisor.h) */
+        struct daemon_state *d;   /* for the supervisor's callbacks */
         char *policy_name;
         json_t *labels;
         nsbox_limits limits;
@@ -113,11 +113,6 @@ typedef struct sandbox {
         uint64_t expires_ns, ready_deadline_ns;
         uint64_t create_client;
         json_t *create_rpc_id;
-        nsbox_frame_reader rd;
-        nsbox_queue out;
-        json_int_t next_agent_id;
-        pending *calls;
-        unsigned n_calls;
         uint32_t agent_events, sync_events, pid_events;
         /* snapshots and resets */
         nsbox_policy *policy;     /* kept to start it again */
@@ -245,6 +240,7 @@ int repo_ready(daemon_state *d, sandbox *s, const char *key);
 void job_readable(daemon_state *d, sandbox *s);
 
 /* calls.c: everything about calls to a sandbox's agent and its frames, behind these */
+void calls_attach(daemon_state *d, sandbox *s);          /* its supervisor, with s->id, before a start */
 void fail_calls(daemon_state *d, sandbox *s, const char *code, const char *why); /* each answered: code */
 void method_call(daemon_state *d, client *c, json_t *id, json_t *params);        /* the method "call" */
 void sandbox_died(daemon_state *d, sandbox *s);          /* its agent is gone; s is removed */
@@ -270,7 +266,6 @@ void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const char *w
 bool visible(const client *c, const sandbox *s);
 sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *params);
 json_t *sandbox_json(const daemon_state *d, const sandbox *s);
-const char *code_for(int r);
 int sandbox_launch(daemon_state *d, sandbox *s, nsbox_error *err);
 void create_failed(daemon_state *d, sandbox *s, const char *code, const char *msg);
 sandbox *sandbox_new(void);

@@ -65,7 +65,7 @@ static int job_snapshot(sandbox *s, json_t **ret, nsbox_error *err)
         int r = nsbox_store_open(true, &st, err);
         if (r < 0)
                 return r;
-        _cleanup_close_ int upper = openat(s->sb.stagefd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int upper = openat(s->sup.sb.stagefd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         nsbox_snapshot_stats stats = { 0 };
         /* its files, owned in its own id range, go to the shared one its forks will run in */
         nsbox_idshift shift = { .from = NSBOX_ROOT_ID_BASE + s->id_slot * NSBOX_ROOT_ID_COUNT, .to = NSBOX_ROOT_ID_BASE,
@@ -172,13 +172,13 @@ int job_spawn(daemon_state *d, sandbox *s, int kind, client *c, json_t *rpc_id, 
                 sigset_t none;
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
-                int keep[2] = { pfd[1] < s->sb.stagefd ? pfd[1] : s->sb.stagefd, pfd[1] < s->sb.stagefd ? s->sb.stagefd : pfd[1] };
+                int keep[2] = { pfd[1] < s->sup.sb.stagefd ? pfd[1] : s->sup.sb.stagefd, pfd[1] < s->sup.sb.stagefd ? s->sup.sb.stagefd : pfd[1] };
                 nsbox_close_all_but(keep, 2);
                 s->job = kind;
                 json_t *res = NULL;
                 nsbox_error e = { 0 };
                 int r = kind == JOB_SNAPSHOT ? job_snapshot(s, &res, &e) : job_repo(s, &res, &e);
-                json_t *line = r < 0 ? json_pack("{sb ss ss}", "ok", 0, "code", code_for(r), "message", e.msg ? e.msg : strerror(-r))
+                json_t *line = r < 0 ? json_pack("{sb ss ss}", "ok", 0, "code", nsbox_code_for_errno(r), "message", e.msg ? e.msg : strerror(-r))
                                      : json_pack("{sb so}", "ok", 1, "result", res ? res : json_object());
                 char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
                 _exit(text && write_full(pfd[1], text, strlen(text)) == 0 ? 0 : 1);
@@ -210,7 +210,7 @@ int repo_ready(daemon_state *d, sandbox *s, const char *key)
         if (r >= 0)
                 r = sandbox_launch(d, s, &err);
         if (r < 0) {
-                create_failed(d, s, code_for(r), err.msg ? err.msg : "cannot start the sandbox");
+                create_failed(d, s, nsbox_code_for_errno(r), err.msg ? err.msg : "cannot start the sandbox");
                 nsbox_error_clear(&err);
                 return -1;
         }
@@ -243,7 +243,7 @@ static void job_done(daemon_state *d, sandbox *s)
                 msg = WIFSIGNALED(status) ? "the worker was killed" : "the worker failed";
         if (kind == JOB_SNAPSHOT) {
                 nsbox_error err = { 0 };
-                if (s->job_thaw && nsbox_sandbox_freeze(&s->sb, false, PAUSE_TIMEOUT_MS, &err) < 0) {
+                if (s->job_thaw && nsbox_sandbox_freeze(&s->sup.sb, false, PAUSE_TIMEOUT_MS, &err) < 0) {
                         dlog(LOG_ERR, "snapshot.thaw_failed", s->id, "sandbox %s: cannot thaw it after the snapshot: %s", s->id, err.msg);
                         nsbox_error_clear(&err);
                 }

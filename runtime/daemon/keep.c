@@ -97,8 +97,8 @@ unsigned state_cleanup(const daemon_state *d)
  * ones bound to a client (gone with it), ones starting, resetting or snapshotting are destroyed. */
 static bool keepable(const sandbox *s)
 {
-        return s->ready && !s->pooled && !s->bound_client && !s->job && !s->resetting && !s->n_calls && !s->create_rpc_id && !s->waiters &&
-               !s->out.len && !s->rd.header_got && !s->rd.body && s->sb.pidfd >= 0 && s->sb.agentfd >= 0;
+        return s->ready && !s->pooled && !s->bound_client && !s->job && !s->resetting && !s->sup.n_calls && !s->create_rpc_id && !s->waiters &&
+               nsbox_sup_link_idle(&s->sup) && s->sup.sb.pidfd >= 0 && s->sup.sb.agentfd >= 0;
 }
 
 static json_int_t keep_fd(int fd, nsbox_kept *k, bool *full)
@@ -125,10 +125,10 @@ static int keep_record(const daemon_state *d, const sandbox *s, nsbox_kept *k)
         snprintf(k->id, sizeof(k->id), "%s", s->id);
         json_t *o = json_object(), *fd = json_object(), *net = json_object();
         SET(o, "id", json_string(s->id));
-        SET(o, "pid", json_integer(s->sb.pid));
-        SET(o, "start", json_integer((json_int_t)nsbox_pid_start_time(s->sb.pid)));
+        SET(o, "pid", json_integer(s->sup.sb.pid));
+        SET(o, "start", json_integer((json_int_t)nsbox_pid_start_time(s->sup.sb.pid)));
         SET(o, "nsboxd", json_integer(getpid()));
-        SET(o, "cgroup", json_string(s->sb.cg.dirfd >= 0 ? s->sb.cg.path : ""));
+        SET(o, "cgroup", json_string(s->sup.sb.cg.dirfd >= 0 ? s->sup.sb.cg.path : ""));
         SET(o, "kept", json_true());
         SET(o, "owner", json_integer((json_int_t)s->owner));
         SET(o, "policy_name", STR_OR_NULL(s->policy_name));
@@ -138,7 +138,7 @@ static int keep_record(const daemon_state *d, const sandbox *s, nsbox_kept *k)
         /* CLOCK_MONOTONIC is the machine's: the next nsboxd counts from the same time */
         SET(o, "expires_ns", json_integer((json_int_t)s->expires_ns));
         SET(o, "last_active_ns", json_integer((json_int_t)s->last_active_ns));
-        SET(o, "start_ns", json_integer((json_int_t)s->sb.start_ns));
+        SET(o, "start_ns", json_integer((json_int_t)s->sup.sb.start_ns));
         SET(o, "idle_ms", json_integer((json_int_t)s->idle_ms));
         SET(o, "expiry_pause", json_boolean(s->expiry_pause));
         SET(o, "paused", json_boolean(s->paused));
@@ -152,21 +152,21 @@ static int keep_record(const daemon_state *d, const sandbox *s, nsbox_kept *k)
         SET(o, "repo_commit", STR_OR_NULL(s->repo_commit));
         SET(o, "record_path", STR_OR_NULL(s->record_path));
         SET(o, "record_steps", json_integer((json_int_t)s->record_steps));
-        SET(o, "next_agent_id", json_integer(s->next_agent_id));
-        SET(o, "cg_memory", json_boolean(s->sb.cg.memory));
-        SET(o, "cg_pids", json_boolean(s->sb.cg.pids));
-        SET(o, "cg_cpu", json_boolean(s->sb.cg.cpu));
-        SET(fd, "agent", json_integer(keep_fd(s->sb.agentfd, k, &full)));
-        SET(fd, "pid", json_integer(keep_fd(s->sb.pidfd, k, &full)));
-        SET(fd, "stage", json_integer(keep_fd(s->sb.stagefd, k, &full)));
-        SET(fd, "cgroup", json_integer(keep_fd(s->sb.cg.dirfd, k, &full)));
+        SET(o, "next_agent_id", json_integer(s->sup.next_id));
+        SET(o, "cg_memory", json_boolean(s->sup.sb.cg.memory));
+        SET(o, "cg_pids", json_boolean(s->sup.sb.cg.pids));
+        SET(o, "cg_cpu", json_boolean(s->sup.sb.cg.cpu));
+        SET(fd, "agent", json_integer(keep_fd(s->sup.sb.agentfd, k, &full)));
+        SET(fd, "pid", json_integer(keep_fd(s->sup.sb.pidfd, k, &full)));
+        SET(fd, "stage", json_integer(keep_fd(s->sup.sb.stagefd, k, &full)));
+        SET(fd, "cgroup", json_integer(keep_fd(s->sup.sb.cg.dirfd, k, &full)));
         SET(fd, "id_lock", json_integer(keep_fd(s->id_lock_fd, k, &full)));
         SET(fd, "record", json_integer(keep_fd(s->record_fd, k, &full)));
-        SET(fd, "net_pid", json_integer(keep_fd(s->sb.net.pidfd, k, &full)));
-        SET(fd, "net_exit", json_integer(keep_fd(s->sb.net.exitfd, k, &full)));
-        SET(fd, "veth_lock", json_integer(keep_fd(s->sb.net.veth.lockfd, k, &full)));
-        const nsbox_veth *v = &s->sb.net.veth;
-        SET(net, "pid", json_integer(s->sb.net.pid));
+        SET(fd, "net_pid", json_integer(keep_fd(s->sup.sb.net.pidfd, k, &full)));
+        SET(fd, "net_exit", json_integer(keep_fd(s->sup.sb.net.exitfd, k, &full)));
+        SET(fd, "veth_lock", json_integer(keep_fd(s->sup.sb.net.veth.lockfd, k, &full)));
+        const nsbox_veth *v = &s->sup.sb.net.veth;
+        SET(net, "pid", json_integer(s->sup.sb.net.pid));
         SET(net, "veth_index", json_integer(v->index));
         SET(net, "veth_ifname", json_string(v->ifname));
         SET(net, "veth_host", json_pack("[iiii]", v->host[0], v->host[1], v->host[2], v->host[3]));
@@ -178,8 +178,8 @@ static int keep_record(const daemon_state *d, const sandbox *s, nsbox_kept *k)
         full |= !bl || !ll;
         SET(o, "base_layers", bl ? bl : json_null());
         SET(o, "layers", ll ? ll : json_null());
-        k->pidfd = s->sb.pidfd;
-        k->cgroupfd = s->sb.cg.dirfd;
+        k->pidfd = s->sup.sb.pidfd;
+        k->cgroupfd = s->sup.sb.cg.dirfd;
         k->record = o;
         return full ? -EMFILE : 0;
 }
@@ -194,15 +194,15 @@ static void sandbox_forget(daemon_state *d, sandbox *s)
                 }
         d->n_sandboxes--;
         unwatch_sandbox(d, s);
-        int *fds[] = { &s->sb.pidfd, &s->sb.agentfd, &s->sb.stagefd, &s->sb.syncfd, &s->sb.cg.dirfd, &s->sb.net.pidfd, &s->sb.net.exitfd,
-                       &s->sb.net.veth.lockfd };
+        int *fds[] = { &s->sup.sb.pidfd, &s->sup.sb.agentfd, &s->sup.sb.stagefd, &s->sup.sb.syncfd, &s->sup.sb.cg.dirfd, &s->sup.sb.net.pidfd, &s->sup.sb.net.exitfd,
+                       &s->sup.sb.net.veth.lockfd };
         for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
                 if (*fds[i] >= 0) {
                         close(*fds[i]);
                         *fds[i] = -1;
                 }
-        free(s->sb.cg.path);
-        s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
+        free(s->sup.sb.cg.path);
+        s->sup.sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
         sandbox_free(s); /* the rest (layer holds, id lock, recording) is only closed */
 }
 
@@ -238,13 +238,13 @@ void keep_sandboxes(daemon_state *d)
                 /* named after the keeper now, so that nobody collects them as a dead nsboxd's */
                 bool ok = true;
                 for (size_t i = 0; i < k && ok; i++) {
-                        if (nsbox_cgroup_hand_over(&which[i]->sb.cg, keeper, &err) < 0) {
+                        if (nsbox_cgroup_hand_over(&which[i]->sup.sb.cg, keeper, &err) < 0) {
                                 dlog(LOG_ERR, "keeper.failed", which[i]->id, "cannot hand sandbox %s over: %s; destroying them all", which[i]->id, err.msg);
                                 nsbox_error_clear(&err);
                                 ok = false;
                                 break;
                         }
-                        json_object_set_new(kept[i].record, "cgroup", json_string(which[i]->sb.cg.dirfd >= 0 ? which[i]->sb.cg.path : ""));
+                        json_object_set_new(kept[i].record, "cgroup", json_string(which[i]->sup.sb.cg.dirfd >= 0 ? which[i]->sup.sb.cg.path : ""));
                         json_object_set_new(kept[i].record, "keeper", json_integer(keeper));
                         char *text = json_dumps(kept[i].record, JSON_COMPACT);
                         char name[48];
@@ -309,24 +309,25 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         if (!s)
                 return -ENOMEM;
         snprintf(s->id, sizeof(s->id), "%s", bad ? "?" : id);
+        calls_attach(d, s);
         for (sandbox *o = d->sandboxes; o && !bad; o = o->next)
                 bad = !strcmp(o->id, s->id);
         json_t *f = json_object_get(rec, "fds"), *net = json_object_get(rec, "net");
-        s->sb.pid = (pid_t)rec_u64(rec, "pid");
-        s->sb.pidfd = take_fd(f, "pid", fds, n, true, &bad);
-        s->sb.agentfd = take_fd(f, "agent", fds, n, true, &bad);
-        s->sb.stagefd = take_fd(f, "stage", fds, n, false, &bad);
-        s->sb.cg.dirfd = take_fd(f, "cgroup", fds, n, false, &bad);
-        s->sb.cg.path = s->sb.cg.dirfd >= 0 ? rec_str(rec, "cgroup", &bad) : NULL;
-        bad |= s->sb.cg.dirfd >= 0 && !s->sb.cg.path;
-        s->sb.cg.memory = json_is_true(json_object_get(rec, "cg_memory"));
-        s->sb.cg.pids = json_is_true(json_object_get(rec, "cg_pids"));
-        s->sb.cg.cpu = json_is_true(json_object_get(rec, "cg_cpu"));
-        s->sb.start_ns = rec_u64(rec, "start_ns");
-        s->sb.net.pid = (pid_t)json_integer_value(json_object_get(net, "pid"));
-        s->sb.net.pidfd = take_fd(f, "net_pid", fds, n, false, &bad);
-        s->sb.net.exitfd = take_fd(f, "net_exit", fds, n, false, &bad);
-        nsbox_veth *v = &s->sb.net.veth;
+        s->sup.sb.pid = (pid_t)rec_u64(rec, "pid");
+        s->sup.sb.pidfd = take_fd(f, "pid", fds, n, true, &bad);
+        s->sup.sb.agentfd = take_fd(f, "agent", fds, n, true, &bad);
+        s->sup.sb.stagefd = take_fd(f, "stage", fds, n, false, &bad);
+        s->sup.sb.cg.dirfd = take_fd(f, "cgroup", fds, n, false, &bad);
+        s->sup.sb.cg.path = s->sup.sb.cg.dirfd >= 0 ? rec_str(rec, "cgroup", &bad) : NULL;
+        bad |= s->sup.sb.cg.dirfd >= 0 && !s->sup.sb.cg.path;
+        s->sup.sb.cg.memory = json_is_true(json_object_get(rec, "cg_memory"));
+        s->sup.sb.cg.pids = json_is_true(json_object_get(rec, "cg_pids"));
+        s->sup.sb.cg.cpu = json_is_true(json_object_get(rec, "cg_cpu"));
+        s->sup.sb.start_ns = rec_u64(rec, "start_ns");
+        s->sup.sb.net.pid = (pid_t)json_integer_value(json_object_get(net, "pid"));
+        s->sup.sb.net.pidfd = take_fd(f, "net_pid", fds, n, false, &bad);
+        s->sup.sb.net.exitfd = take_fd(f, "net_exit", fds, n, false, &bad);
+        nsbox_veth *v = &s->sup.sb.net.veth;
         v->lockfd = take_fd(f, "veth_lock", fds, n, false, &bad);
         v->index = (int)json_integer_value(json_object_get(net, "veth_index"));
         snprintf(v->ifname, sizeof(v->ifname), "%s", json_string_value(json_object_get(net, "veth_ifname")) ?: "");
@@ -339,8 +340,8 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         bad |= nsbox_layers_load(json_object_get(rec, "base_layers"), fds, n, &s->base_layers) < 0;
         bad |= nsbox_layers_load(json_object_get(rec, "layers"), fds, n, &s->layers) < 0;
         /* the one we were told of, still: its pidfd names it across pid reuse */
-        if (!bad && (s->sb.pid <= 0 || syscall(SYS_pidfd_send_signal, s->sb.pidfd, 0, NULL, 0) < 0 ||
-                     nsbox_pid_start_time(s->sb.pid) != (unsigned long long)rec_u64(rec, "start")))
+        if (!bad && (s->sup.sb.pid <= 0 || syscall(SYS_pidfd_send_signal, s->sup.sb.pidfd, 0, NULL, 0) < 0 ||
+                     nsbox_pid_start_time(s->sup.sb.pid) != (unsigned long long)rec_u64(rec, "start")))
                 bad = true;
         s->owner = (uid_t)rec_u64(rec, "owner");
         s->policy_name = rec_str(rec, "policy_name", &bad);
@@ -348,7 +349,7 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         s->repo_commit = rec_str(rec, "repo_commit", &bad);
         s->record_path = rec_str(rec, "record_path", &bad);
         s->record_steps = rec_u64(rec, "record_steps");
-        s->next_agent_id = (json_int_t)rec_u64(rec, "next_agent_id");
+        s->sup.next_id = (json_int_t)rec_u64(rec, "next_agent_id");
         s->created = (time_t)rec_u64(rec, "created");
         s->expires_ns = rec_u64(rec, "expires_ns");
         s->last_active_ns = rec_u64(rec, "last_active_ns");
@@ -384,7 +385,7 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         if (r == 0) {
                 s->policy->limits.memory = rec_u64(rec, "memory");
                 s->limits = s->policy->limits;
-                r = nsbox_cgroup_hand_over(&s->sb.cg, getpid(), &err);
+                r = nsbox_cgroup_hand_over(&s->sup.sb.cg, getpid(), &err);
         }
         if (r == 0) {
                 s->serial = ++d->next_serial;
@@ -392,8 +393,8 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
                 s->next = d->sandboxes;
                 d->sandboxes = s;
                 d->n_sandboxes++;
-                if (nsbox_epoll_add(d->epfd, s->sb.pidfd, KEY(s->serial, K_PIDFD), &s->pid_events, EPOLLIN) < 0 ||
-                    nsbox_epoll_add(d->epfd, s->sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events, 0) < 0) {
+                if (nsbox_epoll_add(d->epfd, s->sup.sb.pidfd, KEY(s->serial, K_PIDFD), &s->pid_events, EPOLLIN) < 0 ||
+                    nsbox_epoll_add(d->epfd, s->sup.sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events, 0) < 0) {
                         dlog(LOG_ERR, "sandbox.adopt_failed", s->id, "cannot watch kept sandbox %s: %s; destroyed", s->id, strerror(errno));
                         sandbox_remove(d, s, "internal", "could not be adopted");
                         return -1;
@@ -406,10 +407,10 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         dlog(LOG_ERR, "sandbox.adopt_failed", bad && !is_hex(id, 32) ? NULL : s->id, "cannot adopt kept sandbox %s: %s; destroyed", s->id,
              err.msg ? err.msg : strerror(-r));
         nsbox_error_clear(&err);
-        if (s->sb.cg.dirfd >= 0 && !s->sb.cg.path) { /* no name to remove it by: empty it */
-                nsbox_cgroup_kill(&s->sb.cg);
-                close(s->sb.cg.dirfd);
-                s->sb.cg.dirfd = -1;
+        if (s->sup.sb.cg.dirfd >= 0 && !s->sup.sb.cg.path) { /* no name to remove it by: empty it */
+                nsbox_cgroup_kill(&s->sup.sb.cg);
+                close(s->sup.sb.cg.dirfd);
+                s->sup.sb.cg.dirfd = -1;
         }
         sandbox_free(s);
         return -1;

@@ -38,7 +38,7 @@ static void expire(daemon_state *d, sandbox *s, const char *what)
 {
         if (s->expiry_pause) {
                 nsbox_error err = { 0 };
-                if (nsbox_cgroup_freeze(&s->sb.cg, true, PAUSE_TIMEOUT_MS, &err) == 0) {
+                if (nsbox_cgroup_freeze(&s->sup.sb.cg, true, PAUSE_TIMEOUT_MS, &err) == 0) {
                         s->paused = true;
                         s->expires_ns = 0;
                         dlog(LOG_INFO, "sandbox.expired", s->id, "sandbox %s expired (%s): paused", s->id, what);
@@ -76,7 +76,7 @@ static int deadlines(daemon_state *d)
                         expire(d, s, "timeout");
                         continue;
                 }
-                uint64_t idle_at = s->idle_ms && !s->paused && s->n_calls == 0 && !s->job && !s->resetting
+                uint64_t idle_at = s->idle_ms && !s->paused && s->sup.n_calls == 0 && !s->job && !s->resetting
                                            ? s->last_active_ns + s->idle_ms * 1000000 : 0;
                 if (idle_at && now >= idle_at) {
                         expire(d, s, "idle");
@@ -152,7 +152,7 @@ static void begin_stop(daemon_state *d, const char *sock)
 static bool drained(const daemon_state *d)
 {
         for (const sandbox *s = d->sandboxes; s; s = s->next)
-                if (s->n_calls || s->create_rpc_id || s->job || s->waiters)
+                if (s->sup.n_calls || s->create_rpc_id || s->job || s->waiters)
                         return false;
         for (const client *c = d->clients; c; c = c->next)
                 if (c->out.len)

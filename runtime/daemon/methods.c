@@ -38,7 +38,7 @@ void method_snapshot(daemon_state *d, client *c, json_t *id, json_t *params)
                 reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is %s", s->id, s->job ? "busy with a snapshot" : "still starting");
                 return;
         }
-        if (s->sb.stagefd < 0) {
+        if (s->sup.sb.stagefd < 0) {
                 reply_error(c, id, RPC_SERVER_ERROR, "internal", "sandbox %s has no writable layer to capture", s->id);
                 return;
         }
@@ -47,19 +47,19 @@ void method_snapshot(daemon_state *d, client *c, json_t *id, json_t *params)
                 r = nsbox_err_as(&err, EEXIST, "snapshot '%s' exists (nsbox snapshot rm %s first)", name, name);
         nsbox_store_close(&st);
         s->job_thaw = !s->paused;
-        if (r == 0 && s->job_thaw && (r = nsbox_sandbox_freeze(&s->sb, true, PAUSE_TIMEOUT_MS, &err)) < 0) {
+        if (r == 0 && s->job_thaw && (r = nsbox_sandbox_freeze(&s->sup.sb, true, PAUSE_TIMEOUT_MS, &err)) < 0) {
                 nsbox_error e2 = { 0 }; /* never leave it half frozen */
-                nsbox_sandbox_freeze(&s->sb, false, PAUSE_TIMEOUT_MS, &e2);
+                nsbox_sandbox_freeze(&s->sup.sb, false, PAUSE_TIMEOUT_MS, &e2);
                 nsbox_error_clear(&e2);
         }
         snprintf(s->job_name, sizeof(s->job_name), "%s", name);
         if (r == 0 && (r = job_spawn(d, s, JOB_SNAPSHOT, c, id ? id : json_null(), &err)) < 0 && s->job_thaw) {
                 nsbox_error e2 = { 0 };
-                nsbox_sandbox_freeze(&s->sb, false, PAUSE_TIMEOUT_MS, &e2);
+                nsbox_sandbox_freeze(&s->sup.sb, false, PAUSE_TIMEOUT_MS, &e2);
                 nsbox_error_clear(&e2);
         }
         if (r < 0) {
-                reply_error(c, id, RPC_SERVER_ERROR, code_for(r), "%s", err.msg ? err.msg : strerror(-r));
+                reply_error(c, id, RPC_SERVER_ERROR, nsbox_code_for_errno(r), "%s", err.msg ? err.msg : strerror(-r));
                 nsbox_error_clear(&err);
         }
 }
@@ -100,17 +100,15 @@ void method_reset(daemon_state *d, client *c, json_t *id, json_t *params)
                 r = nsbox_err(&err, ENOMEM, "layers");
         }
         if (r < 0) {
-                reply_error(c, id, r == -EINVAL ? RPC_INVALID_PARAMS : RPC_SERVER_ERROR, code_for(r), "%s", err.msg ? err.msg : strerror(-r));
+                reply_error(c, id, r == -EINVAL ? RPC_INVALID_PARAMS : RPC_SERVER_ERROR, nsbox_code_for_errno(r), "%s", err.msg ? err.msg : strerror(-r));
                 nsbox_error_clear(&err);
                 nsbox_layers_release(&nl);
                 return;
         }
         fail_calls(d, s, "conflict", "was reset");
         unwatch_sandbox(d, s);
-        reap_later(nsbox_net_detach(&s->sb.net));
-        nsbox_sandbox_destroy(&s->sb);
-        nsbox_frame_reader_release(&s->rd);
-        nsbox_queue_release(&s->out);
+        reap_later(nsbox_net_detach(&s->sup.sb.net));
+        nsbox_sup_stop(&s->sup, "conflict", "was reset");
         s->paused = false;
         nsbox_layers_release(&s->layers);
         s->layers = nl;
@@ -144,7 +142,7 @@ void method_snapshots(daemon_state *d, client *c, json_t *id, json_t *params, bo
                 r = delete ? nsbox_store_delete_snapshot(&st, name, &err) : nsbox_store_list(&st, &list, &err);
         nsbox_store_close(&st);
         if (r < 0) {
-                reply_error(c, id, RPC_SERVER_ERROR, code_for(r), "%s", err.msg ? err.msg : strerror(-r));
+                reply_error(c, id, RPC_SERVER_ERROR, nsbox_code_for_errno(r), "%s", err.msg ? err.msg : strerror(-r));
                 nsbox_error_clear(&err);
                 return;
         }
@@ -241,7 +239,7 @@ void method_stats(daemon_state *d, client *c, json_t *id)
                 } else {
                         continue;
                 }
-                if (nsbox_cgroup_stats_read(&s->sb.cg, &cs) == 0 && cs.has_memory)
+                if (nsbox_cgroup_stats_read(&s->sup.sb.cg, &cs) == 0 && cs.has_memory)
                         mem_now += cs.memory_current;
         }
         json_t *tpls = json_object();
@@ -300,8 +298,8 @@ void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool p
         nsbox_error err = { 0 };
         if (s->paused != pause) {
                 uint64_t t0 = now_ns();
-                if (nsbox_cgroup_freeze(&s->sb.cg, pause, PAUSE_TIMEOUT_MS, &err) < 0) {
-                        reply_error(c, id, RPC_SERVER_ERROR, err.errnum == ETIMEDOUT ? "timeout" : s->sb.cg.dirfd < 0 ? "conflict" : "internal",
+                if (nsbox_cgroup_freeze(&s->sup.sb.cg, pause, PAUSE_TIMEOUT_MS, &err) < 0) {
+                        reply_error(c, id, RPC_SERVER_ERROR, err.errnum == ETIMEDOUT ? "timeout" : s->sup.sb.cg.dirfd < 0 ? "conflict" : "internal",
                                     "cannot %s sandbox %s: %s", pause ? "pause" : "resume", s->id, err.msg ? err.msg : "");
                         nsbox_error_clear(&err);
                         return;

@@ -63,10 +63,10 @@ bool reaping(void) { return n_exiting != 0; }
 /* The state file of a live sandbox (restart safety: what a next nsboxd must clean up). */
 void state_write(daemon_state *d, const sandbox *s)
 {
-        if (d->state_dirfd < 0 || s->sb.pid <= 0)
+        if (d->state_dirfd < 0 || s->sup.sb.pid <= 0)
                 return;
-        json_t *o = json_pack("{ss si sI si ss}", "id", s->id, "pid", (int)s->sb.pid, "start", (json_int_t)nsbox_pid_start_time(s->sb.pid),
-                              "nsboxd", (int)getpid(), "cgroup", s->sb.cg.dirfd >= 0 ? s->sb.cg.path : "");
+        json_t *o = json_pack("{ss si sI si ss}", "id", s->id, "pid", (int)s->sup.sb.pid, "start", (json_int_t)nsbox_pid_start_time(s->sup.sb.pid),
+                              "nsboxd", (int)getpid(), "cgroup", s->sup.sb.cg.dirfd >= 0 ? s->sup.sb.cg.path : "");
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         char tmp[64], name[48];
@@ -89,10 +89,8 @@ static void state_remove(daemon_state *d, const sandbox *s)
 
 void sandbox_free(sandbox *s)
 {
-        reap_later(nsbox_net_detach(&s->sb.net));
-        nsbox_sandbox_destroy(&s->sb);
-        nsbox_frame_reader_release(&s->rd);
-        nsbox_queue_release(&s->out);
+        reap_later(nsbox_net_detach(&s->sup.sb.net));
+        nsbox_sup_stop(&s->sup, "internal", "was destroyed"); /* its calls were answered already, with why */
         json_decref(s->labels);
         json_decref(s->waiters);
         json_decref(s->create_rpc_id);
@@ -113,7 +111,7 @@ void sandbox_free(sandbox *s)
 
 void unwatch_sandbox(daemon_state *d, sandbox *s)
 {
-        int fds[3] = { s->sb.syncfd, s->sb.agentfd, s->sb.pidfd };
+        int fds[3] = { s->sup.sb.syncfd, s->sup.sb.agentfd, s->sup.sb.pidfd };
         for (int i = 0; i < 3; i++)
                 if (fds[i] >= 0)
                         epoll_ctl(d->epfd, EPOLL_CTL_DEL, fds[i], NULL);
@@ -163,23 +161,16 @@ sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *params)
                 reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "'sandbox' (the sandbox id) must be a string");
                 return NULL;
         }
-        const char *want = json_string_value(v);
-        size_t n = strlen(want);
-        sandbox *found = NULL;
-        unsigned matches = 0;
-        for (sandbox *s = d->sandboxes; s && n >= 4 && n <= 32; s = s->next)
-                if (visible(c, s) && strncmp(s->id, want, n) == 0) {
-                        found = s;
-                        matches += 1 + (n == 32) * 1000; /* an exact match wins */
-                }
-        if (!found) {
-                reply_error(c, id, RPC_SERVER_ERROR, "not_found", "no sandbox '%.64s'", want);
-                return NULL;
-        }
-        if (matches > 1 && matches < 1000) {
-                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "'%.64s' matches %u sandboxes; give more of the id", want, matches);
-                return NULL;
-        }
+        nsbox_id_match m;
+        nsbox_id_match_init(&m, json_string_value(v));
+        for (sandbox *s = d->sandboxes; s; s = s->next)
+                if (visible(c, s))
+                        nsbox_id_match_offer(&m, s->id, s);
+        const char *code;
+        char msg[160];
+        sandbox *found = nsbox_id_match_result(&m, &code, msg, sizeof(msg));
+        if (!found)
+                reply_error(c, id, RPC_SERVER_ERROR, code, "%s", msg);
         return found;
 }
 
@@ -188,8 +179,8 @@ json_t *sandbox_json(const daemon_state *d, const sandbox *s)
         json_t *o = json_pack("{ss ss sI si ss sO sI sI}", "id", s->id,
                               "state", !s->ready ? "starting" : s->job == JOB_SNAPSHOT ? "snapshotting" : s->paused ? "paused" : "running",
                               "created", (json_int_t)s->created, "uid", (int)s->owner, "policy", s->policy_name ? s->policy_name : "",
-                              "labels", s->labels ? s->labels : json_object(), "pid", (json_int_t)s->sb.pid, "calls",
-                              (json_int_t)s->n_calls);
+                              "labels", s->labels ? s->labels : json_object(), "pid", (json_int_t)s->sup.sb.pid, "calls",
+                              (json_int_t)s->sup.n_calls);
         if (!o)
                 return NULL;
         if (s->bound_client)
@@ -201,7 +192,7 @@ json_t *sandbox_json(const daemon_state *d, const sandbox *s)
         if (s->idle_ms) {
                 uint64_t at = s->last_active_ns + s->idle_ms * 1000000;
                 json_object_set_new(o, "idle_timeout", json_real((double)s->idle_ms / 1000.0));
-                if (!s->paused && s->n_calls == 0)
+                if (!s->paused && s->sup.n_calls == 0)
                         json_object_set_new(o, "idle_expires_in", json_real(at > now ? (double)(at - now) / 1e9 : 0));
         }
         json_object_set_new(o, "on_expiry", json_string(s->expiry_pause ? "pause" : "destroy"));
@@ -224,11 +215,11 @@ json_t *sandbox_json(const daemon_state *d, const sandbox *s)
                 json_object_set_new(o, "record", json_string(s->record_path));
         json_object_set_new(o, "layers", json_integer((json_int_t)s->layers.n));
         nsbox_cgroup_stats cs;
-        if (nsbox_cgroup_stats_read(&s->sb.cg, &cs) < 0) {
+        if (nsbox_cgroup_stats_read(&s->sup.sb.cg, &cs) < 0) {
                 json_object_set_new(o, "cgroup", json_null());
                 return o;
         }
-        json_object_set_new(o, "cgroup", json_string(s->sb.cg.path));
+        json_object_set_new(o, "cgroup", json_string(s->sup.sb.cg.path));
         json_object_set_new(o, "cpu_time_ms", json_real((double)cs.cpu_usage_us / 1000.0));
         if (cs.has_memory) {
                 json_object_set_new(o, "memory_bytes", json_integer((json_int_t)cs.memory_current));
@@ -240,24 +231,6 @@ json_t *sandbox_json(const daemon_state *d, const sandbox *s)
                 json_object_set_new(o, "pids_limited", json_integer((json_int_t)cs.pids_limited));
         }
         return o;
-}
-
-/* The stable code for an error of the store or the launcher. */
-const char *code_for(int r)
-{
-        switch (-r) {
-        case ENOENT: return "not_found";
-        case EEXIST:
-        case EBUSY: return "conflict";
-        case EINVAL:
-        case EPERM: return "invalid_argument";
-        case ETIMEDOUT: return "timeout";
-        case EFBIG: return "too_large";
-        case EMFILE:
-        case ENFILE:
-        case EAGAIN: return "capacity"; /* out of file descriptors, or of host id ranges */
-        default: return "internal";
-        }
 }
 
 /* Start (or start again) the sandbox's agent on its current layers; ready comes on syncfd. */
@@ -283,18 +256,16 @@ int sandbox_launch(daemon_state *d, sandbox *s, nsbox_error *err)
         s->policy->host_id_base = s->id_slot ? NSBOX_ROOT_ID_BASE + s->id_slot * NSBOX_ROOT_ID_COUNT : 0;
         s->policy->outlive_parent = d->conf->keep_on_stop;
         s->policy->layers = s->layers.n ? s->layers.paths : NULL;
-        s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
-        int r = nsbox_sandbox_start(s->policy, NULL, NULL, s->id, &s->sb, err);
+        calls_attach(d, s);
+        int r = nsbox_sup_start(&s->sup, s->policy, err);
         s->policy->layers = NULL;
         if (r < 0)
                 return r;
         s->ready = false;
         s->ready_deadline_ns = now_ns() + READY_TIMEOUT_NS;
-        int fl = fcntl(s->sb.agentfd, F_GETFL);
-        fcntl(s->sb.agentfd, F_SETFL, fl | O_NONBLOCK);
-        if (nsbox_epoll_add(d->epfd, s->sb.syncfd, KEY(s->serial, K_SYNC), &s->sync_events, EPOLLIN) < 0 ||
-            nsbox_epoll_add(d->epfd, s->sb.pidfd, KEY(s->serial, K_PIDFD), &s->pid_events, EPOLLIN) < 0 ||
-            nsbox_epoll_add(d->epfd, s->sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events, 0) < 0)
+        if (nsbox_epoll_add(d->epfd, s->sup.sb.syncfd, KEY(s->serial, K_SYNC), &s->sync_events, EPOLLIN) < 0 ||
+            nsbox_epoll_add(d->epfd, s->sup.sb.pidfd, KEY(s->serial, K_PIDFD), &s->pid_events, EPOLLIN) < 0 ||
+            nsbox_epoll_add(d->epfd, s->sup.sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events, 0) < 0)
                 return nsbox_err(err, errno, "watch the sandbox");
         state_write(d, s);
         return 0;
@@ -313,7 +284,7 @@ sandbox *sandbox_new(void)
         sandbox *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
-        s->sb = (nsbox_sandbox)NSBOX_SANDBOX_INIT;
+        nsbox_sup_init(&s->sup, NULL, NULL, NULL); /* calls_attach gives it its id and callbacks */
         s->layers = (nsbox_layers)NSBOX_LAYERS_INIT;
         s->base_layers = (nsbox_layers)NSBOX_LAYERS_INIT;
         s->record_fd = s->job_fd = s->id_lock_fd = -1;
