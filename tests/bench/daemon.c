@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -132,18 +133,80 @@ typedef struct {
         json_int_t id;
 } conn;
 
-static int conn_try_open(conn *c)
+static int connect_sock(void)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-        c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (c->fd < 0)
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
                 return -errno;
-        if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
                 int r = -errno;
-                close(c->fd);
+                close(fd);
                 return r;
         }
+        return fd;
+}
+
+/* Root with --user: nsboxd checks a client's namespaces (runtime/peer.c), which it cannot read
+ * of a process whose real uid is root; the connection is made by a child that is the user
+ * through and through, kept until nsboxd has answered a ping on it (the check is done), then
+ * handed to us. */
+static int connect_as_user(void)
+{
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        bool was_user = geteuid() != 0;
+        as_root();
+        pid_t pid = fork();
+        if (pid == 0) {
+                close(sv[0]);
+                if (setgroups(1, &user_gid) < 0 || setresgid(user_gid, user_gid, user_gid) < 0 || setresuid(user_uid, user_uid, user_uid) < 0)
+                        _exit(126);
+                prctl(PR_SET_DUMPABLE, 1); /* a change of ids clears it: nsboxd could not read our /proc */
+                int fd = connect_sock();
+                if (fd < 0)
+                        _exit(1);
+                static const char ping[] = "{\"jsonrpc\": \"2.0\", \"id\": 0, \"method\": \"ping\"}\n";
+                char ch = 0;
+                if (write(fd, ping, sizeof(ping) - 1) != (ssize_t)sizeof(ping) - 1)
+                        _exit(1);
+                while (ch != '\n')
+                        if (read(fd, &ch, 1) != 1)
+                                _exit(1);
+                char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+                struct iovec iov = { .iov_base = &ch, .iov_len = 1 };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+                _exit(sendmsg(sv[1], &mh, 0) == 1 ? 0 : 1);
+        }
+        if (was_user)
+                as_user();
+        close(sv[1]);
+        int fd = -ECONNREFUSED;
+        if (pid > 0) {
+                char ch, cbuf[CMSG_SPACE(sizeof(int))];
+                struct iovec iov = { .iov_base = &ch, .iov_len = 1 };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+                struct cmsghdr *cm = recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC) == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+                if (cm && cm->cmsg_type == SCM_RIGHTS)
+                        memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+                waitpid(pid, NULL, 0);
+        }
+        close(sv[0]);
+        return pid < 0 ? -errno : fd;
+}
+
+static int conn_try_open(conn *c)
+{
+        c->fd = dropped ? connect_as_user() : connect_sock();
+        if (c->fd < 0)
+                return c->fd;
         sb_init(&c->in, 0);
         c->id = 0;
         return 0;
