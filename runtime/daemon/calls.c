@@ -76,12 +76,6 @@ void calls_attach(daemon_state *d, sandbox *s)
         nsbox_sup_init(&s->sup, s->id, &sup_ops, s);
 }
 
-void fail_calls(daemon_state *d, sandbox *s, const char *code, const char *why)
-{
-        (void)d;
-        nsbox_sup_fail_all(&s->sup, code, why);
-}
-
 /* ---- the method ------------------------------------------------------------------------------ */
 
 /* Why s takes no call now, or NULL. */

@@ -319,6 +319,7 @@ static int sandbox_prepare(daemon_state *d, const client *c, json_t *params, san
         }
         for (size_t i = 0; i < sizeof(rnd); i++)
                 snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
+        calls_attach(d, s);
         s->create_params = shape;
         r = nsbox_run_options_policy(&o, &s->policy, err);
         if (r == 0 && o.from)

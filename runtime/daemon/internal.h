@@ -3,7 +3,8 @@
  * The rooms, each calling only the ones below it: loop.c (the event loop) -> clients.c
  * (connections, tenants) -> rpc.c (requests) -> methods.c, create.c, keep.c -> jobs.c (workers),
  * calls.c (the agents' calls and frames) -> record.c (trajectories), sandboxes.c -> reply.c.
- * Removing a sandbox (sandboxes.c) ends its worker (job_stop) and its calls (fail_calls).
+ * Removing a sandbox (sandboxes.c) ends its worker (job_stop, the one call upwards) and its
+ * calls (through its supervisor, ../supervisor.h, which every room may use).
  *
  * Memory is bounded the same way as in the agent: a client whose replies pile up above
  * CLIENT_HIGH is not read from, and the agents streaming to it are told to pause those streams
@@ -240,8 +241,7 @@ int repo_ready(daemon_state *d, sandbox *s, const char *key);
 void job_readable(daemon_state *d, sandbox *s);
 
 /* calls.c: everything about calls to a sandbox's agent and its frames, behind these */
-void calls_attach(daemon_state *d, sandbox *s);          /* its supervisor, with s->id, before a start */
-void fail_calls(daemon_state *d, sandbox *s, const char *code, const char *why); /* each answered: code */
+void calls_attach(daemon_state *d, sandbox *s);          /* its supervisor's id and callbacks, once s has an id */
 void method_call(daemon_state *d, client *c, json_t *id, json_t *params);        /* the method "call" */
 void sandbox_died(daemon_state *d, sandbox *s);          /* its agent is gone; s is removed */
 void agents_update_interest(daemon_state *d);            /* streams paused or resumed; epoll interest */

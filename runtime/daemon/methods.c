@@ -105,7 +105,6 @@ void method_reset(daemon_state *d, client *c, json_t *id, json_t *params)
                 nsbox_layers_release(&nl);
                 return;
         }
-        fail_calls(d, s, "conflict", "was reset");
         unwatch_sandbox(d, s);
         reap_later(nsbox_net_detach(&s->sup.sb.net));
         nsbox_sup_stop(&s->sup, "conflict", "was reset");

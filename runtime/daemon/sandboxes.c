@@ -128,7 +128,7 @@ void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const char *w
         d->capacity_freed = true;
         d->pool_dirty = true;
         job_stop(d, s, why);
-        fail_calls(d, s, code, why);
+        nsbox_sup_fail_all(&s->sup, code, why);
         if (s->create_rpc_id)
                 reply_error(client_by_serial(d, s->create_client), s->create_rpc_id, RPC_SERVER_ERROR, "internal",
                             "sandbox %s %s before it was ready", s->id, why);
@@ -256,7 +256,6 @@ int sandbox_launch(daemon_state *d, sandbox *s, nsbox_error *err)
         s->policy->host_id_base = s->id_slot ? NSBOX_ROOT_ID_BASE + s->id_slot * NSBOX_ROOT_ID_COUNT : 0;
         s->policy->outlive_parent = d->conf->keep_on_stop;
         s->policy->layers = s->layers.n ? s->layers.paths : NULL;
-        calls_attach(d, s);
         int r = nsbox_sup_start(&s->sup, s->policy, err);
         s->policy->layers = NULL;
         if (r < 0)
@@ -284,7 +283,7 @@ sandbox *sandbox_new(void)
         sandbox *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
-        nsbox_sup_init(&s->sup, NULL, NULL, NULL); /* calls_attach gives it its id and callbacks */
+        nsbox_sup_init(&s->sup, NULL, NULL, NULL); /* calls_attach gives it its id and callbacks, once it has them */
         s->layers = (nsbox_layers)NSBOX_LAYERS_INIT;
         s->base_layers = (nsbox_layers)NSBOX_LAYERS_INIT;
         s->record_fd = s->job_fd = s->id_lock_fd = -1;
