@@ -3,8 +3,8 @@
  * The rooms, each calling only the ones below it: loop.c (the event loop) -> clients.c
  * (connections, tenants) -> rpc.c (requests) -> methods.c, create.c, keep.c -> jobs.c (workers),
  * calls.c (the agents' calls and frames) -> record.c (trajectories), sandboxes.c -> reply.c.
- * Removing a sandbox (sandboxes.c) ends its worker (job_stop, the one call upwards) and its
- * calls (through its supervisor, ../supervisor.h, which every room may use).
+ * Removing a sandbox (sandboxes.c) ends its worker and its calls (through its supervisor,
+ * ../supervisor.h, which every room may use).
  *
  * Memory is bounded the same way as in the agent: a client whose replies pile up above
  * CLIENT_HIGH is not read from, and the agents streaming to it are told to pause those streams
@@ -231,7 +231,6 @@ void keep_sandboxes(daemon_state *d);
 int adopt_one(void *ctx, json_t *rec, int *fds, size_t n);
 
 /* jobs.c */
-void job_stop(daemon_state *d, sandbox *s, const char *why);
 const char *root_name(const nsbox_policy *p);
 void repo_key(const sandbox *s, const char *commit, char ret[65]);
 bool is_hex(const char *c, size_t len);

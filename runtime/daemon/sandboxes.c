@@ -117,6 +117,26 @@ void unwatch_sandbox(daemon_state *d, sandbox *s)
                         epoll_ctl(d->epfd, EPOLL_CTL_DEL, fds[i], NULL);
 }
 
+/* Its worker, if any, killed; a snapshot's client told why. */
+static void job_stop(daemon_state *d, sandbox *s, const char *why)
+{
+        if (!s->job)
+                return;
+        kill(s->job_pid, SIGKILL);
+        while (waitpid(s->job_pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        epoll_ctl(d->epfd, EPOLL_CTL_DEL, s->job_fd, NULL);
+        close(s->job_fd);
+        s->job_fd = -1;
+        sb_release(&s->job_out);
+        if (s->job == JOB_SNAPSHOT)
+                reply_error(client_by_serial(d, s->job_client), s->job_rpc_id, RPC_SERVER_ERROR, "not_found", "snapshot '%s' of sandbox %s: the sandbox %s",
+                            s->job_name, s->id, why);
+        json_decref(s->job_rpc_id);
+        s->job_rpc_id = NULL;
+        s->job = JOB_NONE;
+}
+
 void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const char *why)
 {
         for (sandbox **pp = &d->sandboxes; *pp; pp = &(*pp)->next)
