@@ -131,7 +131,10 @@ uint64_t client_deadlines(daemon_state *d, uint64_t now)
                                             (unsigned)c->uid, (double)cf->request_timeout_ms / 1000.0);
                                 c->eof = true;
                         }
-                } else if (!c->spoke && cf->handshake_timeout_ms && near_connection_cap(d, c->uid)) {
+                } else if (!c->spoke && cf->handshake_timeout_ms && (c->crowded || near_connection_cap(d, c->uid))) {
+                        /* once seen in a crowd near the cap, closed at its time even if others of
+                         * the crowd, closed first, took the uid below it */
+                        c->crowded = true;
                         at = c->accepted_ns + cf->handshake_timeout_ms * 1000000;
                         if (now >= at) {
                                 reply_error(c, json_null(), RPC_INVALID_REQUEST, "timeout",

@@ -76,6 +76,7 @@ typedef struct client {
         bool eof;
         uint32_t events;
         bool spoke;                /* sent a byte: the handshake window is over */
+        bool crowded;              /* silent while its uid was near its connection cap */
         uint64_t accepted_ns;
         uint64_t partial_since_ns; /* the first byte of an unfinished request line came then; 0: none */
         size_t counted;            /* of its uid's buffered request bytes (uid_use) */
