@@ -110,6 +110,22 @@ static const tool_spec specs[] = {
                 no_aliases,
         },
 
+        {
+                "watch",
+                "Watch a directory for changes (inotify) until cancelled; needs a streamed call. Each change is "
+                "an event {event: \"fs\", op: create|write|remove|rename|chmod|overflow, path, type}; the call "
+                "ends with {events, cancelled}.",
+                SCHEMA({
+                        "type": "object",
+                        "properties": {
+                                "path": {"type": "string", "description": "Directory to watch, absolute or relative to the working directory."},
+                                "recursive": {"type": "boolean", "description": "Watch every directory under it too, new ones included (default false)."}
+                        },
+                        "required": ["path"]
+                }),
+                no_aliases,
+        },
+
         /* ---- files ---- */
         {
                 "read_file",
@@ -571,6 +587,9 @@ json_t *tool_schemas(const char *format)
         for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
                 const tool_spec *s = &specs[i];
                 const char *description = s->description, *schema = s->schema;
+                /* watch streams events until cancelled: no use to a model's one-shot tool call */
+                if (f != FORMAT_JSON && !strcmp(s->name, "watch"))
+                        continue;
 
                 /* In openai, the tutorial's shapes replace the full ones or follow their tool. */
                 size_t n_follow = 0, follow[ARRAY_SIZE(openai_tutorial_tools)];
