@@ -884,6 +884,8 @@ static void handle_watch(agent *a, const request *rq)
                                 wc->next = a->watches;
                                 a->watches = wc;
                                 a->n_watches++;
+                                /* watching from now on: a client may act on that */
+                                send_frame(a, json_pack("{sI ss}", "id", rq->id, "event", "started"), NULL, 0);
                                 return; /* answered when cancelled or ended */
                         }
                         tool_fail_errno(&e, errno, "watch: epoll");
