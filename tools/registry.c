@@ -113,8 +113,8 @@ static const tool_spec specs[] = {
         {
                 "watch",
                 "Watch a directory for changes (inotify) until cancelled; needs a streamed call. Each change is "
-                "an event {event: \"fs\", op: create|write|remove|rename|chmod|overflow, path, type}; the call "
-                "ends with {events, cancelled}.",
+                "an event {event: \"fs\", op: create|write|remove|rename|chmod|overflow, path, type}. Returns "
+                "{events, cancelled} once cancelled.",
                 SCHEMA({
                         "type": "object",
                         "properties": {
@@ -587,9 +587,6 @@ json_t *tool_schemas(const char *format)
         for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
                 const tool_spec *s = &specs[i];
                 const char *description = s->description, *schema = s->schema;
-                /* watch streams events until cancelled: no use to a model's one-shot tool call */
-                if (f != FORMAT_JSON && !strcmp(s->name, "watch"))
-                        continue;
 
                 /* In openai, the tutorial's shapes replace the full ones or follow their tool. */
                 size_t n_follow = 0, follow[ARRAY_SIZE(openai_tutorial_tools)];
