@@ -195,6 +195,31 @@ START_TEST(test_watch_refuses_a_file_a_missing_path_and_too_many_directories)
 }
 END_TEST
 
+START_TEST(test_watch_reports_an_overflowing_queue)
+{
+        /* the kernel queues max_queued_events events per inotify instance, then one overflow */
+        long max = 0;
+        FILE *f = fopen("/proc/sys/fs/inotify/max_queued_events", "re");
+        if (f) {
+                if (fscanf(f, "%ld", &max) != 1)
+                        max = 0;
+                fclose(f);
+        }
+        if (max <= 0 || max > 200000)
+                return; /* nothing sensible to fill */
+        ck_assert_int_eq(mkdir(H("d"), 0755), 0);
+        nsbox_watch *w = open_ok("d", false);
+        char p[64];
+        for (long i = 0; i <= max / 2; i++) { /* two events each: create, write */
+                snprintf(p, sizeof(p), "d/%ld", i);
+                write_file(H(p), "");
+        }
+        ck_assert_int_eq(drain(w), 0);
+        ck_assert_msg(strstr(seen_text(), "\noverflow - d\n"), "no overflow after %ld events", max);
+        nsbox_watch_free(w);
+}
+END_TEST
+
 Suite *watch_suite(void)
 {
         Suite *s = suite_create("watch");
@@ -207,5 +232,6 @@ Suite *watch_suite(void)
         unit_add(tc, test_watch_ends_when_the_directory_goes);
         unit_add(tc, test_watch_planted_symlinks_resolve_inside_the_root);
         unit_add(tc, test_watch_refuses_a_file_a_missing_path_and_too_many_directories);
+        unit_add(tc, test_watch_reports_an_overflowing_queue);
         return s;
 }
