@@ -25,6 +25,7 @@
 #include "proto.h"
 #include "sync.h"
 #include "util.h"
+#include "watch.h"
 
 extern char **environ;
 
@@ -208,6 +209,8 @@ typedef struct agent {
         bool proto_eof;
         proc *procs;
         unsigned n_procs;
+        struct watch_call *watches; /* watch calls streaming (watch_* below) */
+        unsigned n_watches;
         tool_ctx tctx;
 } agent;
 
@@ -804,6 +807,141 @@ static void handle_process(agent *a, const request *rq)
         send_tool_error(a, rq->id, &e);
 }
 
+/* ---- watch: a directory's changes as events until cancelled (watch.h) --------------------- */
+
+#define MAX_WATCHES 64  /* watch calls at once, per sandbox */
+#define WATCH_INOTIFY 3 /* epoll key: WATCH(serial, 3), a watch call's inotify fd (procs use 0-2) */
+
+typedef struct watch_call {
+        struct watch_call *next;
+        json_int_t call_id;
+        uint64_t serial;
+        nsbox_watch *w;
+        uint32_t events;
+        bool paused;
+        json_int_t n_events;
+} watch_call;
+
+typedef struct watch_send {
+        agent *a;
+        watch_call *wc;
+} watch_send;
+
+static void watch_send_event(void *ud, const char *op, const char *path, const char *type)
+{
+        watch_send *ws = ud;
+        json_t *m = json_pack("{sI ss ss so}", "id", ws->wc->call_id, "event", "fs", "op", op, "path",
+                              nsbox_json_text(path, strlen(path), NULL));
+        if (m && type)
+                json_object_set_new(m, "type", json_string(type));
+        send_frame(ws->a, m, NULL, 0);
+        ws->wc->n_events++;
+}
+
+/* Answer the call and forget it: cancelled, or ended ("removed"/"renamed": the directory went). */
+static void watch_end(agent *a, watch_call *wc, bool cancelled, const char *ended)
+{
+        for (watch_call **pp = &a->watches; *pp; pp = &(*pp)->next)
+                if (*pp == wc) {
+                        *pp = wc->next;
+                        break;
+                }
+        a->n_watches--;
+        json_t *r = json_pack("{sI sb}", "events", wc->n_events, "cancelled", cancelled);
+        if (r && ended)
+                json_object_set_new(r, "ended", json_string(ended));
+        if (wc->call_id >= 0)
+                send_result(a, wc->call_id, r, NULL, 0);
+        else
+                json_decref(r);
+        epoll_ctl(a->epfd, EPOLL_CTL_DEL, nsbox_watch_fd(wc->w), NULL);
+        nsbox_watch_free(wc->w);
+        free(wc);
+}
+
+static void handle_watch(agent *a, const request *rq)
+{
+        tool_error e = { 0 };
+        const char *path = NULL;
+        bool recursive = false, stream = false;
+        if (tool_param_string(&rq->in, "watch", "path", true, &path, &e) < 0 || tool_param_bool(&rq->in, "watch", "recursive", &recursive, &e) < 0 ||
+            tool_param_bool(&rq->in, "watch", "stream", &stream, &e) < 0) {
+                send_tool_error(a, rq->id, &e);
+                return;
+        }
+        if (!stream) {
+                tool_fail(&e, TOOL_INVALID_ARGUMENT, "watch needs stream: true (its changes come as events until cancelled)");
+        } else if (a->n_watches >= MAX_WATCHES) {
+                tool_fail(&e, TOOL_CONFLICT, "watch: %d watches are active in this sandbox (the limit); cancel one first", MAX_WATCHES);
+        } else {
+                watch_call *wc = calloc(1, sizeof(*wc));
+                if (!wc)
+                        agent_exit(a, 125);
+                if (nsbox_watch_open(&a->tctx, path, recursive, &wc->w, &e) == 0) {
+                        wc->call_id = rq->id;
+                        wc->serial = ++a->next_serial;
+                        if (nsbox_epoll_add(a->epfd, nsbox_watch_fd(wc->w), WATCH(wc->serial, WATCH_INOTIFY), &wc->events, EPOLLIN) == 0) {
+                                wc->next = a->watches;
+                                a->watches = wc;
+                                a->n_watches++;
+                                /* watching from now on: a client may act on that */
+                                send_frame(a, json_pack("{sI ss}", "id", rq->id, "event", "started"), NULL, 0);
+                                return; /* answered when cancelled or ended */
+                        }
+                        tool_fail_errno(&e, errno, "watch: epoll");
+                        nsbox_watch_free(wc->w);
+                }
+                free(wc);
+        }
+        send_tool_error(a, rq->id, &e);
+}
+
+static void watch_ready(agent *a, uint64_t serial)
+{
+        watch_call *wc = a->watches;
+        while (wc && wc->serial != serial)
+                wc = wc->next;
+        if (!wc || wc->paused || a->outq.len >= OUTQ_HIGH)
+                return; /* ended by an earlier event of this batch, or held */
+        watch_send ws = { a, wc };
+        int r = nsbox_watch_read(wc->w, watch_send_event, &ws);
+        if (r == 1) {
+                watch_end(a, wc, false, "removed");
+        } else if (r < 0) {
+                json_t *jid = json_integer(wc->call_id);
+                send_error(a, jid, "internal", "watch: read inotify events: %s", strerror(-r));
+                json_decref(jid);
+                wc->call_id = -1; /* answered: watch_end's result goes to nothing */
+                watch_end(a, wc, false, NULL);
+        }
+}
+
+static bool watch_cancel(agent *a, json_int_t id)
+{
+        for (watch_call *wc = a->watches; wc; wc = wc->next)
+                if (wc->call_id == id) {
+                        watch_end(a, wc, true, NULL);
+                        return true;
+                }
+        return false;
+}
+
+/* Paused (a slow reader) or the outgoing queue high: the inotify fd is not read; the kernel's
+ * queue holds what comes, and says overflow past its own bound. */
+static void watch_pause(agent *a, json_int_t id, bool pause)
+{
+        for (watch_call *wc = a->watches; wc; wc = wc->next)
+                if (wc->call_id == id)
+                        wc->paused = pause;
+}
+
+static void watch_update_interest(agent *a, bool high)
+{
+        for (watch_call *wc = a->watches; wc; wc = wc->next)
+                nsbox_epoll_set(a->epfd, nsbox_watch_fd(wc->w), WATCH(wc->serial, WATCH_INOTIFY), &wc->events,
+                                high || wc->paused ? 0 : EPOLLIN);
+}
+
 static void handle_cancel(agent *a, const request *rq)
 {
         tool_error e = { 0 };
@@ -818,6 +956,8 @@ static void handle_cancel(agent *a, const request *rq)
                         kill(-p->pid, SIGKILL);
                         found = true;
                 }
+        if (watch_cancel(a, (json_int_t)id))
+                found = true;
         send_result(a, rq->id, json_pack("{sb}", "cancelled", found), NULL, 0);
 }
 
@@ -834,6 +974,7 @@ static void handle_pause(agent *a, const request *rq)
         for (proc *p = a->procs; p; p = p->next)
                 if (p->call_id == (json_int_t)id)
                         p->paused = pause;
+        watch_pause(a, (json_int_t)id, pause);
         send_result(a, rq->id, json_pack("{sb}", "paused", pause), NULL, 0);
 }
 
@@ -898,6 +1039,8 @@ static void handle_frame(agent *a, nsbox_frame *f)
                 handle_exec(a, &rq);
         } else if (strncmp(rq.tool, "process_", 8) == 0) {
                 handle_process(a, &rq);
+        } else if (strcmp(rq.tool, "watch") == 0) {
+                handle_watch(a, &rq);
         } else if (strcmp(rq.tool, "cancel") == 0) {
                 handle_cancel(a, &rq);
         } else if (strcmp(rq.tool, "pause") == 0) {
@@ -979,6 +1122,7 @@ static void update_interest(agent *a)
                         nsbox_epoll_set(a->epfd, p->fd[i], WATCH(p->serial, i), &p->events[i], (high || p->paused) && p->stream ? 0 : EPOLLIN);
                 nsbox_epoll_set(a->epfd, p->fd[0], WATCH(p->serial, 0), &p->events[0], p->stdin_q.len ? EPOLLOUT : 0);
         }
+        watch_update_interest(a, high);
 }
 
 static void handle_signals(agent *a, int sfd)
@@ -1035,6 +1179,10 @@ static _Noreturn void agent_serve(const nsbox_agent_config *c, int sfd)
                                         agent_exit(&a, 0);
                                 if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
                                         read_requests(&a);
+                                continue;
+                        }
+                        if ((key & 3) == WATCH_INOTIFY) {
+                                watch_ready(&a, key >> 2);
                                 continue;
                         }
                         proc *p = NULL;

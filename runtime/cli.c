@@ -33,6 +33,7 @@ static const char usage_main[] =
         "                                    run CMD in sandbox ID, streaming its output; exit status is CMD's\n"
         "  call ID TOOL [JSON]               one tool call (read_file, write_file, grep, git_commit, ...)\n"
         "  cp SRC DST                        copy a file into or out of a sandbox (one side is ID:PATH)\n"
+        "  watch [-r] ID PATH                print the changes under directory PATH until Ctrl-C\n"
         "  ls [--json] [--label K=V] [--state S]\n"
         "                                    list your sandboxes (with these labels, in this state)\n"
         "  set-timeout ID SECONDS [--idle S] the sandbox lives SECONDS more (E2B's setTimeout)\n"
@@ -207,7 +208,7 @@ int main(int argc, char **argv)
                 { "resume", nsbox_cmd_resume }, { "tools", nsbox_cmd_tools }, { "snapshot", nsbox_cmd_snapshot },
                 { "reset", nsbox_cmd_reset },   { "gc", nsbox_cmd_gc },     { "replay", nsbox_cmd_replay },
                 { "set-timeout", nsbox_cmd_set_timeout }, { "stats", nsbox_cmd_stats },
-                { "mcp", nsbox_cmd_mcp },
+                { "mcp", nsbox_cmd_mcp }, { "watch", nsbox_cmd_watch },
         };
         for (size_t i = 0; i < sizeof(session_cmds) / sizeof(session_cmds[0]); i++)
                 if (!strcmp(cmd, session_cmds[i].name))

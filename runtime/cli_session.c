@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,6 +273,65 @@ int nsbox_cmd_exec(int argc, char **argv)
         json_t *code = json_object_get(res, "exit_code");
         status = json_is_integer(code) && json_integer_value(code) >= 0 && json_integer_value(code) <= 255 ? (int)json_integer_value(code)
                                                                                                          : EXIT_NSBOX;
+        json_decref(res);
+        return status;
+}
+
+/* ---- watch ------------------------------------------------------------------------------------ */
+
+static const char usage_watch[] =
+        "usage: nsbox watch [-r] ID PATH\n"
+        "\n"
+        "Print the changes under directory PATH of sandbox ID, one line each (\"create file dir/a.txt\";\n"
+        "ops: create write remove rename chmod overflow), until Ctrl-C or SIGTERM, or until PATH goes.\n"
+        "  -r, --recursive        watch every directory under PATH too, new ones included\n";
+
+static void watch_event(json_t *params, void *ud)
+{
+        (void)ud;
+        const char *op = json_string_value(json_object_get(params, "op"));
+        const char *path = json_string_value(json_object_get(params, "path"));
+        const char *type = json_string_value(json_object_get(params, "type"));
+        if (!op)
+                return;
+        _cleanup_free_ char *safe = nsbox_escape_controls(path ? path : "");
+        printf("%s %s %s\n", op, type ? type : "-", safe ? safe : "?");
+        fflush(stdout);
+}
+
+/* Ctrl-C, SIGTERM: the connection closes with the process, and nsboxd cancels the watch */
+static void watch_stop(int sig)
+{
+        (void)sig;
+        _exit(0);
+}
+
+int nsbox_cmd_watch(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "recursive", no_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' }, {},
+        };
+        bool recursive = false;
+        int c;
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "+rh", opts, NULL)) != -1) {
+                switch (c) {
+                case 'r': recursive = true; break;
+                case 'h': fputs(usage_watch, stdout); return 0;
+                default: return usage_error("watch", "unknown option '%s'", argv[optind - 1]);
+                }
+        }
+        if (argc - optind != 2)
+                return usage_error("watch", "expected a sandbox ID and a PATH");
+        struct sigaction sa = { .sa_handler = watch_stop };
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        json_t *tparams = json_pack("{ss sb}", "path", argv[optind + 1], "recursive", recursive);
+        json_t *params = json_pack("{ss ss so sb}", "sandbox", argv[optind], "tool", "watch", "params", tparams, "stream", 1);
+        nsbox_client cl = { .fd = -1 };
+        json_t *res = NULL;
+        int status = call_once("watch", &cl, "call", params, watch_event, NULL, &res, EXIT_REFUSED);
+        nsbox_client_close(&cl);
         json_decref(res);
         return status;
 }

@@ -5,6 +5,7 @@
 
 int nsbox_cmd_create(int argc, char **argv);
 int nsbox_cmd_exec(int argc, char **argv);
+int nsbox_cmd_watch(int argc, char **argv);
 int nsbox_cmd_call(int argc, char **argv);
 int nsbox_cmd_cp(int argc, char **argv);
 int nsbox_cmd_ls(int argc, char **argv);

@@ -82,8 +82,9 @@ static int to_agent(nsbox_sup_call *c, json_t *p, strbuf *payload, const char **
 {
         const char *enc = json_string_value(json_object_get(p, "encoding"));
         c->b64 = !strcmp(c->tool, "read_file") && enc && !strcmp(enc, "base64");
-        /* the agent streams output chunks as events exactly when the caller forwards them */
-        if (c->exec && json_object_set_new(p, "stream", json_boolean(c->stream)) < 0)
+        /* the agent streams output chunks as events exactly when the caller forwards them (and
+         * refuses a watch that would not be forwarded) */
+        if ((c->exec || !strcmp(c->tool, "watch")) && json_object_set_new(p, "stream", json_boolean(c->stream)) < 0)
                 goto nomem;
         json_t *b64 = json_object_get(p, "content_b64");
         if (strcmp(c->tool, "write_file") || !json_is_string(b64))
@@ -188,7 +189,7 @@ static void control(nsbox_supervisor *s, const char *tool, json_t *params)
 void nsbox_sup_cancel(nsbox_supervisor *s, nsbox_sup_call *c)
 {
         c->stream = false;
-        if (c->exec)
+        if (c->exec || !strcmp(c->tool, "watch")) /* a watch ends only when cancelled */
                 control(s, "cancel", json_pack("{sI}", "id", c->agent_id));
 }
 

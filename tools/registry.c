@@ -110,6 +110,22 @@ static const tool_spec specs[] = {
                 no_aliases,
         },
 
+        {
+                "watch",
+                "Watch a directory for changes (inotify) until cancelled; needs a streamed call. Each change is "
+                "an event {event: \"fs\", op: create|write|remove|rename|chmod|overflow, path, type}. Returns "
+                "{events, cancelled} once cancelled.",
+                SCHEMA({
+                        "type": "object",
+                        "properties": {
+                                "path": {"type": "string", "description": "Directory to watch, absolute or relative to the working directory."},
+                                "recursive": {"type": "boolean", "description": "Watch every directory under it too, new ones included (default false)."}
+                        },
+                        "required": ["path"]
+                }),
+                no_aliases,
+        },
+
         /* ---- files ---- */
         {
                 "read_file",

@@ -29,10 +29,15 @@ static void on_event(void *ctx, nsbox_sup_call *call, const char *event, json_t 
         client *c = client_by_serial(s->d, p->client);
         if (!c)
                 return;
+        /* every field of the agent's event ("event", "pid", a watch's "op", "path", "type") but
+         * its id, which is the agent's, not the client's */
         json_t *params = json_pack("{sO ss}", "call", p->rpc_id, "event", event);
-        json_t *pid = json_object_get(frame, "pid");
-        if (params && json_is_integer(pid))
-                json_object_set(params, "pid", pid);
+        const char *k;
+        json_t *v;
+        json_object_foreach(frame, k, v) {
+                if (params && strcmp(k, "id") && strcmp(k, "call") && strcmp(k, "data_b64"))
+                        json_object_set(params, k, v);
+        }
         if (params && len) {
                 char *enc = malloc(b64_encoded_len(len) + 1);
                 if (enc) {

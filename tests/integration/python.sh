@@ -57,6 +57,7 @@ test_background_commands_take_stdin_and_can_be_waited_for_or_killed() { run_chec
 test_sandbox_lifecycle_create_list_pause_connect_timeout_kill() { run_check lifecycle; }
 test_bad_input_raises_stable_codes_and_changes_nothing() { run_check errors; }
 test_run_code_runs_python_javascript_c_cpp() { run_check run_code; }
+test_files_watch_dir_sees_each_change_in_order() { run_check watch; }
 test_deepagents_backend_returns_deepagents_shapes() { run_check deepagents_shapes; }
 test_deepagents_backend_errors_use_deepagents_names() { run_check deepagents_errors; }
 

@@ -378,6 +378,57 @@ def t_deepagents_errors():
         check(b.execute("echo still fine").output == "still fine\n", "the sandbox still serves")
 
 
+def t_watch():
+    from nsbox import FilesystemEventType as T
+    with Sandbox.create(metadata={"test": "watch"}) as s:
+        s.files.make_dir("w/old")
+        got, lock = [], threading.Lock()
+
+        def on_event(ev):
+            with lock:
+                got.append(ev)
+
+        def wait_for(pred, what):
+            for _ in range(100):
+                with lock:
+                    if any(pred(e) for e in got):
+                        return
+                time.sleep(0.1)
+            sys.exit(f"check failed: {what}: {got}")
+
+        h = s.files.watch_dir("w", on_event, recursive=True)
+        s.commands.run("cd w && echo hi > a.txt && chmod 600 a.txt && mv a.txt b.txt && rm b.txt")
+        wait_for(lambda e: e.type == T.REMOVE and e.name == "b.txt", "remove event")
+        with lock:
+            seen = [(e.type, e.name) for e in got]
+        check(seen == [(T.CREATE, "a.txt"), (T.WRITE, "a.txt"), (T.CHMOD, "a.txt"), (T.RENAME, "a.txt"),
+                       (T.CREATE, "b.txt"), (T.REMOVE, "b.txt")], f"events in order: {seen}")
+        check(got[0].path == "w/a.txt" and got[0].entry_type == "file", f"first event: {got[0]}")
+        s.commands.run("mkdir -p w/sub && echo x > w/sub/f && echo y > w/old/g")
+        wait_for(lambda e: e.name == "sub/f", "recursive: a new subdirectory's file")
+        wait_for(lambda e: e.name == "old/g" and e.type == T.WRITE, "recursive: an old subdirectory's file")
+        h.stop()
+        h.stop()  # twice is fine
+        n = len(got)
+        s.commands.run("touch w/after")
+        time.sleep(0.3)
+        check(len(got) == n, f"events after stop(): {got[n:]}")
+        # without on_event: kept for get_new_events
+        h2 = s.files.watch_dir("/workspace/w")
+        s.files.write("w/c.txt", "c")
+        evs = []
+        for _ in range(100):
+            evs += h2.get_new_events()
+            if any(e.name == "c.txt" for e in evs):
+                break
+            time.sleep(0.1)
+        # write_file writes a temporary file and renames it into place
+        check(evs and (evs[-1].name, evs[-1].type) == ("c.txt", T.CREATE), f"get_new_events: {evs}")
+        h2.stop()
+        raises(lambda: s.files.watch_dir("nope", on_event), NotFoundException, "file_not_found", "missing path")
+        raises(lambda: s.files.watch_dir("w/c.txt", on_event), SandboxException, "not_a_directory", "a file")
+
+
 CHECKS = {name[2:]: fn for name, fn in globals().items() if name.startswith("t_")}
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ static const struct {
         { "process_kill", "pid signal", "pid" },
         { "process_write_stdin", "pid data", "pid data" },
         { "process_close_stdin", "pid", "pid" },
+        { "watch", "path recursive", "path" },
         { "read_file", "path offset limit encoding byte_offset byte_limit skip_holes", "path" },
         { "write_file", "path content content_b64 data mode append parents", "path" },
         { "write_files", "files", "files" },

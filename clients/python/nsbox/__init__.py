@@ -12,13 +12,14 @@ from ._rpc import Connection, runtime_paths
 from .exceptions import (CapacityException, CommandExitException, ConflictException, InvalidArgumentException,
                          NotFoundException, PermissionDeniedException, SandboxException, TimeoutException,
                          TooLargeException, UnavailableException)
-from .sandbox import (CommandHandle, CommandResult, Commands, EntryInfo, Filesystem, FileType, Sandbox, SandboxInfo,
-                      SandboxQuery, WriteInfo)
+from .sandbox import (CommandHandle, CommandResult, Commands, EntryInfo, Filesystem, FilesystemEvent,
+                      FilesystemEventType, FileType, Sandbox, SandboxInfo, SandboxQuery, WatchHandle, WriteInfo)
 
 __version__ = "0.1.0"
 
 __all__ = ["Sandbox", "SandboxInfo", "SandboxQuery", "Filesystem", "Commands", "CommandHandle", "CommandResult",
-           "EntryInfo", "FileType", "WriteInfo", "Connection", "runtime_paths", "SandboxException",
+           "EntryInfo", "FileType", "WriteInfo", "FilesystemEvent", "FilesystemEventType", "WatchHandle",
+           "Connection", "runtime_paths", "SandboxException",
            "NotFoundException", "InvalidArgumentException", "PermissionDeniedException", "ConflictException",
            "TooLargeException", "TimeoutException", "CapacityException", "UnavailableException",
            "CommandExitException"]

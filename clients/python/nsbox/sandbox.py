@@ -11,6 +11,7 @@ import datetime
 import posixpath
 import secrets
 import stat as statmod
+import threading
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Union
@@ -286,10 +287,116 @@ class Filesystem:
         r = self._sb._call("rename", {"from": old_path, "to": new_path})
         return self.get_info(r["to"])
 
+    def watch_dir(self, path: str, on_event: Optional[Callable[["FilesystemEvent"], None]] = None,
+                  recursive: bool = False, on_exit: Optional[Callable[[Optional[Exception]], None]] = None,
+                  **_ignored) -> "WatchHandle":
+        """Watch directory path (tool watch, streamed): on_event(FilesystemEvent) for each change,
+        from a thread of its own, until handle.stop().  Raises at once for a missing path
+        (NotFoundException), a file, or too many watches; on_exit(error or None) when it ends."""
+        _check_str("path", path)
+        return WatchHandle(self._sb, path, on_event, bool(recursive), on_exit)
+
     def make_dir(self, path: str, **_ignored) -> bool:
         """Create a directory and its parents; False when it existed already (mkdir, parents)."""
         _check_str("path", path)
         return bool(self._sb._call("mkdir", {"path": path, "parents": True})["created"])
+
+
+# ---- watching ---------------------------------------------------------------------------------
+
+class FilesystemEventType(Enum):
+    """E2B's FilesystemEventType: what happened to an entry (nsbox's watch ops)."""
+    CHMOD = "chmod"
+    CREATE = "create"
+    REMOVE = "remove"
+    RENAME = "rename"
+    WRITE = "write"
+
+
+@dataclass
+class FilesystemEvent:
+    """E2B's FilesystemEvent: name is relative to the watched directory; path is the path as nsbox
+    reports it (the watched path as given, joined with name); entry_type "file", "dir", ..."""
+    name: str
+    type: FilesystemEventType
+    path: str = ""
+    entry_type: Optional[str] = None
+
+
+class WatchHandle:
+    """A running files.watch_dir: its own connection, read by a thread that calls on_event for
+    each change (or keeps them for get_new_events).  stop() closes the connection, which cancels
+    the watch in the sandbox."""
+
+    def __init__(self, sb: "Sandbox", path: str, on_event: Optional[Callable[[FilesystemEvent], None]],
+                 recursive: bool, on_exit: Optional[Callable[[Optional[Exception]], None]]):
+        self._prefix = path.rstrip("/") or "/"
+        self._on_event = on_event
+        self._on_exit = on_exit
+        self._pending: List[FilesystemEvent] = []
+        self._lock = threading.Lock()
+        self._started = threading.Event()
+        self._error: Optional[Exception] = None
+        self._stopped = False
+        self._conn = Connection(sb._conn.path, autostart=False)
+        req = {"sandbox": sb.sandbox_id, "tool": "watch", "params": {"path": path, "recursive": recursive},
+               "stream": True}
+        self._thread = threading.Thread(target=self._run, args=(req,), name="nsbox-watch", daemon=True)
+        self._thread.start()
+        self._started.wait()
+        if self._error is not None:
+            self._thread.join()
+            self._conn.close()
+            raise self._error
+
+    def _name(self, p: str) -> str:
+        if self._prefix == "/":
+            return p.lstrip("/")
+        return p[len(self._prefix):].lstrip("/") if p.startswith(self._prefix) else p
+
+    def _event(self, ev: Dict[str, Any]) -> None:
+        if ev.get("event") == "started":
+            self._started.set()
+            return
+        try:
+            kind = FilesystemEventType(ev.get("op"))
+        except ValueError:
+            return  # overflow: E2B has no such event
+        path = ev.get("path", "")
+        fe = FilesystemEvent(self._name(path), kind, path, ev.get("type"))
+        if self._on_event:
+            self._on_event(fe)
+        else:
+            with self._lock:
+                self._pending.append(fe)
+
+    def _run(self, req: Dict[str, Any]) -> None:
+        err: Optional[Exception] = None
+        try:
+            self._conn.call("call", req, self._event)
+        except Exception as e:  # the watch ended: refused, the directory gone, or stop()
+            err = None if self._stopped else e
+        if not self._started.is_set():
+            self._error = err or SandboxException("watch: ended before it started", "internal")
+            self._started.set()
+            return
+        if self._on_exit:
+            self._on_exit(err)
+
+    def get_new_events(self) -> List[FilesystemEvent]:
+        """The events since the last call (when watch_dir was given no on_event)."""
+        with self._lock:
+            out, self._pending = self._pending, []
+        return out
+
+    def stop(self) -> None:
+        """Stop watching: the connection closes and nsboxd cancels the watch."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._conn.close()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
 
 
 # ---- commands ---------------------------------------------------------------------------------

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# nsbox watch through nsboxd, as a user sees it (issue 21's watch tool): a command's creates,
+# writes, chmods, renames and removes reach the watch in order; recursive watches see new
+# subdirectories; bad input and too many watches are one-line errors; Ctrl-C cancels.
+# Runs as root and as an unprivileged user (tests/run does both).
+. "$(dirname "$0")/../lib.sh"
+
+SESSION_DIR=$(mktemp -d /tmp/nsbox-watch.XXXXXX) || exit 1
+export NSBOX_SOCKET="$SESSION_DIR/d.sock"
+grep -c . /proc/self/mountinfo > "$SESSION_DIR/mounts-before"
+trap 'stop_file_daemon "$SESSION_DIR"' EXIT
+
+MY_SANDBOXES=""
+new_sandbox() { # VAR
+        local _sid
+        _sid=$("$NSBOX" create 2>&1) || fail "nsbox create: $_sid"
+        [[ $_sid =~ ^[0-9a-f]{32}$ ]] || fail "nsbox create printed '$_sid'"
+        MY_SANDBOXES="$MY_SANDBOXES $_sid"
+        trap 'cleanup; [ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
+        printf -v "$1" %s "$_sid"
+}
+
+# Start `nsbox watch [-r] ID DIR` in the background into FILE, and return once it reports
+# (a marker file touched until its create shows).
+start_watch() { # FILE ID DIR [-r]
+        local file=$1 id=$2 dir=$3 i
+        "$NSBOX" watch ${4:-} "$id" "$dir" > "$file" 2>&1 &
+        WATCH_PID=$!
+        MY_PIDS="${MY_PIDS:-} $WATCH_PID"
+        for i in $(seq 100); do
+                "$NSBOX" exec "$id" -- touch "$dir/.ready"
+                grep -q '\.ready$' "$file" && return 0
+                kill -0 "$WATCH_PID" 2>/dev/null || fail "nsbox watch ended: $(cat "$file")"
+                sleep 0.1
+        done
+        fail "nsbox watch $dir reported nothing: $(cat "$file")"
+}
+
+wait_for_line() { # FILE PATTERN
+        local i
+        for i in $(seq 100); do
+                grep -q "$2" "$1" && return 0
+                sleep 0.1
+        done
+        fail "no line '$2' in: $(cat "$1")"
+}
+
+stop_watch() { # ends $WATCH_PID as Ctrl-C does: status 0
+        kill -INT "$WATCH_PID"
+        wait "$WATCH_PID"
+        assert_eq 0 "$?" "nsbox watch's status after SIGINT"
+}
+
+# ---- tests ---------------------------------------------------------------------------------
+
+test_watch_sees_each_op_in_order() {
+        trap cleanup EXIT
+        new_sandbox id
+        assert_status 0 "$NSBOX" exec "$id" -- mkdir /workspace/w
+        start_watch "$TEST_TMP/w.out" "$id" /workspace/w
+        assert_status 0 "$NSBOX" exec --cwd /workspace/w "$id" -- sh -c 'echo hi > a.txt; chmod 600 a.txt; mv a.txt b.txt; rm b.txt'
+        wait_for_line "$TEST_TMP/w.out" '^remove file /workspace/w/b.txt$'
+        stop_watch
+        assert_eq "create file /workspace/w/a.txt
+write file /workspace/w/a.txt
+chmod file /workspace/w/a.txt
+rename file /workspace/w/a.txt
+create file /workspace/w/b.txt
+remove file /workspace/w/b.txt" "$(grep -v '\.ready$' "$TEST_TMP/w.out")" "the watch's events"
+}
+
+test_watch_recursive_sees_a_new_subdirectory() {
+        trap cleanup EXIT
+        new_sandbox id
+        assert_status 0 "$NSBOX" exec "$id" -- mkdir -p /workspace/r/old
+        start_watch "$TEST_TMP/r.out" "$id" /workspace/r -r
+        assert_status 0 "$NSBOX" exec --cwd /workspace/r "$id" -- sh -c 'mkdir -p sub/deeper && echo x > sub/deeper/f && echo y > old/g'
+        wait_for_line "$TEST_TMP/r.out" '^write file /workspace/r/old/g$'
+        wait_for_line "$TEST_TMP/r.out" '^create file /workspace/r/sub/deeper/f$'
+        stop_watch
+        grep -q '^create dir /workspace/r/sub$' "$TEST_TMP/r.out" || fail "no create of sub: $(cat "$TEST_TMP/r.out")"
+        # relative paths are the caller's: from the sandbox's workdir
+        start_watch "$TEST_TMP/rel.out" "$id" r
+        assert_status 0 "$NSBOX" exec "$id" -- touch /workspace/r/t
+        wait_for_line "$TEST_TMP/rel.out" '^create file r/t$'
+        stop_watch
+}
+
+test_watch_bad_input_is_a_one_line_error() {
+        trap cleanup EXIT
+        new_sandbox id
+        assert_status 1 "$NSBOX" watch "$id" /nope
+        assert_one_line_error "$OUT"
+        case "$OUT" in *file_not_found*) ;; *) fail "missing path: $OUT" ;; esac
+        assert_status 0 "$NSBOX" exec "$id" -- touch /workspace/f
+        assert_status 1 "$NSBOX" watch "$id" /workspace/f
+        assert_one_line_error "$OUT"
+        case "$OUT" in *not_a_directory*) ;; *) fail "a file: $OUT" ;; esac
+        # a call that would not get the events
+        assert_status 1 "$NSBOX" call "$id" watch '{"path": "/workspace"}'
+        assert_one_line_error "$OUT"
+        case "$OUT" in *invalid_argument*"stream: true"*) ;; *) fail "watch without stream: $OUT" ;; esac
+}
+
+test_watch_64_per_sandbox_then_cancelled_ones_free_their_place() {
+        trap cleanup EXIT
+        new_sandbox id
+        local i pids=""
+        for i in $(seq 64); do
+                "$NSBOX" watch "$id" /workspace > "$TEST_TMP/$i.out" 2>&1 &
+                pids="$pids $!"
+        done
+        MY_PIDS="$pids"
+        # every one active: each sees the marker, touched until it does
+        local n
+        for i in $(seq 64); do
+                for n in $(seq 100); do
+                        grep -q ' /workspace/m$' "$TEST_TMP/$i.out" && break
+                        "$NSBOX" exec "$id" -- touch /workspace/m
+                        sleep 0.1
+                done
+                grep -q ' /workspace/m$' "$TEST_TMP/$i.out" || fail "watch $i saw nothing: $(cat "$TEST_TMP/$i.out")"
+        done
+        assert_status 1 "$NSBOX" watch "$id" /workspace
+        assert_one_line_error "$OUT"
+        case "$OUT" in *conflict*64*) ;; *) fail "65th watch: $OUT" ;; esac
+        # shellcheck disable=SC2086
+        kill -TERM $pids
+        # shellcheck disable=SC2086
+        wait $pids
+        # the agent cancelled them when their clients went: a new one starts
+        local tries
+        for tries in $(seq 50); do
+                start_watch "$TEST_TMP/again.out" "$id" /workspace 2>/dev/null && break
+        done
+        stop_watch
+}
+
+# Last (tests run in name order): every test removed what it made.
+test_zz_nothing_is_left() {
+        assert_daemon_holds_nothing "$(cat "$SESSION_DIR/mounts-before")"
+}
+
+run_tests
