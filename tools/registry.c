@@ -41,6 +41,7 @@ static const tool_spec specs[] = {
                         "required": []
                 }),
                 exec_aliases,
+                false,
         },
         {
                 "process_list",
@@ -52,6 +53,7 @@ static const tool_spec specs[] = {
                         "required": []
                 }),
                 no_aliases,
+                false,
         },
         {
                 "process_wait",
@@ -67,6 +69,7 @@ static const tool_spec specs[] = {
                         "required": ["pid"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "process_kill",
@@ -81,6 +84,7 @@ static const tool_spec specs[] = {
                         "required": ["pid"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "process_write_stdin",
@@ -95,6 +99,7 @@ static const tool_spec specs[] = {
                         "required": ["pid", "data"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "process_close_stdin",
@@ -108,6 +113,7 @@ static const tool_spec specs[] = {
                         "required": ["pid"]
                 }),
                 no_aliases,
+                false,
         },
 
         {
@@ -124,6 +130,7 @@ static const tool_spec specs[] = {
                         "required": ["path"]
                 }),
                 no_aliases,
+                true,
         },
 
         /* ---- files ---- */
@@ -147,6 +154,7 @@ static const tool_spec specs[] = {
                         "required": ["path"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "write_file",
@@ -167,6 +175,7 @@ static const tool_spec specs[] = {
                         "required": ["path"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "write_files",
@@ -197,6 +206,7 @@ static const tool_spec specs[] = {
                         "required": ["files"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "edit_file",
@@ -214,6 +224,7 @@ static const tool_spec specs[] = {
                         "required": ["path", "old_string", "new_string"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "list_dir",
@@ -228,6 +239,7 @@ static const tool_spec specs[] = {
                         "required": []
                 }),
                 list_dir_aliases,
+                false,
         },
         {
                 "stat",
@@ -242,6 +254,7 @@ static const tool_spec specs[] = {
                         "required": ["path"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "exists",
@@ -255,6 +268,7 @@ static const tool_spec specs[] = {
                         "required": ["path"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "mkdir",
@@ -269,6 +283,7 @@ static const tool_spec specs[] = {
                         "required": ["path"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "remove",
@@ -283,6 +298,7 @@ static const tool_spec specs[] = {
                         "required": ["path"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "rename",
@@ -298,6 +314,7 @@ static const tool_spec specs[] = {
                         "required": ["from", "to"]
                 }),
                 no_aliases,
+                false,
         },
 
         /* ---- search ---- */
@@ -314,6 +331,7 @@ static const tool_spec specs[] = {
                         "required": ["pattern"]
                 }),
                 no_aliases,
+                false,
         },
         {
                 "grep",
@@ -334,6 +352,7 @@ static const tool_spec specs[] = {
                         "required": ["pattern"]
                 }),
                 no_aliases,
+                false,
         },
 
         /* ---- git ---- */
@@ -351,6 +370,7 @@ static const tool_spec specs[] = {
                         "required": []
                 }),
                 no_aliases,
+                false,
         },
         {
                 "git_status",
@@ -365,6 +385,7 @@ static const tool_spec specs[] = {
                         "required": []
                 }),
                 no_aliases,
+                false,
         },
         {
                 "git_diff",
@@ -381,6 +402,7 @@ static const tool_spec specs[] = {
                         "required": []
                 }),
                 no_aliases,
+                false,
         },
         {
                 "git_log",
@@ -396,6 +418,7 @@ static const tool_spec specs[] = {
                         "required": []
                 }),
                 no_aliases,
+                false,
         },
         {
                 "git_commit",
@@ -416,6 +439,7 @@ static const tool_spec specs[] = {
                         "required": ["message"]
                 }),
                 no_aliases,
+                false,
         },
 };
 
@@ -587,6 +611,8 @@ json_t *tool_schemas(const char *format)
         for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
                 const tool_spec *s = &specs[i];
                 const char *description = s->description, *schema = s->schema;
+                if (s->streams && f != FORMAT_JSON)
+                        continue;
 
                 /* In openai, the tutorial's shapes replace the full ones or follow their tool. */
                 size_t n_follow = 0, follow[ARRAY_SIZE(openai_tutorial_tools)];

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct tool_spec {
@@ -13,6 +14,9 @@ typedef struct tool_spec {
         const char *description;    /* one or two sentences an LLM reads, saying what it returns */
         const char *schema;         /* JSON Schema (draft 2020-12 subset) of the params, as a JSON text */
         const char *const *aliases; /* NULL-terminated, e.g. {"ls", NULL} */
+        /* a call that streams events until cancelled (watch): in nsbox's own list only, since an
+         * LLM's tool call (openai, mcp) is one request and one result */
+        bool streams;
 } tool_spec;
 
 /* By canonical name or alias (exact, case-sensitive); NULL if unknown or name is NULL. */
@@ -29,5 +33,6 @@ const char *tool_canonical_name(const char *name);
  * In "openai", read_file, write_file and write_files have the minimal params agents following
  * OpenAI's coding-agent tutorial declare ({path}, {path, data}, {files: [{path, data}]}), and
  * run_commands {command} follows exec as a function of its own; "json" and "mcp" list only the
- * canonical tools with their full params.  Returns NULL for an unknown format (or out of memory). */
+ * canonical tools with their full params; a tool that streams until cancelled (watch) is in
+ * "json" only.  Returns NULL for an unknown format (or out of memory). */
 json_t *tool_schemas(const char *format);
