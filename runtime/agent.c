@@ -859,10 +859,16 @@ static int find_proc_param(agent *a, const request *rq, const char *tool, proc *
         return 0;
 }
 
-/* process_connect: the tail of p's output as events, then its output as it comes, then its
- * result; at once when it has ended. */
+/* process_connect: the tail of p's output as events, then (follow) its output as it comes,
+ * then its result; at once when it has ended. */
 static void handle_connect(agent *a, const request *rq, proc *p)
 {
+        tool_error e = { 0 };
+        bool follow = true;
+        if (tool_param_bool(&rq->in, "process_connect", "follow", &follow, &e) < 0) {
+                send_tool_error(a, rq->id, &e);
+                return;
+        }
         if (!p->background) {
                 json_t *jid = json_integer(rq->id);
                 send_error(a, jid, "invalid_argument", "process_connect: process %d is not a background process", (int)p->pid);
@@ -877,6 +883,11 @@ static void handle_connect(agent *a, const request *rq, proc *p)
         for (int i = 1; i <= 2; i++)
                 if (p->tail_len[i])
                         send_output(a, rq->id, p->pid, i, p->tail[i], p->tail_len[i]);
+        if (!follow && !p->result) {
+                send_result(a, rq->id, json_pack("{sI sb sb}", "pid", (json_int_t)p->pid, "running", 1, "truncated", t->truncated), NULL, 0);
+                free(t);
+                return;
+        }
         t->next = p->attached;
         p->attached = t;
         if (p->result)

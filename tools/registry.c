@@ -126,7 +126,8 @@ static const tool_spec specs[] = {
                         "type": "object",
                         "properties": {
                                 "pid": {"type": "integer", "minimum": 1, "description": "Process id returned by exec with background: true."},
-                                "tag": {"type": "string", "description": "The process's tag (exec's tag), instead of pid."}
+                                "tag": {"type": "string", "description": "The process's tag (exec's tag), instead of pid."},
+                                "follow": {"type": "boolean", "description": "false: only the recent output, then {pid, running: true} at once if it is still running (default true)."}
                         },
                         "required": []
                 }),

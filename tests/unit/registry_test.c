@@ -23,7 +23,7 @@ static const struct {
         { "process_kill", "pid tag signal", "" },
         { "process_write_stdin", "pid tag data", "data" },
         { "process_close_stdin", "pid tag", "" },
-        { "process_connect", "pid tag", "" },
+        { "process_connect", "pid tag follow", "" },
         { "read_file", "path offset limit encoding byte_offset byte_limit skip_holes", "path" },
         { "write_file", "path content content_b64 data mode append parents", "path" },
         { "write_files", "files", "files" },
