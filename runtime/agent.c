@@ -18,6 +18,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../tools/registry.h"
@@ -36,6 +37,8 @@ extern char **environ;
 #define MAX_STDIN_PENDING (16u << 20)
 #define EXIT_GRACE_NS (100ull * 1000000) /* a command's pipes may stay open in its leftovers */
 #define CHUNK 65536
+#define TAIL_MAX (64u << 10)           /* a background command's recent output kept per stream */
+#define TAG_MAX 64
 
 static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
@@ -170,6 +173,15 @@ static _Noreturn void agent_run_command(const nsbox_agent_config *c, int sfd)
 /* ---- serve mode ---------------------------------------------------------------------------- */
 
 typedef struct proc proc;
+typedef struct attach attach;
+
+/* A process_connect call attached to a background command: its output goes there as events. */
+struct attach {
+        attach *next;
+        json_int_t call_id;
+        bool paused;    /* its reader is slow: live chunks are dropped for it */
+        bool truncated; /* it missed some of the output */
+};
 
 /* epoll data: a process's serial number and which of its fds (0-2), never a pointer, since an
  * event of a batch may refer to a process an earlier event of the same batch freed.  Serial 0
@@ -197,6 +209,13 @@ struct proc {
         uint64_t start_ns, exit_ns, deadline_ns;
         char *command;        /* for process_list */
         json_t *result;       /* background: kept once finished, until waited for */
+        char tag[TAG_MAX + 1]; /* "" when none */
+        bool detached;
+        time_t started_at;    /* wall clock, for process_list */
+        char *tail[3];        /* background: the last TAIL_MAX bytes of stdout [1] and stderr [2] */
+        size_t tail_len[3];
+        bool tail_lost;       /* the tails no longer hold the output from its start */
+        attach *attached;     /* process_connect calls waiting for its output and end */
 };
 
 typedef struct agent {
@@ -284,6 +303,13 @@ static void proc_free(agent *a, proc *p)
         nsbox_queue_release(&p->stdin_q);
         json_decref(p->result);
         free(p->command);
+        free(p->tail[1]);
+        free(p->tail[2]);
+        while (p->attached) {
+                attach *t = p->attached;
+                p->attached = t->next;
+                free(t);
+        }
         free(p);
         a->n_procs--;
 }
@@ -294,6 +320,31 @@ static proc *proc_by_pid(agent *a, json_int_t pid)
                 if (p->pid == pid)
                         return p;
         return NULL;
+}
+
+/* The newest process tagged tag: the running one if there is one (tags are unique among those). */
+static proc *proc_by_tag(agent *a, const char *tag, bool running_only)
+{
+        proc *found = NULL;
+        for (proc *p = a->procs; p; p = p->next) /* newest first */
+                if (!strcmp(p->tag, tag) && (!p->exited || !running_only)) {
+                        if (!p->exited)
+                                return p;
+                        if (!found)
+                                found = p;
+                }
+        return found;
+}
+
+static bool valid_tag(const char *t)
+{
+        size_t n = strlen(t);
+        if (n < 1 || n > TAG_MAX)
+                return false;
+        for (; *t; t++)
+                if (!((*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9') || strchr("._-", *t)))
+                        return false;
+        return true;
 }
 
 static json_t *proc_result(proc *p, uint64_t now)
@@ -322,6 +373,62 @@ static json_t *proc_result(proc *p, uint64_t now)
         return o;
 }
 
+static void send_output(agent *a, json_int_t id, pid_t pid, int i, const void *buf, size_t n)
+{
+        send_frame(a, json_pack("{sI ss sI}", "id", id, "event", i == 1 ? "stdout" : "stderr", "pid", (json_int_t)pid), buf, n);
+}
+
+/* Keep the last TAIL_MAX bytes of stream i, for process_connect calls to come. */
+static void tail_append(agent *a, proc *p, int i, const char *buf, size_t n)
+{
+        if (!p->tail[i] && !(p->tail[i] = malloc(TAIL_MAX)))
+                agent_exit(a, 125);
+        if (n >= TAIL_MAX) {
+                p->tail_lost |= p->tail_len[i] > 0 || n > TAIL_MAX;
+                memcpy(p->tail[i], buf + n - TAIL_MAX, TAIL_MAX);
+                p->tail_len[i] = TAIL_MAX;
+                return;
+        }
+        size_t keep = p->tail_len[i] + n > TAIL_MAX ? TAIL_MAX - n : p->tail_len[i];
+        if (keep < p->tail_len[i]) {
+                memmove(p->tail[i], p->tail[i] + p->tail_len[i] - keep, keep);
+                p->tail_lost = true;
+        }
+        memcpy(p->tail[i] + keep, buf, n);
+        p->tail_len[i] = keep + n;
+}
+
+/* A background command's output: into its tail, and to each attached reader that keeps up (a
+ * paused one, or any while the outgoing queue is high, misses the chunk and is told so at the
+ * end: the command is never held for a reader). */
+static void proc_fan_out(agent *a, proc *p, int i, const char *buf, size_t n)
+{
+        tail_append(a, p, i, buf, n);
+        for (attach *t = p->attached; t; t = t->next) {
+                if (t->paused || a->outq.len >= OUTQ_HIGH)
+                        t->truncated = true;
+                else
+                        send_output(a, t->call_id, p->pid, i, buf, n);
+        }
+}
+
+/* Answer the attached readers with the command's result (its output went to them as events). */
+static void answer_attached(agent *a, proc *p, json_t *res)
+{
+        while (p->attached) {
+                attach *t = p->attached;
+                p->attached = t->next;
+                json_t *r = json_copy(res);
+                if (r) {
+                        json_object_del(r, "stdout");
+                        json_object_del(r, "stderr");
+                        json_object_set_new(r, "truncated", json_boolean(t->truncated));
+                }
+                send_result(a, t->call_id, r, NULL, 0);
+                free(t);
+        }
+}
+
 /* Take what the pipe has (one chunk): streamed as an event, or captured up to max_output. */
 static void proc_read(agent *a, proc *p, int i)
 {
@@ -338,6 +445,8 @@ static void proc_read(agent *a, proc *p, int i)
                            buf, (size_t)n);
                 return;
         }
+        if (p->background)
+                proc_fan_out(a, p, i, buf, (size_t)n);
         strbuf *sb = i == 1 ? &p->out : &p->err;
         size_t room = sb->len < p->max_output ? p->max_output - sb->len : 0;
         if ((size_t)n > room)
@@ -391,6 +500,7 @@ static void proc_maybe_finish(agent *a, proc *p, uint64_t now)
                 proc_free(a, p);
                 return;
         }
+        answer_attached(a, p, res);
         if (p->wait_id >= 0) { /* someone is waiting: answer, and forget the process */
                 send_result(a, p->wait_id, res, NULL, 0);
                 proc_free(a, p);
@@ -493,7 +603,8 @@ typedef struct exec_params {
         const char *stdin_data;
         size_t stdin_len;
         double timeout_s;
-        bool background, stream;
+        const char *tag;
+        bool background, stream, detach;
         uint64_t max_output;
 } exec_params;
 
@@ -538,8 +649,14 @@ static int parse_exec(agent *a, const request *rq, exec_params *x, tool_error *e
         if (tool_param_string(&rq->in, "exec", "cwd", false, &cwd, e) < 0 ||
             tool_param_string(&rq->in, "exec", "stdin", false, &x->stdin_data, e) < 0 ||
             tool_param_bool(&rq->in, "exec", "background", &x->background, e) < 0 ||
-            tool_param_bool(&rq->in, "exec", "stream", &x->stream, e) < 0)
+            tool_param_bool(&rq->in, "exec", "stream", &x->stream, e) < 0 ||
+            tool_param_bool(&rq->in, "exec", "detach", &x->detach, e) < 0 || tool_param_string(&rq->in, "exec", "tag", false, &x->tag, e) < 0)
                 return -1;
+        x->background |= x->detach;
+        if (x->tag && !valid_tag(x->tag))
+                return tool_fail(e, TOOL_INVALID_ARGUMENT, "exec: 'tag' must be 1 to %d characters of A-Z a-z 0-9 . _ -", TAG_MAX);
+        if (x->tag && proc_by_tag(a, x->tag, true))
+                return tool_fail(e, TOOL_CONFLICT, "exec: a process tagged '%s' is running already", x->tag);
         if (x->stdin_data)
                 x->stdin_len = json_string_length(json_object_get(params, "stdin"));
         /* the policy's cap is a default, bounded like the parameter */
@@ -643,6 +760,10 @@ static int start_command(agent *a, const request *rq, exec_params *x, proc **ret
         p->stream = x->stream && !x->background;
         p->background = x->background;
         p->start_ns = now;
+        p->started_at = time(NULL);
+        p->detached = x->detach;
+        if (x->tag)
+                snprintf(p->tag, sizeof(p->tag), "%s", x->tag);
         p->deadline_ns = x->timeout_s > 0 ? now + (uint64_t)(x->timeout_s * 1e9) : 0;
         p->command = join_argv(x->argv);
         sb_init(&p->out, 0);
@@ -700,7 +821,10 @@ static void handle_exec(agent *a, const request *rq)
         }
         exec_params_release(&x);
         if (p->background && p->pid) {
-                send_result(a, rq->id, json_pack("{sI sb}", "pid", (json_int_t)p->pid, "background", 1), NULL, 0);
+                json_t *res = json_pack("{sI sb sb}", "pid", (json_int_t)p->pid, "background", 1, "detached", p->detached);
+                if (res && p->tag[0])
+                        json_object_set_new(res, "tag", json_string(p->tag));
+                send_result(a, rq->id, res, NULL, 0);
                 return;
         }
         if (!p->pid) { /* could not start: answered now, like a foreground command, with 127/126 */
@@ -715,18 +839,62 @@ static void handle_exec(agent *a, const request *rq)
         proc_maybe_finish(a, p, now_ns());
 }
 
+/* The process a request names by 'pid' or by 'tag'. */
 static int find_proc_param(agent *a, const request *rq, const char *tool, proc **ret, tool_error *e)
 {
-        uint64_t pid;
-        if (!json_object_get(rq->in.params, "pid"))
-                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: 'pid' is required", tool);
-        if (tool_param_uint(&rq->in, tool, "pid", INT32_MAX, &pid, e) < 0)
+        uint64_t pid = 0;
+        const char *tag = NULL;
+        bool has_pid = json_object_get(rq->in.params, "pid") != NULL;
+        if (tool_param_string(&rq->in, tool, "tag", false, &tag, e) < 0)
                 return -1;
-        proc *p = pid ? proc_by_pid(a, (json_int_t)pid) : NULL;
+        if (has_pid == (tag != NULL))
+                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: give one of 'pid' and 'tag'", tool);
+        if (has_pid && tool_param_uint(&rq->in, tool, "pid", INT32_MAX, &pid, e) < 0)
+                return -1;
+        if (tag && !valid_tag(tag))
+                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: 'tag' must be 1 to %d characters of A-Z a-z 0-9 . _ -", tool, TAG_MAX);
+        proc *p = tag ? proc_by_tag(a, tag, false) : pid ? proc_by_pid(a, (json_int_t)pid) : NULL;
+        if (!p && tag)
+                return tool_fail(e, TOOL_NOT_FOUND, "%s: no process tagged '%s'", tool, tag);
         if (!p)
                 return tool_fail(e, TOOL_NOT_FOUND, "%s: no process %llu started by exec", tool, (unsigned long long)pid);
         *ret = p;
         return 0;
+}
+
+/* process_connect: the tail of p's output as events, then (follow) its output as it comes,
+ * then its result; at once when it has ended. */
+static void handle_connect(agent *a, const request *rq, proc *p)
+{
+        tool_error e = { 0 };
+        bool follow = true;
+        if (tool_param_bool(&rq->in, "process_connect", "follow", &follow, &e) < 0) {
+                send_tool_error(a, rq->id, &e);
+                return;
+        }
+        if (!p->background) {
+                json_t *jid = json_integer(rq->id);
+                send_error(a, jid, "invalid_argument", "process_connect: process %d is not a background process", (int)p->pid);
+                json_decref(jid);
+                return;
+        }
+        attach *t = calloc(1, sizeof(*t));
+        if (!t)
+                agent_exit(a, 125);
+        t->call_id = rq->id;
+        t->truncated = p->tail_lost;
+        for (int i = 1; i <= 2; i++)
+                if (p->tail_len[i])
+                        send_output(a, rq->id, p->pid, i, p->tail[i], p->tail_len[i]);
+        if (!follow && !p->result) {
+                send_result(a, rq->id, json_pack("{sI sb sb}", "pid", (json_int_t)p->pid, "running", 1, "truncated", t->truncated), NULL, 0);
+                free(t);
+                return;
+        }
+        t->next = p->attached;
+        p->attached = t;
+        if (p->result)
+                answer_attached(a, p, p->result);
 }
 
 static void handle_process(agent *a, const request *rq)
@@ -737,8 +905,13 @@ static void handle_process(agent *a, const request *rq)
         if (strcmp(t, "process_list") == 0) {
                 json_t *list = json_array();
                 for (proc *q = a->procs; q; q = q->next) {
-                        json_t *o = json_pack("{sI ss sb sb}", "pid", (json_int_t)q->pid, "command", q->command ? q->command : "",
-                                              "running", !q->exited, "background", q->background);
+                        char started[32];
+                        struct tm tm;
+                        strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&q->started_at, &tm));
+                        json_t *o = json_pack("{sI ss sb sb so ss sb sb}", "pid", (json_int_t)q->pid, "command", q->command ? q->command : "",
+                                              "running", !q->exited, "background", q->background, "tag",
+                                              q->tag[0] ? json_string(q->tag) : json_null(), "started_at", started, "pty", 0,
+                                              "detached", q->detached);
                         if (o && q->result)
                                 json_object_set(o, "exit_code", json_object_get(q->result, "exit_code"));
                         json_array_append_new(list, o);
@@ -748,6 +921,10 @@ static void handle_process(agent *a, const request *rq)
         }
         if (find_proc_param(a, rq, t, &p, &e) < 0) {
                 send_tool_error(a, rq->id, &e);
+                return;
+        }
+        if (strcmp(t, "process_connect") == 0) {
+                handle_connect(a, rq, p);
                 return;
         }
         if (strcmp(t, "process_wait") == 0) {
@@ -951,11 +1128,22 @@ static void handle_cancel(agent *a, const request *rq)
                 return;
         }
         bool found = false;
-        for (proc *p = a->procs; p; p = p->next)
+        for (proc *p = a->procs; p; p = p->next) {
                 if (p->call_id == (json_int_t)id && !p->exited && p->pid > 0) {
                         kill(-p->pid, SIGKILL);
                         found = true;
                 }
+                /* a process_connect call: its reader goes, the process stays */
+                for (attach **tp = &p->attached; *tp; tp = &(*tp)->next)
+                        if ((*tp)->call_id == (json_int_t)id) {
+                                attach *t = *tp;
+                                *tp = t->next;
+                                send_result(a, t->call_id, json_pack("{sI sb}", "pid", (json_int_t)p->pid, "detached", 1), NULL, 0);
+                                free(t);
+                                found = true;
+                                break;
+                        }
+        }
         if (watch_cancel(a, (json_int_t)id))
                 found = true;
         send_result(a, rq->id, json_pack("{sb}", "cancelled", found), NULL, 0);
@@ -971,9 +1159,13 @@ static void handle_pause(agent *a, const request *rq)
                 send_tool_error(a, rq->id, &e);
                 return;
         }
-        for (proc *p = a->procs; p; p = p->next)
+        for (proc *p = a->procs; p; p = p->next) {
                 if (p->call_id == (json_int_t)id)
                         p->paused = pause;
+                for (attach *t = p->attached; t; t = t->next)
+                        if (t->call_id == (json_int_t)id)
+                                t->paused = pause;
+        }
         watch_pause(a, (json_int_t)id, pause);
         send_result(a, rq->id, json_pack("{sb}", "paused", pause), NULL, 0);
 }

@@ -31,6 +31,9 @@ static const char usage_main[] =
         "  create [OPTIONS] [--label K=V]    start a persistent sandbox (served by nsboxd); prints its id\n"
         "  exec [OPTIONS] ID [--] CMD [ARG...]\n"
         "                                    run CMD in sandbox ID, streaming its output; exit status is CMD's\n"
+        "  exec -d [--tag TAG] ID [--] CMD   start CMD in the background; prints its pid (and tag)\n"
+        "  logs [-f] ID PID|TAG              a background process's recent (-f: and live) output\n"
+        "  attach ID PID|TAG                 follow a background process's output; exit status is its\n"
         "  call ID TOOL [JSON]               one tool call (read_file, write_file, grep, git_commit, ...)\n"
         "  cp SRC DST                        copy a file into or out of a sandbox (one side is ID:PATH)\n"
         "  watch [-r] ID PATH                print the changes under directory PATH until Ctrl-C\n"
@@ -208,7 +211,8 @@ int main(int argc, char **argv)
                 { "resume", nsbox_cmd_resume }, { "tools", nsbox_cmd_tools }, { "snapshot", nsbox_cmd_snapshot },
                 { "reset", nsbox_cmd_reset },   { "gc", nsbox_cmd_gc },     { "replay", nsbox_cmd_replay },
                 { "set-timeout", nsbox_cmd_set_timeout }, { "stats", nsbox_cmd_stats },
-                { "mcp", nsbox_cmd_mcp }, { "watch", nsbox_cmd_watch },
+                { "mcp", nsbox_cmd_mcp },       { "watch", nsbox_cmd_watch }, { "logs", nsbox_cmd_logs },
+                { "attach", nsbox_cmd_attach },
         };
         for (size_t i = 0; i < sizeof(session_cmds) / sizeof(session_cmds[0]); i++)
                 if (!strcmp(cmd, session_cmds[i].name))

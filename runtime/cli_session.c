@@ -176,6 +176,10 @@ static const char usage_exec[] =
         "  --timeout SECONDS      kill CMD's process group after SECONDS\n"
         "  --cwd DIR              working directory (default: the sandbox's workdir)\n"
         "  -e, --env K=V          set K for CMD (repeatable)\n"
+        "  -d, --detach           start CMD in the background, print its pid (and tag) and return;\n"
+        "                         it runs on after nsbox exits (see nsbox logs, nsbox attach)\n"
+        "  --tag TAG              name the process (1-64 of A-Z a-z 0-9 . _ -), unique among the\n"
+        "                         sandbox's running processes\n"
         "  --json                 print the result object on stderr afterwards\n";
 
 static void exec_event(json_t *params, void *ud)
@@ -194,20 +198,23 @@ static void exec_event(json_t *params, void *ud)
 
 int nsbox_cmd_exec(int argc, char **argv)
 {
-        enum { OPT_TIMEOUT = 0x100, OPT_CWD, OPT_JSON };
+        enum { OPT_TIMEOUT = 0x100, OPT_CWD, OPT_JSON, OPT_TAG };
         static const struct option opts[] = {
                 { "timeout", required_argument, NULL, OPT_TIMEOUT }, { "cwd", required_argument, NULL, OPT_CWD },
                 { "env", required_argument, NULL, 'e' },             { "json", no_argument, NULL, OPT_JSON },
+                { "detach", no_argument, NULL, 'd' },                { "tag", required_argument, NULL, OPT_TAG },
                 { "help", no_argument, NULL, 'h' },                  {},
         };
         json_t *env = json_object();
-        const char *cwd = NULL;
+        const char *cwd = NULL, *tag = NULL;
         uint64_t timeout_ms = 0;
-        bool json = false;
+        bool json = false, detach = false;
         int c;
         optind = 0;
-        while ((c = getopt_long(argc, argv, "+:e:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:de:h", opts, NULL)) != -1) {
                 switch (c) {
+                case 'd': detach = true; break;
+                case OPT_TAG: tag = optarg; break;
                 case OPT_TIMEOUT:
                         if (parse_duration_ms(optarg, &timeout_ms) < 0) {
                                 json_decref(env);
@@ -257,13 +264,27 @@ int nsbox_cmd_exec(int argc, char **argv)
                 json_object_set_new(tparams, "cwd", json_string(cwd));
         if (timeout_ms)
                 json_object_set_new(tparams, "timeout", json_real((double)timeout_ms / 1000.0));
-        json_t *params = json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", tparams, "stream", 1);
+        if (tag)
+                json_object_set_new(tparams, "tag", json_string(tag));
+        if (detach)
+                json_object_set_new(tparams, "detach", json_true());
+        json_t *params = json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", tparams, "stream", !detach);
         nsbox_client cl = { .fd = -1 };
         json_t *res = NULL;
         int status = call_once("exec", &cl, "call", params, exec_event, NULL, &res, EXIT_NSBOX);
         nsbox_client_close(&cl);
         if (status)
                 return status;
+        if (detach && json_is_true(json_object_get(res, "background"))) {
+                /* the pid, and the tag when there is one: what nsbox logs and attach take */
+                const char *t = json_string_value(json_object_get(res, "tag"));
+                printf("%" JSON_INTEGER_FORMAT "%s%s\n", json_integer_value(json_object_get(res, "pid")), t ? "\t" : "", t ? t : "");
+                json_decref(res);
+                return 0;
+        }
+        const char *err_text = detach ? json_string_value(json_object_get(res, "stderr")) : NULL;
+        if (err_text) /* it could not start: why, as a streamed exec shows it */
+                fputs(err_text, stderr);
         if (json) {
                 char *text = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(9));
                 if (text)

@@ -42,5 +42,9 @@ void nsbox_cli_print_json(FILE *f, json_t *v);
 struct nsbox_run_options;
 int nsbox_cli_create_params(const char *cmd, const struct nsbox_run_options *o, json_t **ret);
 
+/* cli_procs.c: logs, attach */
+int nsbox_cmd_logs(int argc, char **argv);
+int nsbox_cmd_attach(int argc, char **argv);
+
 /* cli_mcp.c: nsbox mcp */
 int nsbox_cmd_mcp(int argc, char **argv);

@@ -24,7 +24,7 @@ static const tool_spec specs[] = {
                 "Run a command in the sandbox: cmd is an argv array run without a shell, shell is a command line "
                 "run with /bin/sh -c; give one of them. Returns {pid, exit_code, signal, stdout, stderr, timed_out, "
                 "truncated, duration_ms, cpu_time_ms, peak_memory_bytes} when it ends; with background: true, "
-                "{pid} at once (see process_wait).",
+                "{pid, tag} at once (see process_wait, process_connect).",
                 SCHEMA({
                         "type": "object",
                         "properties": {
@@ -36,7 +36,9 @@ static const tool_spec specs[] = {
                                 "timeout": {"type": "number", "minimum": 0, "description": "Seconds after which the command and its children are killed and timed_out is true; 0 means no limit (default 0)."},
                                 "background": {"type": "boolean", "description": "Start the command and return its pid at once instead of waiting for it (default false)."},
                                 "max_output": {"type": "integer", "minimum": 0, "maximum": 16777216, "description": "Bytes of stdout and of stderr kept each; the rest is dropped and truncated is true (default 1048576, or the policy's output limit)."},
-                                "stream": {"type": "boolean", "description": "Send stdout and stderr as events while the command runs, instead of in the result (default false)."}
+                                "stream": {"type": "boolean", "description": "Send stdout and stderr as events while the command runs, instead of in the result (default false)."},
+                                "tag": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$", "description": "A name for the process, unique among the sandbox's running ones; process_* tools take it instead of pid."},
+                                "detach": {"type": "boolean", "description": "Background, and meant to outlive the connection that started it; re-attach with process_connect (default false)."}
                         },
                         "required": []
                 }),
@@ -46,7 +48,8 @@ static const tool_spec specs[] = {
         {
                 "process_list",
                 "List the processes started with exec that are running or not yet waited for. Returns "
-                "{processes: [{pid, command, running, background, exit_code}]} (exit_code once it has ended).",
+                "{processes: [{pid, command, tag, running, background, detached, pty, started_at, exit_code}]} "
+                "(exit_code once it has ended; started_at in RFC 3339, UTC).",
                 SCHEMA({
                         "type": "object",
                         "properties": {},
@@ -64,9 +67,10 @@ static const tool_spec specs[] = {
                         "type": "object",
                         "properties": {
                                 "pid": {"type": "integer", "minimum": 1, "description": "Process id returned by exec with background: true."},
+                                "tag": {"type": "string", "description": "The process's tag (exec's tag), instead of pid."},
                                 "timeout": {"type": "number", "minimum": 0, "description": "Seconds to wait at most; 0 waits until it ends (default 0)."}
                         },
-                        "required": ["pid"]
+                        "required": []
                 }),
                 no_aliases,
                 false,
@@ -79,9 +83,10 @@ static const tool_spec specs[] = {
                         "type": "object",
                         "properties": {
                                 "pid": {"type": "integer", "minimum": 1, "description": "Process id returned by exec."},
+                                "tag": {"type": "string", "description": "The process's tag (exec's tag), instead of pid."},
                                 "signal": {"type": ["string", "integer"], "description": "Signal name (HUP, INT, QUIT, KILL, USR1, USR2, TERM, CONT, STOP, ALRM, with or without SIG) or number (default \"KILL\")."}
                         },
-                        "required": ["pid"]
+                        "required": []
                 }),
                 no_aliases,
                 false,
@@ -94,9 +99,10 @@ static const tool_spec specs[] = {
                         "type": "object",
                         "properties": {
                                 "pid": {"type": "integer", "minimum": 1, "description": "Process id returned by exec with background: true."},
+                                "tag": {"type": "string", "description": "The process's tag (exec's tag), instead of pid."},
                                 "data": {"type": "string", "description": "Text to write."}
                         },
-                        "required": ["pid", "data"]
+                        "required": ["data"]
                 }),
                 no_aliases,
                 false,
@@ -108,9 +114,28 @@ static const tool_spec specs[] = {
                 SCHEMA({
                         "type": "object",
                         "properties": {
-                                "pid": {"type": "integer", "minimum": 1, "description": "Process id returned by exec with background: true."}
+                                "pid": {"type": "integer", "minimum": 1, "description": "Process id returned by exec with background: true."},
+                                "tag": {"type": "string", "description": "The process's tag (exec's tag), instead of pid."}
                         },
-                        "required": ["pid"]
+                        "required": []
+                }),
+                no_aliases,
+                false,
+        },
+        {
+                "process_connect",
+                "Attach to a background process started with exec (by pid or tag): its recent output (the "
+                "last 64 KiB of stdout and of stderr) and then its live output come as stdout and stderr "
+                "events of this call, which ends when it does (at once if it has ended). Returns {pid, exit_code, signal, timed_out, truncated, duration_ms}. Cancelling the call "
+                "detaches; the process goes on.",
+                SCHEMA({
+                        "type": "object",
+                        "properties": {
+                                "pid": {"type": "integer", "minimum": 1, "description": "Process id returned by exec with background: true."},
+                                "tag": {"type": "string", "description": "The process's tag (exec's tag), instead of pid."},
+                                "follow": {"type": "boolean", "description": "false: only the recent output, then {pid, running: true} at once if it is still running (default true)."}
+                        },
+                        "required": []
                 }),
                 no_aliases,
                 false,

@@ -54,6 +54,7 @@ test_files_write_read_list_stat_rename_remove() { run_check files; }
 test_fifty_megabyte_binary_file_round_trip_keeps_its_sha256() { run_check big_file; }
 test_commands_stream_output_to_callbacks_and_raise_on_exit_status() { run_check commands; }
 test_background_commands_take_stdin_and_can_be_waited_for_or_killed() { run_check background; }
+test_background_output_reaches_callbacks_live_and_connect_reattaches() { run_check live_output; }
 test_sandbox_lifecycle_create_list_pause_connect_timeout_kill() { run_check lifecycle; }
 test_bad_input_raises_stable_codes_and_changes_nothing() { run_check errors; }
 test_run_code_runs_python_javascript_c_cpp() { run_check run_code; }

@@ -169,6 +169,42 @@ def t_background():
         raises(lambda: s.commands.send_stdin(999999, "x"), NotFoundException, "not_found", "send_stdin to no process")
 
 
+def t_live_output():
+    with Sandbox.create(metadata={"test": "live"}) as s:
+        # run(background=True) with callbacks: each line reaches them about when it is printed
+        got, errs = [], []
+        h = s.commands.run("for i in 1 2 3 4; do echo $i; sleep 0.5; done; echo oops >&2",
+                           background=True, tag="counter", on_stdout=lambda t: got.append((time.time(), t)),
+                           on_stderr=errs.append)
+        check(h.tag == "counter", f"the handle's tag: {h.tag!r}")
+        r = h.wait()
+        check("".join(t for _, t in got) == "1\n2\n3\n4\n" and errs == ["oops\n"], f"live output: {got} {errs}")
+        check(got[-1][0] - got[0][0] > 1.0, f"the chunks came at once, not as printed: {got}")
+        check(r.stdout == "1\n2\n3\n4\n" and r.stderr == "oops\n" and r.exit_code == 0, f"wait's result: {r}")
+        # another connection re-attaches by pid and by tag: the recent output, then the live one
+        h = s.commands.run("echo early; sleep 1.5; echo late", background=True, tag="job")
+        time.sleep(0.5)
+        with_other = Sandbox.connect(s.sandbox_id)
+        try:
+            seen_pid, seen_tag = [], []
+            r = with_other.commands.connect(h.pid, on_stdout=seen_pid.append).wait()
+            check(seen_pid[0] == "early\n" and "".join(seen_pid) == "early\nlate\n" and r.stdout == "early\nlate\n",
+                  f"connect(pid): {seen_pid} {r}")
+            s.commands.run("echo one; sleep 1; echo two", background=True, tag="job2")
+            r = with_other.commands.connect("job2", on_stdout=seen_tag.append).wait()
+            check("".join(seen_tag) == "one\ntwo\n" and r.exit_code == 0, f"connect(tag): {seen_tag} {r}")
+        finally:
+            with_other._conn.close()
+        # a tag in use, a bad one, an unknown one
+        h = s.commands.run("sleep 300", background=True, tag="busy")
+        raises(lambda: s.commands.run("true", background=True, tag="busy"), nsbox.ConflictException, "conflict", "duplicate tag")
+        raises(lambda: s.commands.run("true", background=True, tag="a b"), InvalidArgumentException, "invalid_argument", "bad tag")
+        raises(lambda: s.commands.connect("nosuch"), NotFoundException, "not_found", "connect to an unknown tag")
+        check(h.kill() is True, "kill of the tagged sleep")
+        listed = [p for p in s.commands.list() if p.get("tag") == "busy"]
+        check(listed and listed[0]["pty"] is False and listed[0]["started_at"].endswith("Z"), f"process_list: {listed}")
+
+
 def t_lifecycle():
     s = Sandbox.create(metadata={"test": "lifecycle", "n": "1"}, timeout=120)
     try:

@@ -17,12 +17,13 @@ static const struct {
         const char *params;   /* space-separated, exact */
         const char *required; /* space-separated, in order */
 } documented[] = {
-        { "exec", "cmd shell cwd env stdin timeout background max_output stream", "" },
+        { "exec", "cmd shell cwd env stdin timeout background max_output stream tag detach", "" },
         { "process_list", "", "" },
-        { "process_wait", "pid timeout", "pid" },
-        { "process_kill", "pid signal", "pid" },
-        { "process_write_stdin", "pid data", "pid data" },
-        { "process_close_stdin", "pid", "pid" },
+        { "process_wait", "pid tag timeout", "" },
+        { "process_kill", "pid tag signal", "" },
+        { "process_write_stdin", "pid tag data", "data" },
+        { "process_close_stdin", "pid tag", "" },
+        { "process_connect", "pid tag follow", "" },
         { "watch", "path recursive", "path" },
         { "read_file", "path offset limit encoding byte_offset byte_limit skip_holes", "path" },
         { "write_file", "path content content_b64 data mode append parents", "path" },

@@ -422,28 +422,91 @@ def _finish(res: CommandResult, timeout: Optional[float]) -> CommandResult:
     return res
 
 
-class CommandHandle:
-    """A background command (E2B's CommandHandle): wait(), kill(), send_stdin(), close_stdin()."""
+class _Decoders:
+    """Output chunks as text as they come: a character split between chunks waits for the rest."""
 
-    def __init__(self, sandbox: "Sandbox", pid: int, on_stdout=None, on_stderr=None, timeout=None):
+    def __init__(self, on_stdout=None, on_stderr=None):
+        self.dec = {"stdout": codecs.getincrementaldecoder("utf-8")("replace"),
+                    "stderr": codecs.getincrementaldecoder("utf-8")("replace")}
+        self.got: Dict[str, List[str]] = {"stdout": [], "stderr": []}
+        self.cbs = {"stdout": on_stdout, "stderr": on_stderr}
+
+    def _give(self, kind: str, text: str) -> None:
+        if text:
+            self.got[kind].append(text)
+            if self.cbs[kind]:
+                self.cbs[kind](text)
+
+    def on_event(self, ev: Dict[str, Any]) -> None:
+        kind = ev.get("event")
+        if kind in self.dec and "data_b64" in ev:
+            self._give(kind, self.dec[kind].decode(base64.b64decode(ev["data_b64"])))
+
+    def flush(self) -> None:
+        for kind in self.dec:
+            self._give(kind, self.dec[kind].decode(b"", final=True))
+
+
+class CommandHandle:
+    """A background command (E2B's CommandHandle): wait(), kill(), send_stdin(), close_stdin().
+
+    With on_stdout/on_stderr its output reaches them as it comes: a process_connect call (the
+    command's recent output, then its live output) runs on a thread of the handle's own."""
+
+    def __init__(self, sandbox: "Sandbox", pid: int, on_stdout=None, on_stderr=None, timeout=None,
+                 tag: Optional[str] = None, live: bool = False, stream_on_wait: bool = False):
         self._sb = sandbox
         self.pid = pid
+        self.tag = tag
         self._on_stdout, self._on_stderr, self._timeout = on_stdout, on_stderr, timeout
         self._result: Optional[CommandResult] = None
+        self._thread: Optional[threading.Thread] = None
+        self._stream_error: Optional[BaseException] = None
+        self._stream_on_wait = stream_on_wait
+        if live and (on_stdout or on_stderr):
+            self._thread = threading.Thread(target=self._follow, args=(on_stdout, on_stderr), daemon=True)
+            self._thread.start()
+
+    def _connect(self, on_stdout, on_stderr) -> Dict[str, Any]:
+        """process_connect: the output to the callbacks until the command ends; its result."""
+        d = _Decoders(on_stdout, on_stderr)
+        r = self._sb._call("process_connect", {"pid": self.pid}, on_event=d.on_event, stream=True)
+        d.flush()
+        return r
+
+    def _follow(self, on_stdout, on_stderr) -> None:
+        try:
+            self._connect(on_stdout, on_stderr)
+        except BaseException as e:  # given to wait()
+            self._stream_error = e
 
     def wait(self, on_stdout: Optional[Callable[[str], None]] = None,
              on_stderr: Optional[Callable[[str], None]] = None, timeout: Optional[float] = None) -> CommandResult:
-        """Wait until it ends (process_wait); its output goes to the callbacks then (nsboxd keeps
-        a background command's output until it is waited for), and a non-zero exit raises
-        CommandExitException.  timeout (seconds) raises TimeoutException and leaves it running."""
+        """Wait until it ends, then collect its result (process_wait).  Callbacks given to run()
+        got its output live already; a handle of connect() gives its output to the callbacks as
+        it comes (process_connect) unless a timeout is given; otherwise they get it all at once
+        at the end.  A non-zero exit raises CommandExitException; timeout (seconds) raises
+        TimeoutException and leaves it running."""
         if self._result is None:
+            out, err = on_stdout or self._on_stdout, on_stderr or self._on_stderr
+            delivered = False
+            if self._thread is not None:
+                self._thread.join(timeout or None)
+                if self._thread.is_alive():
+                    raise TimeoutException(f"process {self.pid} is still running", "timeout")
+                if self._stream_error is not None:
+                    raise self._stream_error
+                delivered = True
+            elif self._stream_on_wait and (out or err) and not timeout:
+                self._connect(out, err)
+                delivered = True
             r = self._sb._call("process_wait", {"pid": self.pid, "timeout": timeout or 0})
             self._result = _result(r)
-            out, err = on_stdout or self._on_stdout, on_stderr or self._on_stderr
-            if out and self._result.stdout:
-                out(self._result.stdout)
-            if err and self._result.stderr:
-                err(self._result.stderr)
+            if not delivered:
+                if out and self._result.stdout:
+                    out(self._result.stdout)
+                if err and self._result.stderr:
+                    err(self._result.stderr)
         return _finish(self._result, self._timeout)
 
     def kill(self) -> bool:
@@ -470,14 +533,16 @@ class Commands:
     def run(self, cmd: str, background: bool = False, envs: Optional[Dict[str, str]] = None,
             cwd: Optional[str] = None, timeout: Optional[float] = 60,
             on_stdout: Optional[Callable[[str], None]] = None, on_stderr: Optional[Callable[[str], None]] = None,
-            stdin: Optional[Union[str, bytes, bool]] = None, **_ignored) -> Union[CommandResult, CommandHandle]:
+            stdin: Optional[Union[str, bytes, bool]] = None, tag: Optional[str] = None,
+            **_ignored) -> Union[CommandResult, CommandHandle]:
         """Run a shell command line (exec with shell).
 
         timeout: seconds before it is killed (0 or None: none); when it fires, TimeoutException.
         on_stdout/on_stderr: called with each chunk of output as it comes (exec with stream).
         stdin: text for its standard input.  A non-zero exit raises CommandExitException.
         background=True returns a CommandHandle at once; its standard input stays open for
-        send_stdin().
+        send_stdin(), and on_stdout/on_stderr get its output live.  tag: a name for it (1-64 of
+        A-Z a-z 0-9 . _ -, unique among the sandbox's running commands), for connect().
         """
         _check_str("cmd", cmd)
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
@@ -494,36 +559,22 @@ class Commands:
             stdin = bytes(stdin).decode()
         if isinstance(stdin, str):
             params["stdin"] = stdin
+        if tag is not None:
+            _check_str("tag", tag)
+            params["tag"] = tag
         if background:
             params["background"] = True
             r = self._sb._call("exec", params)
-            return CommandHandle(self._sb, r["pid"], on_stdout, on_stderr, timeout)
+            if not r.get("background"):  # it could not start: its result (127, 126) at once
+                return _finish(_result(r), timeout)
+            return CommandHandle(self._sb, r["pid"], on_stdout, on_stderr, timeout, tag=r.get("tag"), live=True)
         if not (on_stdout or on_stderr):
             return _finish(_result(self._sb._call("exec", params)), timeout)
-        # streamed: chunks are decoded as they come (a character split between chunks waits
-        # for the rest), and the whole output is kept for the result
-        dec = {"stdout": codecs.getincrementaldecoder("utf-8")("replace"),
-               "stderr": codecs.getincrementaldecoder("utf-8")("replace")}
-        got: Dict[str, List[str]] = {"stdout": [], "stderr": []}
-        cbs = {"stdout": on_stdout, "stderr": on_stderr}
-
-        def on_event(ev: Dict[str, Any]) -> None:
-            kind = ev.get("event")
-            if kind in dec and "data_b64" in ev:
-                text = dec[kind].decode(base64.b64decode(ev["data_b64"]))
-                if text:
-                    got[kind].append(text)
-                    if cbs[kind]:
-                        cbs[kind](text)
-
-        r = self._sb._call("exec", params, on_event=on_event, stream=True)
-        for kind in dec:
-            tail = dec[kind].decode(b"", final=True)
-            if tail:
-                got[kind].append(tail)
-                if cbs[kind]:
-                    cbs[kind](tail)
-        return _finish(_result(r, "".join(got["stdout"]), "".join(got["stderr"])), timeout)
+        # streamed: chunks are decoded as they come, and the whole output is kept for the result
+        d = _Decoders(on_stdout, on_stderr)
+        r = self._sb._call("exec", params, on_event=d.on_event, stream=True)
+        d.flush()
+        return _finish(_result(r, "".join(d.got["stdout"]), "".join(d.got["stderr"])), timeout)
 
     def send_stdin(self, pid: int, data: Union[str, bytes], **_ignored) -> None:
         if isinstance(data, (bytes, bytearray)):
@@ -539,9 +590,21 @@ class Commands:
         """The running commands and background ones not waited for: process_list."""
         return self._sb._call("process_list", {})["processes"]
 
-    def connect(self, pid: int, **_ignored) -> CommandHandle:
-        """A handle on a background command started earlier (by pid)."""
-        return CommandHandle(self._sb, pid)
+    def connect(self, pid: Union[int, str], on_stdout: Optional[Callable[[str], None]] = None,
+                on_stderr: Optional[Callable[[str], None]] = None, timeout: Optional[float] = None,
+                **_ignored) -> CommandHandle:
+        """A handle on a background command started earlier, by pid or by tag: its wait() gives
+        the callbacks the command's recent output (the last 64 KiB of each stream), then its
+        output as it comes (process_connect), until it ends."""
+        tag = None
+        if isinstance(pid, str):
+            tag = pid
+            found = [p for p in self.list() if p.get("tag") == tag]
+            found.sort(key=lambda p: not p.get("running"))
+            if not found:
+                raise NotFoundException(f"commands.connect: no process tagged '{tag}'", "not_found")
+            pid = found[0]["pid"]
+        return CommandHandle(self._sb, pid, on_stdout, on_stderr, timeout, tag=tag, stream_on_wait=True)
 
 
 # ---- run_code ---------------------------------------------------------------------------------

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Background processes that outlive their connection, carry a tag and are re-attached with their
+# recent and live output: nsbox exec -d, logs, attach and process_connect (issue 21).
+# Runs as root and as an unprivileged user (tests/run does both).
+. "$(dirname "$0")/../lib.sh"
+
+# A daemon of our own on a socket of our own, stopped with its sandboxes when this file ends.
+SESSION_DIR=$(mktemp -d /tmp/nsbox-procs.XXXXXX) || exit 1
+export NSBOX_SOCKET="$SESSION_DIR/d.sock"
+grep -c . /proc/self/mountinfo > "$SESSION_DIR/mounts-before"
+trap 'stop_file_daemon "$SESSION_DIR"' EXIT
+
+# ---- helpers -------------------------------------------------------------------------------
+
+jget() {
+        python3 -c 'import json, sys
+d = json.load(sys.stdin)
+v = eval(sys.argv[1])
+print(v if isinstance(v, str) else json.dumps(v))' "$1"
+}
+
+MY_SANDBOXES=""
+new_sandbox() { # VAR
+        local _var=$1 _sid
+        _sid=$("$NSBOX" create 2>&1) || fail "nsbox create: $_sid"
+        [[ $_sid =~ ^[0-9a-f]{32}$ ]] || fail "nsbox create printed '$_sid'"
+        MY_SANDBOXES="$MY_SANDBOXES $_sid"
+        trap '[ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
+        printf -v "$_var" %s "$_sid"
+}
+
+# Each line of standard input, prefixed with the seconds since the epoch it arrived at.
+stamp() { python3 -u -c 'import sys, time
+for l in sys.stdin:
+    print("%.2f %s" % (time.time(), l.rstrip("\n")), flush=True)'; }
+
+# "running exit_code" of process PID|TAG in sandbox ID's process_list.
+proc_state() { # ID TAG
+        "$NSBOX" call "$1" process_list | jget "' '.join(str(p.get(k)) for p in d['processes'] if p['tag'] == '$2' for k in ('running', 'exit_code'))"
+}
+
+# Start a job printing 1 to 5, a second apart, then exiting 3.
+JOB='for i in 1 2 3 4 5; do echo $i; sleep 1; done; exit 3'
+
+# ---- tests ---------------------------------------------------------------------------------
+
+test_exec_d_then_logs_f_streams_lines_as_they_come() {
+        local id pid
+        new_sandbox id
+        assert_status 0 "$NSBOX" exec -d --tag job "$id" -- sh -c "$JOB"
+        [[ $OUT =~ ^[0-9]+$'\t'job$ ]] || fail "exec -d printed '$OUT', not PID<tab>job"
+        pid=${OUT%%$'\t'*}
+        # another connection follows it: each line comes about when printed, status is the job's
+        { "$NSBOX" logs -f "$id" job; echo "status $?"; } | stamp > "$TEST_TMP/follow"
+        assert_eq "1 2 3 4 5 status 3" "$(cut -d' ' -f2- "$TEST_TMP/follow" | tr '\n' ' ' | sed 's/ $//')" "logs -f output and status"
+        local first last
+        first=$(sed -n 2p "$TEST_TMP/follow" | cut -d' ' -f1)
+        last=$(sed -n 5p "$TEST_TMP/follow" | cut -d' ' -f1)
+        python3 -c "import sys; sys.exit(0 if $last - $first > 2 else 1)" ||
+                fail "lines 2 to 5 came within $(python3 -c "print($last - $first)") s: not as they were printed"
+        assert_status 0 "$NSBOX" call "$id" process_list
+        assert_eq "[\"job\", true, true, false, false]" \
+                "$(echo "$OUT" | jget "[[p['tag'], p['detached'], p['background'], p['pty'], p['running']] for p in d['processes'] if p['pid'] == $pid][0]")" \
+                "tag, detached, background, pty, running in process_list"
+        echo "$OUT" | jget "[p['started_at'] for p in d['processes']][0]" | grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$' ||
+                fail "started_at is not RFC 3339 UTC: $OUT"
+}
+
+test_logs_after_exit_give_the_tail_and_status() {
+        local id pid
+        new_sandbox id
+        assert_status 0 "$NSBOX" exec -d --tag job "$id" -- sh -c 'echo out; echo err >&2; exit 3'
+        pid=${OUT%%$'\t'*}
+        for i in $(seq 50); do [ "$(proc_state "$id" job)" = "False 3" ] && break; sleep 0.1; done
+        assert_status 3 "$NSBOX" logs "$id" job
+        assert_eq "out err" "$(echo $OUT)" "logs after the job ended"
+        assert_status 3 "$NSBOX" logs "$id" "$pid"
+        assert_eq "out err" "$(echo $OUT)" "logs by pid"
+        "$NSBOX" attach "$id" job > "$TEST_TMP/o" 2> "$TEST_TMP/e"
+        assert_eq "3 out err" "$? $(cat "$TEST_TMP/o") $(cat "$TEST_TMP/e")" "attach after the job ended: status, stdout, stderr"
+        # a running one: logs without -f returns at once, with status 0
+        assert_status 0 "$NSBOX" exec -d --tag long "$id" -- sh -c 'echo started; exec sleep 300'
+        for i in $(seq 50); do "$NSBOX" logs "$id" long | grep -q started && break; sleep 0.1; done
+        assert_status 0 timeout 5 "$NSBOX" logs "$id" long
+        assert_eq started "$OUT" "logs of a running job"
+        assert_status 0 "$NSBOX" call "$id" process_kill '{"tag": "long"}'
+        assert_status 137 timeout 5 "$NSBOX" logs -f "$id" long
+}
+
+test_two_attachers_both_get_the_output() {
+        local id a b
+        new_sandbox id
+        assert_status 0 "$NSBOX" exec -d --tag job "$id" -- sh -c 'sleep 1; for i in 1 2 3; do echo $i; sleep 0.5; done'
+        "$NSBOX" attach "$id" job > "$TEST_TMP/a" 2>&1 &
+        a=$!
+        "$NSBOX" logs -f "$id" job > "$TEST_TMP/b" 2>&1 &
+        b=$!
+        wait $a
+        local sa=$?
+        wait $b
+        local sb=$?
+        assert_eq "0 1 2 3" "$sa $(echo $(cat "$TEST_TMP/a"))" "first attacher"
+        assert_eq "0 1 2 3" "$sb $(echo $(cat "$TEST_TMP/b"))" "second attacher"
+}
+
+test_detached_job_outlives_its_clients() {
+        local id i
+        new_sandbox id
+        # started by a client that leaves at once (nsbox exec -d does), followed by one killed
+        assert_status 0 "$NSBOX" exec -d --tag job "$id" -- sh -c 'sleep 1.5; echo done-ok'
+        timeout -s INT 0.5 "$NSBOX" attach "$id" job
+        assert_eq "True None" "$(proc_state "$id" job)" "the job after its attacher was interrupted"
+        assert_status 0 timeout 10 "$NSBOX" attach "$id" job
+        assert_eq done-ok "$OUT" "re-attached after the first attacher went"
+        # a foreground exec whose client goes is still cancelled
+        "$NSBOX" exec "$id" -- sleep 300 &
+        local client=$!
+        for i in $(seq 50); do "$NSBOX" exec "$id" -- ps -eo args= | grep -q '^sleep 300' && break; sleep 0.1; done
+        kill $client
+        wait $client 2>/dev/null
+        local left
+        for i in $(seq 50); do
+                left=$("$NSBOX" exec "$id" -- ps -eo args= | grep '^sleep 300')
+                [ -z "$left" ] && break
+                sleep 0.1
+        done
+        assert_eq "" "$left" "a foreground command after its client went"
+}
+
+test_slow_attacher_does_not_hold_the_job() {
+        local id slow i
+        new_sandbox id
+        assert_status 0 "$NSBOX" exec -d --tag big "$id" -- sh -c 'sleep 1; head -c 50000000 /dev/zero | tr "\0" x; echo; echo end'
+        mkfifo "$TEST_TMP/fifo"
+        "$NSBOX" attach "$id" big > "$TEST_TMP/fifo" &
+        slow=$!
+        exec 3< "$TEST_TMP/fifo" # opened, never read: the attacher blocks, nsboxd pauses its stream
+        for i in $(seq 200); do [ "$(proc_state "$id" big)" = "False 0" ] && break; sleep 0.1; done
+        assert_eq "False 0" "$(proc_state "$id" big)" "the job, 20 s after it started, with a reader that reads nothing"
+        kill $slow
+        exec 3<&-
+        wait $slow 2>/dev/null
+        # the tail: its last 64 KiB of stdout
+        "$NSBOX" logs "$id" big > "$TEST_TMP/tail"
+        assert_eq "65536 end" "$(wc -c < "$TEST_TMP/tail") $(tail -n 1 "$TEST_TMP/tail")" "bytes and last line of the tail"
+        assert_status 0 "$NSBOX" call "$id" process_connect '{"tag": "big"}'
+        assert_eq "true 0" "$(echo "$OUT" | jget '"%s %s" % (json.dumps(d["truncated"]), d["exit_code"])')" "process_connect result after a lost start"
+}
+
+test_process_tools_take_a_tag() {
+        local id
+        new_sandbox id
+        assert_status 0 "$NSBOX" call "$id" exec '{"cmd": ["cat"], "background": true, "tag": "cat.1"}'
+        assert_eq '"cat.1"' "$(echo "$OUT" | jget 'json.dumps(d["tag"])')" "exec's result"
+        assert_status 0 "$NSBOX" call "$id" process_write_stdin '{"tag": "cat.1", "data": "hi\n"}'
+        assert_status 0 "$NSBOX" call "$id" process_close_stdin '{"tag": "cat.1"}'
+        assert_status 0 "$NSBOX" call "$id" process_wait '{"tag": "cat.1", "timeout": 10}'
+        assert_eq '"hi\n" 0' "$(echo "$OUT" | jget '"%s %s" % (json.dumps(d["stdout"]), d["exit_code"])')" "cat's result"
+        assert_status 0 "$NSBOX" call "$id" exec '{"shell": "sleep 300", "detach": true, "tag": "s"}'
+        assert_status 0 "$NSBOX" call "$id" process_kill '{"tag": "s", "signal": "TERM"}'
+        assert_status 0 "$NSBOX" call "$id" process_wait '{"tag": "s", "timeout": 10}'
+        assert_eq 143 "$(echo "$OUT" | jget 'd["exit_code"]')" "sleep's exit code"
+        # a tag is free again once its process ended
+        assert_status 0 "$NSBOX" call "$id" exec '{"shell": "true", "background": true, "tag": "s"}'
+}
+
+test_bad_unknown_and_duplicate_tags_are_one_line_errors() {
+        local id before
+        new_sandbox id
+        assert_status 0 "$NSBOX" exec -d --tag job "$id" -- sleep 300
+        before=$("$NSBOX" call "$id" process_list)
+        assert_status 125 "$NSBOX" exec -d --tag job "$id" -- sleep 300
+        assert_contains "$OUT" conflict "duplicate tag"
+        assert_one_line_error "$OUT"
+        for bad in "" "a b" "x/y" "$(printf 'a%.0s' $(seq 65))"; do
+                assert_status 125 "$NSBOX" exec -d --tag "$bad" "$id" -- true
+                assert_contains "$OUT" invalid_argument "tag '$bad'"
+                assert_one_line_error "$OUT"
+        done
+        assert_status 1 "$NSBOX" logs "$id" nosuch
+        assert_contains "$OUT" not_found "logs of an unknown tag"
+        assert_one_line_error "$OUT"
+        assert_status 1 "$NSBOX" attach "$id" 99999
+        assert_contains "$OUT" not_found "attach to an unknown pid"
+        assert_one_line_error "$OUT"
+        assert_status 1 "$NSBOX" call "$id" process_kill '{"tag": "nosuch"}'
+        assert_one_line_error "$OUT"
+        assert_status 1 "$NSBOX" call "$id" process_kill '{"tag": "job", "pid": 2}'
+        assert_contains "$OUT" invalid_argument "pid and tag"
+        assert_status 125 "$NSBOX" logs "$id"
+        assert_one_line_error "$OUT"
+        assert_eq "$before" "$("$NSBOX" call "$id" process_list)" "process_list after the errors"
+}
+
+# Last (tests run in name order): every test removed what it made.
+test_zz_with_every_sandbox_removed_nothing_is_left() {
+        assert_daemon_holds_nothing "$(cat "$SESSION_DIR/mounts-before")"
+}
+
+run_tests
