@@ -2,7 +2,7 @@
 /* The watch tool's engine: inotify on one directory (and, recursive, on every directory under
  * it, new ones included), its events turned into {op, path, type}.  No sandbox needed: the
  * directory resolves inside ctx->root_fd like every tool path (tools/path.c), and the agent
- * (agent.c) only polls nsbox_watch_fd and forwards what nsbox_watch_read reports.
+ * (agent_watch.c) only polls nsbox_watch_fd and forwards what nsbox_watch_read reports.
  *
  * Ops: create (IN_CREATE, IN_MOVED_TO), write (IN_CLOSE_WRITE: one event per writer that
  * closes the file, not one per write(2)), remove (IN_DELETE), rename (IN_MOVED_FROM: the old
