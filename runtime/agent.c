@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "../tools/registry.h"
-#include "agent_internal.h"
+#include "serve.h"
 #include "proto.h"
 #include "sync.h"
 #include "util.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The agent's commands (agent_internal.h): how one is spawned (both modes), and in serve mode
+/* The agent's commands (serve.h): how one is spawned (both modes), and in serve mode
  * exec and the process_* tools: each command's pipes, output (captured, streamed, or kept as a
  * background command's tail for process_connect), stdin, deadline and result. */
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_internal.h"
+#include "serve.h"
 #include "proto.h"
 #include "sync.h"
 #include "util.h"

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The agent's frames out (agent_internal.h): results, errors and events onto its outgoing
+/* The agent's frames out (serve.h): results, errors and events onto its outgoing
  * queue, and its exit.  The bottom layer: agent.c, agent_procs.c and agent_watch.c call it. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
 
-#include "agent_internal.h"
+#include "serve.h"
 #include "proto.h"
 
 void agent_exit(agent *a, int status)

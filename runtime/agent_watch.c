@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The agent's watch calls (agent_internal.h, watch.h): a directory's changes as events until
+/* The agent's watch calls (serve.h, watch.h): a directory's changes as events until
  * cancelled, each call an inotify fd in the agent's epoll loop. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 
-#include "agent_internal.h"
+#include "serve.h"
 #include "proto.h"
 #include "util.h"
 #include "watch.h"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What the agent's files share (agent.h is its interface): its state, its commands' and
- * requests' types, the epoll keys and the limits more than one file uses.  The calls go one
- * way: agent.c (run mode, requests, the loop) -> agent_procs.c (commands) and agent_watch.c
- * (watch calls) -> agent_send.c (frames out). */
+/* The agent's serve mode, what its files share (agent.h is its interface): its state, its
+ * commands' and requests' types, the epoll keys and the limits more than one file uses.  The
+ * calls go one way: agent.c (run mode, requests, the loop) -> agent_procs.c (commands) and
+ * agent_watch.c (watch calls) -> agent_send.c (frames out). */
 #pragma once
 
 #include <signal.h>
