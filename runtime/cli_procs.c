@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base64.h"
 #include "cli_session.h"
 #include "client.h"
 #include "util.h"
@@ -28,20 +27,6 @@ static const char usage_attach[] =
         "output as it comes; exits with its status when it ends.  Interrupting nsbox attach detaches\n"
         "and leaves the process running.  Standard input is not forwarded.\n";
 
-static void output_event(json_t *params, void *ud)
-{
-        (void)ud;
-        const char *ev = json_string_value(json_object_get(params, "event"));
-        json_t *data = json_object_get(params, "data_b64");
-        if (!ev || !json_is_string(data))
-                return;
-        strbuf sb;
-        sb_init(&sb, 0);
-        if (b64_decode(json_string_value(data), json_string_length(data), &sb) == 0 && sb.len)
-                write_full(strcmp(ev, "stderr") ? 1 : 2, sb.buf, sb.len);
-        sb_release(&sb);
-}
-
 /* PID|TAG as process_connect's params: all digits is a pid. */
 static json_t *proc_ref(const char *arg)
 {
@@ -58,7 +43,7 @@ static int logs(const char *cmd, const char *id, const char *which, bool follow)
         json_t *params = json_pack("{ss ss so sb}", "sandbox", id, "tool", "process_connect", "params", tparams, "stream", 1);
         nsbox_client cl = { .fd = -1 };
         json_t *res = NULL;
-        int status = nsbox_cli_call(cmd, &cl, "call", params, output_event, NULL, &res, EXIT_REFUSED);
+        int status = nsbox_cli_call(cmd, &cl, "call", params, nsbox_cli_output_event, NULL, &res, EXIT_REFUSED);
         nsbox_client_close(&cl);
         if (status)
                 return status;

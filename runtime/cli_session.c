@@ -182,7 +182,7 @@ static const char usage_exec[] =
         "                         sandbox's running processes\n"
         "  --json                 print the result object on stderr afterwards\n";
 
-static void exec_event(json_t *params, void *ud)
+void nsbox_cli_output_event(json_t *params, void *ud)
 {
         (void)ud;
         const char *ev = json_string_value(json_object_get(params, "event"));
@@ -271,7 +271,7 @@ int nsbox_cmd_exec(int argc, char **argv)
         json_t *params = json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", tparams, "stream", !detach);
         nsbox_client cl = { .fd = -1 };
         json_t *res = NULL;
-        int status = call_once("exec", &cl, "call", params, exec_event, NULL, &res, EXIT_NSBOX);
+        int status = call_once("exec", &cl, "call", params, nsbox_cli_output_event, NULL, &res, EXIT_NSBOX);
         nsbox_client_close(&cl);
         if (status)
                 return status;

@@ -32,6 +32,9 @@ int nsbox_cmd_stats(int argc, char **argv);
 #include "client.h"
 /* "nsbox: CMD: message (see nsbox CMD --help)"; returns 125. */
 int nsbox_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An event callback for nsbox_cli_call: a streamed command's stdout and stderr chunks written
+ * to ours (exec, logs, attach). */
+void nsbox_cli_output_event(json_t *params, void *ud);
 /* Connect when cl is not (starting nsboxd if needed) and make one call; 0, or the exit status to
  * use (refused_status when the daemon said no, 125 when nsbox failed) after printing why. */
 int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t *params, nsbox_client_event_fn ev, void *ud,
