@@ -157,12 +157,12 @@ static int connect_as_user(void)
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
-        bool was_user = geteuid() != 0;
-        as_root();
+        /* the ids change in the child only: the parent's threads connect at once (concurrency),
+         * and an euid switched in one thread is switched in all */
         pid_t pid = fork();
         if (pid == 0) {
                 close(sv[0]);
-                if (setgroups(1, &user_gid) < 0 || setresgid(user_gid, user_gid, user_gid) < 0 || setresuid(user_uid, user_uid, user_uid) < 0)
+                if (seteuid(0) < 0 || setgroups(1, &user_gid) < 0 || setresgid(user_gid, user_gid, user_gid) < 0 || setresuid(user_uid, user_uid, user_uid) < 0)
                         _exit(126);
                 prctl(PR_SET_DUMPABLE, 1); /* a change of ids clears it: nsboxd could not read our /proc */
                 int fd = connect_sock();
@@ -185,8 +185,6 @@ static int connect_as_user(void)
                 memcpy(CMSG_DATA(cm), &fd, sizeof(int));
                 _exit(sendmsg(sv[1], &mh, 0) == 1 ? 0 : 1);
         }
-        if (was_user)
-                as_user();
         close(sv[1]);
         int fd = -ECONNREFUSED;
         if (pid > 0) {
