@@ -222,6 +222,31 @@ test_exec_i_carries_a_tar_stream() {
         assert_eq hello "$("$NSBOX" exec "$id" -- cat /tmp/t/a.txt)" "a.txt"
 }
 
+test_exec_i_client_killed_cancels_the_command() {
+        local id fifo pid n
+        new_sandbox id
+        fifo="$SESSION_DIR/fifo"
+        mkfifo "$fifo"
+        exec 7<>"$fifo" # a stdin that never ends
+        "$NSBOX" exec -i "$id" -- sleep 300 < "$fifo" &
+        pid=$!
+        exec 7>&-
+        for _ in $(seq 50); do
+                n=$("$NSBOX" call "$id" process_list | jget 'len(d["processes"])')
+                [ "$n" = 1 ] && break
+                sleep 0.1
+        done
+        assert_eq 1 "$n" "processes while exec -i runs"
+        kill -KILL "$pid"
+        wait "$pid" 2>/dev/null
+        for _ in $(seq 100); do
+                n=$("$NSBOX" call "$id" process_list | jget 'len(d["processes"])')
+                [ "$n" = 0 ] && break
+                sleep 0.1
+        done
+        assert_eq 0 "$n" "processes after the exec -i client was killed"
+}
+
 test_exec_i_command_ignoring_stdin_ends_without_hanging() {
         local id rc
         new_sandbox id
