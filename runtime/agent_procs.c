@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base64.h"
 #include "serve.h"
 #include "proto.h"
 #include "sync.h"
@@ -381,7 +382,7 @@ typedef struct exec_params {
         size_t stdin_len;
         double timeout_s;
         const char *tag;
-        bool background, stream, detach;
+        bool background, stream, detach, stdin_open;
         uint64_t max_output;
 } exec_params;
 
@@ -426,6 +427,7 @@ static int parse_exec(agent *a, const request *rq, exec_params *x, tool_error *e
         if (tool_param_string(&rq->in, "exec", "cwd", false, &cwd, e) < 0 ||
             tool_param_string(&rq->in, "exec", "stdin", false, &x->stdin_data, e) < 0 ||
             tool_param_bool(&rq->in, "exec", "background", &x->background, e) < 0 ||
+            tool_param_bool(&rq->in, "exec", "stdin_open", &x->stdin_open, e) < 0 ||
             tool_param_bool(&rq->in, "exec", "stream", &x->stream, e) < 0 ||
             tool_param_bool(&rq->in, "exec", "detach", &x->detach, e) < 0 || tool_param_string(&rq->in, "exec", "tag", false, &x->tag, e) < 0)
                 return -1;
@@ -489,7 +491,7 @@ static int start_command(agent *a, const request *rq, exec_params *x, proc **ret
                 proc_free(a, old);
         }
         int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
-        bool want_stdin = x->stdin_data || x->background;
+        bool want_stdin = x->stdin_data || x->background || x->stdin_open;
         if ((want_stdin && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                 int saved = errno;
                 nsbox_close_pair(in);
@@ -579,7 +581,7 @@ static int start_command(agent *a, const request *rq, exec_params *x, proc **ret
         if (x->stdin_data) {
                 if (nsbox_queue_append(&p->stdin_q, x->stdin_data, x->stdin_len) < 0)
                         agent_exit(a, 125);
-                p->close_stdin_when_done = !x->background;
+                p->close_stdin_when_done = !x->background && !x->stdin_open;
                 proc_write_stdin(a, p);
         }
         *ret = p;
@@ -637,6 +639,54 @@ static int find_proc_param(agent *a, const request *rq, const char *tool, proc *
                 return tool_fail(e, TOOL_NOT_FOUND, "%s: no process %llu started by exec", tool, (unsigned long long)pid);
         *ret = p;
         return 0;
+}
+
+/* process_write_stdin: data (text) or data_b64 (bytes) queued for p's stdin; too_large while
+ * more than MAX_STDIN_PENDING bytes wait, so that a caller feeding a slow reader backs off. */
+static void write_stdin(agent *a, const request *rq, proc *p)
+{
+        const char *t = "process_write_stdin";
+        tool_error e = { 0 };
+        const char *data = NULL, *b64 = NULL;
+        strbuf dec;
+        sb_init(&dec, MAX_STDIN_PENDING);
+        if (tool_param_string(&rq->in, t, "data", false, &data, &e) < 0 || tool_param_string(&rq->in, t, "data_b64", false, &b64, &e) < 0)
+                goto fail;
+        if (!data == !b64) {
+                tool_fail(&e, TOOL_INVALID_ARGUMENT, "%s: give exactly one of 'data' (text) and 'data_b64' (base64)", t);
+                goto fail;
+        }
+        size_t n;
+        if (b64) {
+                int r = b64_decode(b64, json_string_length(json_object_get(rq->in.params, "data_b64")), &dec);
+                if (r == -E2BIG) {
+                        tool_fail(&e, TOOL_TOO_LARGE, "%s: more than %u bytes at once", t, MAX_STDIN_PENDING);
+                        goto fail;
+                }
+                if (r < 0) {
+                        tool_fail(&e, TOOL_INVALID_ARGUMENT, "%s: 'data_b64' is not valid base64", t);
+                        goto fail;
+                }
+                data = dec.buf ? dec.buf : "";
+                n = dec.len;
+        } else
+                n = json_string_length(json_object_get(rq->in.params, "data"));
+        if (p->fd[0] < 0 || p->close_stdin_when_done) {
+                tool_fail(&e, TOOL_CONFLICT, "%s: the standard input of process %d is closed", t, (int)p->pid);
+        } else if (p->stdin_q.len + n > MAX_STDIN_PENDING) {
+                tool_fail(&e, TOOL_TOO_LARGE, "%s: more than %u bytes waiting for process %d to read them", t, MAX_STDIN_PENDING,
+                          (int)p->pid);
+        } else {
+                if (nsbox_queue_append(&p->stdin_q, data, n) < 0)
+                        agent_exit(a, 125);
+                sb_release(&dec);
+                proc_write_stdin(a, p);
+                send_result(a, rq->id, json_pack("{sI sI}", "pid", (json_int_t)p->pid, "bytes", (json_int_t)n), NULL, 0);
+                return;
+        }
+fail:
+        sb_release(&dec);
+        send_tool_error(a, rq->id, &e);
 }
 
 /* process_connect: the tail of p's output as events, then (follow) its output as it comes,
@@ -734,22 +784,8 @@ void handle_process(agent *a, const request *rq)
                         return;
                 }
         } else if (strcmp(t, "process_write_stdin") == 0) {
-                const char *data = NULL;
-                if (tool_param_string(&rq->in, t, "data", true, &data, &e) == 0) {
-                        size_t n = json_string_length(json_object_get(rq->in.params, "data"));
-                        if (p->fd[0] < 0 || p->close_stdin_when_done) {
-                                tool_fail(&e, TOOL_CONFLICT, "process_write_stdin: the standard input of process %d is closed", (int)p->pid);
-                        } else if (p->stdin_q.len + n > MAX_STDIN_PENDING) {
-                                tool_fail(&e, TOOL_TOO_LARGE, "process_write_stdin: more than %u bytes waiting for process %d to read them",
-                                          MAX_STDIN_PENDING, (int)p->pid);
-                        } else {
-                                if (nsbox_queue_append(&p->stdin_q, data, n) < 0)
-                                        agent_exit(a, 125);
-                                proc_write_stdin(a, p);
-                                send_result(a, rq->id, json_pack("{sI sI}", "pid", (json_int_t)p->pid, "bytes", (json_int_t)n), NULL, 0);
-                                return;
-                        }
-                }
+                write_stdin(a, rq, p);
+                return;
         } else { /* process_close_stdin */
                 p->close_stdin_when_done = true;
                 proc_write_stdin(a, p);

@@ -9,6 +9,8 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +180,7 @@ static const char usage_exec[] =
         "  -e, --env K=V          set K for CMD (repeatable)\n"
         "  -d, --detach           start CMD in the background, print its pid (and tag) and return;\n"
         "                         it runs on after nsbox exits (see nsbox logs, nsbox attach)\n"
+        "  -i, --interactive      forward our standard input to CMD's (default: /dev/null)\n"
         "  --tag TAG              name the process (1-64 of A-Z a-z 0-9 . _ -), unique among the\n"
         "                         sandbox's running processes\n"
         "  --json                 print the result object on stderr afterwards\n";
@@ -196,6 +199,87 @@ void nsbox_cli_output_event(json_t *params, void *ud)
         sb_release(&sb);
 }
 
+/* exec -i: our stdin goes to the command's, as process_write_stdin calls on a second
+ * connection (the first carries the streamed output), from a thread started by the "started"
+ * event.  A command that stops reading ends the forwarding quietly. */
+#define STDIN_CHUNK (256u << 10)
+
+typedef struct stdin_fwd {
+        const char *sandbox;
+        json_int_t pid;
+        pthread_t thread;
+        bool started;
+} stdin_fwd;
+
+static int fwd_call(nsbox_client *c, const char *sandbox, const char *tool, json_t *tparams, const char **code)
+{
+        json_t *params = json_pack("{ss ss so}", "sandbox", sandbox, "tool", tool, "params", tparams);
+        json_t *res = NULL;
+        nsbox_error err = { 0 };
+        *code = NULL;
+        int r = params ? nsbox_client_call(c, "call", params, NULL, NULL, &res, code, &err) : -ENOMEM;
+        json_decref(res);
+        nsbox_error_clear(&err);
+        return r;
+}
+
+/* What stdin has now, up to STDIN_CHUNK, blocking only for the first bytes: 0 at end of file. */
+static ssize_t read_some(char *buf)
+{
+        size_t have = 0;
+        for (;;) {
+                ssize_t n = read(0, buf + have, STDIN_CHUNK - have);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return have ? (ssize_t)have : n;
+                have += (size_t)n;
+                struct pollfd pfd = { .fd = 0, .events = POLLIN };
+                if (have == STDIN_CHUNK || poll(&pfd, 1, 0) <= 0 || !(pfd.revents & (POLLIN | POLLHUP)))
+                        return (ssize_t)have;
+        }
+}
+
+static void *fwd_main(void *ud)
+{
+        stdin_fwd *f = ud;
+        nsbox_client c = { .fd = -1 };
+        nsbox_error err = { 0 };
+        const char *code;
+        char *buf = malloc(STDIN_CHUNK), *enc = malloc(b64_encoded_len(STDIN_CHUNK) + 1);
+        if (!buf || !enc || nsbox_client_connect(false, &c, &err) < 0)
+                goto out;
+        ssize_t n;
+        while ((n = read_some(buf)) > 0) {
+                b64_encode(buf, (size_t)n, enc);
+                /* too_large: the command has not read what is queued yet; anything else (its
+                 * stdin closed, it ended) means nothing more is wanted */
+                while (fwd_call(&c, f->sandbox, "process_write_stdin", json_pack("{sI ss}", "pid", f->pid, "data_b64", enc), &code) < 0)
+                        if (!code || strcmp(code, "too_large") || usleep(10000) < 0)
+                                goto out;
+        }
+        fwd_call(&c, f->sandbox, "process_close_stdin", json_pack("{sI}", "pid", f->pid), &code);
+out:
+        nsbox_error_clear(&err);
+        nsbox_client_close(&c);
+        free(buf);
+        free(enc);
+        return NULL;
+}
+
+static void exec_event(json_t *params, void *ud)
+{
+        stdin_fwd *f = ud;
+        const char *ev = json_string_value(json_object_get(params, "event"));
+        if (f && !f->started && ev && !strcmp(ev, "started")) {
+                f->pid = json_integer_value(json_object_get(params, "pid"));
+                f->started = f->pid > 0 && pthread_create(&f->thread, NULL, fwd_main, f) == 0;
+                if (f->started)
+                        pthread_detach(f->thread); /* it may sit in read(2) after the command ended */
+        }
+        nsbox_cli_output_event(params, NULL);
+}
+
 int nsbox_cmd_exec(int argc, char **argv)
 {
         enum { OPT_TIMEOUT = 0x100, OPT_CWD, OPT_JSON, OPT_TAG };
@@ -203,17 +287,19 @@ int nsbox_cmd_exec(int argc, char **argv)
                 { "timeout", required_argument, NULL, OPT_TIMEOUT }, { "cwd", required_argument, NULL, OPT_CWD },
                 { "env", required_argument, NULL, 'e' },             { "json", no_argument, NULL, OPT_JSON },
                 { "detach", no_argument, NULL, 'd' },                { "tag", required_argument, NULL, OPT_TAG },
-                { "help", no_argument, NULL, 'h' },                  {},
+                { "interactive", no_argument, NULL, 'i' },           { "help", no_argument, NULL, 'h' },
+                {},
         };
         json_t *env = json_object();
         const char *cwd = NULL, *tag = NULL;
         uint64_t timeout_ms = 0;
-        bool json = false, detach = false;
+        bool json = false, detach = false, interactive = false;
         int c;
         optind = 0;
-        while ((c = getopt_long(argc, argv, "+:de:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:de:hi", opts, NULL)) != -1) {
                 switch (c) {
                 case 'd': detach = true; break;
+                case 'i': interactive = true; break;
                 case OPT_TAG: tag = optarg; break;
                 case OPT_TIMEOUT:
                         if (parse_duration_ms(optarg, &timeout_ms) < 0) {
@@ -245,9 +331,9 @@ int nsbox_cmd_exec(int argc, char **argv)
                         return usage_error("exec", "unknown option '%s'", argv[optind - 1]);
                 }
         }
-        if (argc - optind < 2) {
+        if (argc - optind < 2 || (interactive && detach)) {
                 json_decref(env);
-                return usage_error("exec", "expected a sandbox ID and a command");
+                return usage_error("exec", interactive && detach ? "-i and -d do not go together" : "expected a sandbox ID and a command");
         }
         const char *id = argv[optind++];
         if (!strcmp(argv[optind], "--"))
@@ -268,10 +354,14 @@ int nsbox_cmd_exec(int argc, char **argv)
                 json_object_set_new(tparams, "tag", json_string(tag));
         if (detach)
                 json_object_set_new(tparams, "detach", json_true());
+        if (interactive)
+                json_object_set_new(tparams, "stdin_open", json_true());
         json_t *params = json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", tparams, "stream", !detach);
         nsbox_client cl = { .fd = -1 };
         json_t *res = NULL;
-        int status = call_once("exec", &cl, "call", params, nsbox_cli_output_event, NULL, &res, EXIT_NSBOX);
+        static stdin_fwd fwd; /* the thread may outlive this call */
+        fwd.sandbox = id;
+        int status = call_once("exec", &cl, "call", params, exec_event, interactive ? &fwd : NULL, &res, EXIT_NSBOX);
         nsbox_client_close(&cl);
         if (status)
                 return status;

@@ -33,6 +33,7 @@ static const tool_spec specs[] = {
                                 "cwd": {"type": "string", "description": "Working directory (default: the sandbox's working directory)."},
                                 "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Environment variables to set, e.g. {\"CI\": \"1\"}."},
                                 "stdin": {"type": "string", "description": "Text written to the command's standard input, which then reads end of file; a background command's stays open for process_write_stdin (default: no input)."},
+                                "stdin_open": {"type": "boolean", "description": "Keep the standard input open as a pipe, for a foreground command too, for process_write_stdin and process_close_stdin; the \"started\" event gives the pid (default false)."},
                                 "timeout": {"type": "number", "minimum": 0, "description": "Seconds after which the command and its children are killed and timed_out is true; 0 means no limit (default 0)."},
                                 "background": {"type": "boolean", "description": "Start the command and return its pid at once instead of waiting for it (default false)."},
                                 "max_output": {"type": "integer", "minimum": 0, "maximum": 16777216, "description": "Bytes of stdout and of stderr kept each; the rest is dropped and truncated is true (default 1048576, or the policy's output limit)."},
@@ -93,16 +94,18 @@ static const tool_spec specs[] = {
         },
         {
                 "process_write_stdin",
-                "Write data to the standard input of a background process started with exec. Returns {pid, "
-                "bytes}.",
+                "Write data to the standard input of a process started with exec (background, or with "
+                "stdin_open). Returns {pid, bytes}; too_large while more than 16 MiB wait to be read: retry "
+                "later.",
                 SCHEMA({
                         "type": "object",
                         "properties": {
                                 "pid": {"type": "integer", "minimum": 1, "description": "Process id returned by exec with background: true."},
                                 "tag": {"type": "string", "description": "The process's tag (exec's tag), instead of pid."},
-                                "data": {"type": "string", "description": "Text to write."}
+                                "data": {"type": "string", "description": "Text to write. Give data or data_b64."},
+                                "data_b64": {"type": "string", "description": "Bytes to write, in base64. Give data or data_b64."}
                         },
-                        "required": ["data"]
+                        "required": []
                 }),
                 no_aliases,
                 false,

@@ -192,6 +192,93 @@ test_bad_unknown_and_duplicate_tags_are_one_line_errors() {
         assert_eq "$before" "$("$NSBOX" call "$id" process_list)" "process_list after the errors"
 }
 
+test_exec_i_forwards_stdin_bytes_exactly() {
+        local id t0 secs want got
+        new_sandbox id
+        t0=$(date +%s.%N)
+        got=$(head -c 100000000 /dev/urandom | "$NSBOX" exec -i "$id" -- sh -c 'wc -c') || fail "exec -i wc -c failed"
+        secs=$(python3 -c "import time; print(round(time.time() - $t0, 1))")
+        echo "    100 MB through exec -i in ${secs}s" >&2
+        assert_eq 100000000 "$got" "bytes counted inside"
+        head -c 3000000 /dev/urandom > "$SESSION_DIR/rand"
+        want=$(sha256sum < "$SESSION_DIR/rand")
+        got=$("$NSBOX" exec -i "$id" -- sha256sum < "$SESSION_DIR/rand") || fail "exec -i sha256sum failed"
+        assert_eq "$want" "$got" "sha256 inside"
+        # without -i the command's stdin is /dev/null, as before
+        got=$(echo hi | "$NSBOX" exec "$id" -- cat) || fail "exec cat failed"
+        assert_eq "" "$got" "stdin without -i"
+}
+
+test_exec_i_carries_a_tar_stream() {
+        local id src
+        new_sandbox id
+        src="$SESSION_DIR/tree"
+        mkdir -p "$src/sub"
+        head -c 500000 /dev/urandom > "$src/sub/blob"
+        echo hello > "$src/a.txt"
+        tar c -C "$src" . | "$NSBOX" exec -i "$id" -- sh -c 'mkdir -p /tmp/t && tar x -C /tmp/t' || fail "tar x inside failed"
+        "$NSBOX" exec "$id" -- cat /tmp/t/sub/blob > "$SESSION_DIR/blob.out" || fail "cat blob failed"
+        cmp -s "$src/sub/blob" "$SESSION_DIR/blob.out" || fail "blob differs after tar x"
+        assert_eq hello "$("$NSBOX" exec "$id" -- cat /tmp/t/a.txt)" "a.txt"
+}
+
+test_exec_i_client_killed_cancels_the_command() {
+        local id fifo pid n
+        new_sandbox id
+        fifo="$SESSION_DIR/fifo"
+        mkfifo "$fifo"
+        exec 7<>"$fifo" # a stdin that never ends
+        "$NSBOX" exec -i "$id" -- sleep 300 < "$fifo" &
+        pid=$!
+        exec 7>&-
+        for _ in $(seq 50); do
+                n=$("$NSBOX" call "$id" process_list | jget 'len(d["processes"])')
+                [ "$n" = 1 ] && break
+                sleep 0.1
+        done
+        assert_eq 1 "$n" "processes while exec -i runs"
+        kill -KILL "$pid"
+        wait "$pid" 2>/dev/null
+        for _ in $(seq 100); do
+                n=$("$NSBOX" call "$id" process_list | jget 'len(d["processes"])')
+                [ "$n" = 0 ] && break
+                sleep 0.1
+        done
+        assert_eq 0 "$n" "processes after the exec -i client was killed"
+}
+
+test_exec_i_command_ignoring_stdin_ends_without_hanging() {
+        local id rc
+        new_sandbox id
+        head -c 50000000 /dev/zero | timeout 60 "$NSBOX" exec -i "$id" -- true 2> "$SESSION_DIR/err"
+        rc=${PIPESTATUS[1]}
+        assert_eq 0 "$rc" "exit status of exec -i true"
+        assert_eq "" "$(cat "$SESSION_DIR/err")" "stderr of exec -i true"
+        head -c 50000000 /dev/zero | timeout 60 "$NSBOX" exec -i "$id" -- sh -c 'exit 7'
+        assert_eq 7 "${PIPESTATUS[1]}" "exit status of exec -i sh -c 'exit 7'"
+        assert_status 125 "$NSBOX" exec -i -d "$id" -- true
+        assert_one_line_error "$OUT"
+}
+
+test_process_write_stdin_bad_data_is_a_one_line_error() {
+        local id
+        new_sandbox id
+        assert_status 0 "$NSBOX" exec -d --tag cat.2 "$id" -- od -An -tx1
+        assert_status 1 "$NSBOX" call "$id" process_write_stdin '{"tag": "cat.2", "data": "a", "data_b64": "YQ=="}'
+        assert_contains "$OUT" invalid_argument "data and data_b64"
+        assert_one_line_error "$OUT"
+        assert_status 1 "$NSBOX" call "$id" process_write_stdin '{"tag": "cat.2", "data_b64": "a!c="}'
+        assert_contains "$OUT" invalid_argument "invalid base64"
+        assert_one_line_error "$OUT"
+        assert_status 1 "$NSBOX" call "$id" process_write_stdin '{"tag": "cat.2"}'
+        assert_contains "$OUT" invalid_argument "neither data nor data_b64"
+        assert_one_line_error "$OUT"
+        assert_status 0 "$NSBOX" call "$id" process_write_stdin '{"tag": "cat.2", "data_b64": "AP8K"}'
+        assert_status 0 "$NSBOX" call "$id" process_close_stdin '{"tag": "cat.2"}'
+        assert_status 0 "$NSBOX" call "$id" process_wait '{"tag": "cat.2"}'
+        assert_eq "00 ff 0a" "$(echo "$OUT" | jget 'd["stdout"].strip()')" "bytes written with data_b64"
+}
+
 # Last (tests run in name order): every test removed what it made.
 test_zz_with_every_sandbox_removed_nothing_is_left() {
         assert_daemon_holds_nothing "$(cat "$SESSION_DIR/mounts-before")"
