@@ -70,15 +70,15 @@ static void on_done(void *ctx, nsbox_sup_call *call, json_t *result, const char 
 static void on_warn(void *ctx, const char *msg)
 {
         sandbox *s = ctx;
-        dlog(LOG_WARNING, "agent.bad_frame", s->id, "%s", msg);
+        dlog(LOG_WARNING, "agent.bad_frame", s->sup.id, "%s", msg);
 }
 
 static const nsbox_sup_ops sup_ops = { .event = on_event, .done = on_done, .warn = on_warn };
 
-void calls_attach(daemon_state *d, sandbox *s)
+void calls_attach(daemon_state *d, sandbox *s, const char *id)
 {
         s->d = d;
-        nsbox_sup_init(&s->sup, s->id, &sup_ops, s);
+        nsbox_sup_init(&s->sup, id, &sup_ops, s);
 }
 
 /* ---- the method ------------------------------------------------------------------------------ */
@@ -87,11 +87,11 @@ void calls_attach(daemon_state *d, sandbox *s)
 static const char *busy(const sandbox *s, char *buf, size_t n)
 {
         if (!s->ready)
-                snprintf(buf, n, "sandbox %s is still starting", s->id);
+                snprintf(buf, n, "sandbox %s is still starting", s->sup.id);
         else if (s->paused)
-                snprintf(buf, n, "sandbox %s is paused; resume it first (nsbox resume)", s->id);
+                snprintf(buf, n, "sandbox %s is paused; resume it first (nsbox resume)", s->sup.id);
         else if (s->resetting)
-                snprintf(buf, n, "sandbox %s is being reset", s->id);
+                snprintf(buf, n, "sandbox %s is being reset", s->sup.id);
         else
                 return NULL;
         return buf;

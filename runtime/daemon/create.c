@@ -317,9 +317,10 @@ static int sandbox_prepare(daemon_state *d, const client *c, json_t *params, san
                 nsbox_run_options_release(&o);
                 return nsbox_err(err, ENOMEM, "create: out of memory or randomness");
         }
+        char id[33];
         for (size_t i = 0; i < sizeof(rnd); i++)
-                snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
-        calls_attach(d, s);
+                snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+        calls_attach(d, s, id);
         s->create_params = shape;
         r = nsbox_run_options_policy(&o, &s->policy, err);
         if (r == 0 && o.from)
@@ -544,7 +545,7 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                         goto out;
                 }
                 if (s && json_array_size(s->waiters) >= MAX_CALLS_PER_SANDBOX) {
-                        reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is starting with %d get_or_create calls waiting for it", s->id,
+                        reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is starting with %d get_or_create calls waiting for it", s->sup.id,
                                     MAX_CALLS_PER_SANDBOX);
                         goto out;
                 }
@@ -575,7 +576,7 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                                 d->tpl[rq.tpl].hits++;
                                 p->fresh = true;
                                 pool_later(d, now_ns() + POOL_REFILL_DELAY_NS);
-                                dlog(LOG_INFO, "pool.handover", p->id, "sandbox %s handed over from the pool of template '%s' to uid %u", p->id, d->conf->templates[rq.tpl].name,
+                                dlog(LOG_INFO, "pool.handover", p->sup.id, "sandbox %s handed over from the pool of template '%s' to uid %u", p->sup.id, d->conf->templates[rq.tpl].name,
                                       (unsigned)c->uid);
                                 reply_sandbox(d, c, id, p, true, goc ? 1 : -1, start_ns);
                                 goto out; /* refilled by the loop, once the reply is out */
@@ -753,12 +754,12 @@ void sync_readable(daemon_state *d, sandbox *s)
                 n_waiting += client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))) != NULL;
         if (reset) { /* it stays, whether or not whoever asked is still there */
                 record_op(s, "reset", s->job_name[0] ? s->job_name : NULL, s->job_start_ns, NULL);
-                dlog(LOG_INFO, "sandbox.restarted", s->id, "sandbox %s restarted in %.1f ms (agent pid %d)", s->id, (double)(now_ns() - s->job_start_ns) / 1e6, (int)s->sup.sb.pid);
+                dlog(LOG_INFO, "sandbox.restarted", s->sup.id, "sandbox %s restarted in %.1f ms (agent pid %d)", s->sup.id, (double)(now_ns() - s->job_start_ns) / 1e6, (int)s->sup.sb.pid);
         } else if (!c && !n_waiting) { /* whoever asked for it is gone: nobody would ever destroy it */
                 sandbox_remove(d, s, "not_found", "was abandoned by its creator");
                 return;
         } else {
-                dlog(LOG_INFO, "sandbox.created", s->id, "sandbox %s created for uid %u (agent pid %d)", s->id, (unsigned)s->owner, (int)s->sup.sb.pid);
+                dlog(LOG_INFO, "sandbox.created", s->sup.id, "sandbox %s created for uid %u (agent pid %d)", s->sup.id, (unsigned)s->owner, (int)s->sup.sb.pid);
         }
         if (reset)
                 reply_result(c, s->create_rpc_id, sandbox_json(d, s));

@@ -101,7 +101,6 @@ typedef struct pending {
 typedef struct sandbox {
         struct sandbox *next;
         uint64_t serial;
-        char id[33];
         uid_t owner;
         nsbox_supervisor sup;     /* its launcher handle, its agent and the calls in flight (supervisor.h) */
         struct daemon_state *d;   /* for the supervisor's callbacks */
@@ -241,7 +240,7 @@ int repo_ready(daemon_state *d, sandbox *s, const char *key);
 void job_readable(daemon_state *d, sandbox *s);
 
 /* calls.c: everything about calls to a sandbox's agent and its frames, behind these */
-void calls_attach(daemon_state *d, sandbox *s);          /* its supervisor's id and callbacks, once s has an id */
+void calls_attach(daemon_state *d, sandbox *s, const char *id); /* its supervisor: its id and callbacks */
 void method_call(daemon_state *d, client *c, json_t *id, json_t *params);        /* the method "call" */
 void sandbox_died(daemon_state *d, sandbox *s);          /* its agent is gone; s is removed */
 void agents_update_interest(daemon_state *d);            /* streams paused or resumed; epoll interest */

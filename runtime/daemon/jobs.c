@@ -55,12 +55,12 @@ static int job_snapshot(sandbox *s, json_t **ret, nsbox_error *err)
         if (upper < 0)
                 r = nsbox_err(err, errno, "open the sandbox's writable layer");
         else
-                r = nsbox_store_snapshot(&st, s->job_name, upper, &s->layers, root_name(s->policy), s->policy->workdir, s->id,
+                r = nsbox_store_snapshot(&st, s->job_name, upper, &s->layers, root_name(s->policy), s->policy->workdir, s->sup.id,
                                          s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK, &stats, err);
         nsbox_store_close(&st);
         if (r < 0)
                 return r;
-        *ret = json_pack("{ss ss sI sI sI sf sf}", "name", s->job_name, "sandbox", s->id, "files", (json_int_t)stats.files, "dirs",
+        *ret = json_pack("{ss ss sI sI sI sf sf}", "name", s->job_name, "sandbox", s->sup.id, "files", (json_int_t)stats.files, "dirs",
                          (json_int_t)stats.dirs, "bytes", (json_int_t)stats.bytes, "copy_ms", stats.copy_ms, "sync_ms", stats.sync_ms);
         return 0;
 }
@@ -208,7 +208,7 @@ static void job_done(daemon_state *d, sandbox *s)
         struct rusage ru = { 0 };
         while (wait4(s->job_pid, &status, 0, &ru) < 0 && errno == EINTR)
                 ;
-        dlog(LOG_INFO, "job.done", s->id, "sandbox %s: %s worker done in %.1f ms, peak memory %ld KiB", s->id,
+        dlog(LOG_INFO, "job.done", s->sup.id, "sandbox %s: %s worker done in %.1f ms, peak memory %ld KiB", s->sup.id,
              kind == JOB_SNAPSHOT ? "snapshot" : "repository", (double)(now_ns() - s->job_start_ns) / 1e6, ru.ru_maxrss);
         s->job = JOB_NONE;
         json_error_t je;
@@ -225,13 +225,13 @@ static void job_done(daemon_state *d, sandbox *s)
         if (kind == JOB_SNAPSHOT) {
                 nsbox_error err = { 0 };
                 if (s->job_thaw && nsbox_sandbox_freeze(&s->sup.sb, false, PAUSE_TIMEOUT_MS, &err) < 0) {
-                        dlog(LOG_ERR, "snapshot.thaw_failed", s->id, "sandbox %s: cannot thaw it after the snapshot: %s", s->id, err.msg);
+                        dlog(LOG_ERR, "snapshot.thaw_failed", s->sup.id, "sandbox %s: cannot thaw it after the snapshot: %s", s->sup.id, err.msg);
                         nsbox_error_clear(&err);
                 }
                 record_op(s, "snapshot", s->job_name, s->job_start_ns, ok ? NULL : code ? code : "internal");
                 if (ok) {
                         json_object_set_new(result, "duration_ms", json_real((double)(now_ns() - s->job_start_ns) / 1e6));
-                        dlog(LOG_INFO, "snapshot.taken", s->id, "sandbox %s: snapshot '%s' taken in %.1f ms", s->id, s->job_name, (double)(now_ns() - s->job_start_ns) / 1e6);
+                        dlog(LOG_INFO, "snapshot.taken", s->sup.id, "sandbox %s: snapshot '%s' taken in %.1f ms", s->sup.id, s->job_name, (double)(now_ns() - s->job_start_ns) / 1e6);
                         reply_result(c, rpc_id, json_incref(result));
                 } else {
                         reply_error(c, rpc_id, RPC_SERVER_ERROR, code ? code : "internal", "%s", msg ? msg : "failed");

@@ -61,7 +61,7 @@ unsigned state_cleanup(const daemon_state *d)
                         continue;
                 bool adopted = false;
                 for (const sandbox *s = d->sandboxes; s && !adopted; s = s->next)
-                        adopted = !strncmp(s->id, e->d_name, 32);
+                        adopted = !strncmp(s->sup.id, e->d_name, 32);
                 if (adopted)
                         continue;
                 _cleanup_free_ char *text = NULL;
@@ -122,9 +122,9 @@ static int keep_record(const daemon_state *d, const sandbox *s, nsbox_kept *k)
         bool full = false;
         k->n_fds = 0;
         k->record = NULL;
-        snprintf(k->id, sizeof(k->id), "%s", s->id);
+        snprintf(k->id, sizeof(k->id), "%s", s->sup.id);
         json_t *o = json_object(), *fd = json_object(), *net = json_object();
-        SET(o, "id", json_string(s->id));
+        SET(o, "id", json_string(s->sup.id));
         SET(o, "pid", json_integer(s->sup.sb.pid));
         SET(o, "start", json_integer((json_int_t)nsbox_pid_start_time(s->sup.sb.pid)));
         SET(o, "nsboxd", json_integer(getpid()));
@@ -222,7 +222,7 @@ void keep_sandboxes(daemon_state *d)
                 if (!keepable(s))
                         continue;
                 if (keep_record(d, s, &kept[k]) < 0) {
-                        dlog(LOG_WARNING, "sandbox.not_kept", s->id, "sandbox %s: too many descriptors to hand over; destroyed", s->id);
+                        dlog(LOG_WARNING, "sandbox.not_kept", s->sup.id, "sandbox %s: too many descriptors to hand over; destroyed", s->sup.id);
                         json_decref(steal_pointer(&kept[k].record));
                         continue;
                 }
@@ -239,7 +239,7 @@ void keep_sandboxes(daemon_state *d)
                 bool ok = true;
                 for (size_t i = 0; i < k && ok; i++) {
                         if (nsbox_cgroup_hand_over(&which[i]->sup.sb.cg, keeper, &err) < 0) {
-                                dlog(LOG_ERR, "keeper.failed", which[i]->id, "cannot hand sandbox %s over: %s; destroying them all", which[i]->id, err.msg);
+                                dlog(LOG_ERR, "keeper.failed", which[i]->sup.id, "cannot hand sandbox %s over: %s; destroying them all", which[i]->sup.id, err.msg);
                                 nsbox_error_clear(&err);
                                 ok = false;
                                 break;
@@ -248,9 +248,9 @@ void keep_sandboxes(daemon_state *d)
                         json_object_set_new(kept[i].record, "keeper", json_integer(keeper));
                         char *text = json_dumps(kept[i].record, JSON_COMPACT);
                         char name[48];
-                        snprintf(name, sizeof(name), "%s.json", which[i]->id);
+                        snprintf(name, sizeof(name), "%s.json", which[i]->sup.id);
                         if (!text || write_file_at(d->state_dirfd, name, text, 0600) < 0)
-                                dlog(LOG_ERR, "state.write_failed", which[i]->id, "sandbox %s: cannot write its state file", which[i]->id);
+                                dlog(LOG_ERR, "state.write_failed", which[i]->sup.id, "sandbox %s: cannot write its state file", which[i]->sup.id);
                         free(text);
                 }
                 if (nsbox_keeper_go(ctl, ok) < 0)
@@ -259,7 +259,7 @@ void keep_sandboxes(daemon_state *d)
                         dlog(LOG_NOTICE, "daemon.kept", NULL, "%zu sandboxes kept for the next nsboxd by keeper %d (for at most %.0f s)", k, (int)keeper,
                              (double)d->conf->keep_timeout_ms / 1000.0);
                         for (size_t i = 0; i < k; i++) {
-                                dlog(LOG_INFO, "sandbox.kept", which[i]->id, "sandbox %s kept", which[i]->id);
+                                dlog(LOG_INFO, "sandbox.kept", which[i]->sup.id, "sandbox %s kept", which[i]->sup.id);
                                 sandbox_forget(d, which[i]);
                         }
                 } else {
@@ -308,10 +308,9 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         sandbox *s = sandbox_new();
         if (!s)
                 return -ENOMEM;
-        snprintf(s->id, sizeof(s->id), "%s", bad ? "?" : id);
-        calls_attach(d, s);
+        calls_attach(d, s, bad ? "?" : id);
         for (sandbox *o = d->sandboxes; o && !bad; o = o->next)
-                bad = !strcmp(o->id, s->id);
+                bad = !strcmp(o->sup.id, s->sup.id);
         json_t *f = json_object_get(rec, "fds"), *net = json_object_get(rec, "net");
         s->sup.sb.pid = (pid_t)rec_u64(rec, "pid");
         s->sup.sb.pidfd = take_fd(f, "pid", fds, n, true, &bad);
@@ -395,16 +394,16 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
                 d->n_sandboxes++;
                 if (nsbox_epoll_add(d->epfd, s->sup.sb.pidfd, KEY(s->serial, K_PIDFD), &s->pid_events, EPOLLIN) < 0 ||
                     nsbox_epoll_add(d->epfd, s->sup.sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events, 0) < 0) {
-                        dlog(LOG_ERR, "sandbox.adopt_failed", s->id, "cannot watch kept sandbox %s: %s; destroyed", s->id, strerror(errno));
+                        dlog(LOG_ERR, "sandbox.adopt_failed", s->sup.id, "cannot watch kept sandbox %s: %s; destroyed", s->sup.id, strerror(errno));
                         sandbox_remove(d, s, "internal", "could not be adopted");
                         return -1;
                 }
                 state_write(d, s);
-                dlog(LOG_NOTICE, "sandbox.adopted", s->id, "sandbox %s (uid %u) adopted from the previous nsboxd%s", s->id, (unsigned)s->owner,
+                dlog(LOG_NOTICE, "sandbox.adopted", s->sup.id, "sandbox %s (uid %u) adopted from the previous nsboxd%s", s->sup.id, (unsigned)s->owner,
                      s->paused ? ", paused" : "");
                 return 0;
         }
-        dlog(LOG_ERR, "sandbox.adopt_failed", bad && !is_hex(id, 32) ? NULL : s->id, "cannot adopt kept sandbox %s: %s; destroyed", s->id,
+        dlog(LOG_ERR, "sandbox.adopt_failed", bad && !is_hex(id, 32) ? NULL : s->sup.id, "cannot adopt kept sandbox %s: %s; destroyed", s->sup.id,
              err.msg ? err.msg : strerror(-r));
         nsbox_error_clear(&err);
         if (s->sup.sb.cg.dirfd >= 0 && !s->sup.sb.cg.path) { /* no name to remove it by: empty it */

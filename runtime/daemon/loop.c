@@ -41,13 +41,13 @@ static void expire(daemon_state *d, sandbox *s, const char *what)
                 if (nsbox_cgroup_freeze(&s->sup.sb.cg, true, PAUSE_TIMEOUT_MS, &err) == 0) {
                         s->paused = true;
                         s->expires_ns = 0;
-                        dlog(LOG_INFO, "sandbox.expired", s->id, "sandbox %s expired (%s): paused", s->id, what);
+                        dlog(LOG_INFO, "sandbox.expired", s->sup.id, "sandbox %s expired (%s): paused", s->sup.id, what);
                         return;
                 }
-                dlog(LOG_WARNING, "sandbox.expired", s->id, "sandbox %s expired (%s): cannot pause it (%s), destroyed instead", s->id, what, err.msg ? err.msg : "no cgroup");
+                dlog(LOG_WARNING, "sandbox.expired", s->sup.id, "sandbox %s expired (%s): cannot pause it (%s), destroyed instead", s->sup.id, what, err.msg ? err.msg : "no cgroup");
                 nsbox_error_clear(&err);
         } else {
-                dlog(LOG_INFO, "sandbox.expired", s->id, "sandbox %s expired (%s): destroyed", s->id, what);
+                dlog(LOG_INFO, "sandbox.expired", s->sup.id, "sandbox %s expired (%s): destroyed", s->sup.id, what);
         }
         char why[64];
         snprintf(why, sizeof(why), "expired (%s) and was destroyed", what);

@@ -35,11 +35,11 @@ void method_snapshot(daemon_state *d, client *c, json_t *id, json_t *params)
                 return;
         }
         if (!s->ready || s->job) {
-                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is %s", s->id, s->job ? "busy with a snapshot" : "still starting");
+                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is %s", s->sup.id, s->job ? "busy with a snapshot" : "still starting");
                 return;
         }
         if (s->sup.sb.stagefd < 0) {
-                reply_error(c, id, RPC_SERVER_ERROR, "internal", "sandbox %s has no writable layer to capture", s->id);
+                reply_error(c, id, RPC_SERVER_ERROR, "internal", "sandbox %s has no writable layer to capture", s->sup.id);
                 return;
         }
         int r = nsbox_store_open(true, &st, &err);
@@ -80,7 +80,7 @@ void method_reset(daemon_state *d, client *c, json_t *id, json_t *params)
                 return;
         }
         if (!s->ready || s->job || s->resetting) {
-                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is %s", s->id, s->job ? "busy with a snapshot" : "still starting");
+                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is %s", s->sup.id, s->job ? "busy with a snapshot" : "still starting");
                 return;
         }
         uint64_t t0 = now_ns();
@@ -124,7 +124,7 @@ void method_reset(daemon_state *d, client *c, json_t *id, json_t *params)
                 sandbox_remove(d, s, "internal", "failed to restart");
                 return;
         }
-        dlog(LOG_INFO, "sandbox.reset", s->id, "sandbox %s reset to %s%s%s", s->id, name ? "snapshot '" : "its creation state", name ? name : "", name ? "'" : "");
+        dlog(LOG_INFO, "sandbox.reset", s->sup.id, "sandbox %s reset to %s%s%s", s->sup.id, name ? "snapshot '" : "its creation state", name ? name : "", name ? "'" : "");
 }
 
 void method_snapshots(daemon_state *d, client *c, json_t *id, json_t *params, bool delete)
@@ -211,7 +211,7 @@ void method_set_timeout(daemon_state *d, client *c, json_t *id, json_t *params)
                 s->idle_ms = i;
                 s->last_active_ns = now;
         }
-        dlog(LOG_INFO, "sandbox.timeout_set", s->id, "sandbox %s: timeout %s%.3f s, idle timeout %.3f s", s->id, s->expires_ns ? "in " : "none, was ",
+        dlog(LOG_INFO, "sandbox.timeout_set", s->sup.id, "sandbox %s: timeout %s%.3f s, idle timeout %.3f s", s->sup.id, s->expires_ns ? "in " : "none, was ",
               s->expires_ns ? (double)(s->expires_ns - now) / 1e9 : 0.0, (double)s->idle_ms / 1000.0);
         reply_result(c, id, sandbox_json(d, s));
 }
@@ -279,7 +279,7 @@ void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params)
         if (!s)
                 return;
         char sid[33];
-        memcpy(sid, s->id, sizeof(sid));
+        memcpy(sid, s->sup.id, sizeof(sid));
         sandbox_remove(d, s, "not_found", "was destroyed");
         reply_result(c, id, json_pack("{ss}", "destroyed", sid));
 }
@@ -291,7 +291,7 @@ void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool p
         if (!s)
                 return;
         if (!s->ready) {
-                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is still starting", s->id);
+                reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is still starting", s->sup.id);
                 return;
         }
         nsbox_error err = { 0 };
@@ -299,13 +299,13 @@ void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool p
                 uint64_t t0 = now_ns();
                 if (nsbox_cgroup_freeze(&s->sup.sb.cg, pause, PAUSE_TIMEOUT_MS, &err) < 0) {
                         reply_error(c, id, RPC_SERVER_ERROR, err.errnum == ETIMEDOUT ? "timeout" : s->sup.sb.cg.dirfd < 0 ? "conflict" : "internal",
-                                    "cannot %s sandbox %s: %s", pause ? "pause" : "resume", s->id, err.msg ? err.msg : "");
+                                    "cannot %s sandbox %s: %s", pause ? "pause" : "resume", s->sup.id, err.msg ? err.msg : "");
                         nsbox_error_clear(&err);
                         return;
                 }
                 s->paused = pause;
                 s->last_active_ns = now_ns();
-                dlog(LOG_INFO, pause ? "sandbox.paused" : "sandbox.resumed", s->id, "sandbox %s %s in %.2f ms", s->id, pause ? "paused" : "resumed", (double)(now_ns() - t0) / 1e6);
+                dlog(LOG_INFO, pause ? "sandbox.paused" : "sandbox.resumed", s->sup.id, "sandbox %s %s in %.2f ms", s->sup.id, pause ? "paused" : "resumed", (double)(now_ns() - t0) / 1e6);
         }
         reply_result(c, id, sandbox_json(d, s));
 }

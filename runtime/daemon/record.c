@@ -12,7 +12,7 @@
 static void record_line(sandbox *s, json_t *line)
 {
         if (s->record_fd >= 0 && line && nsbox_traj_write(s->record_fd, line) < 0) {
-                dlog(LOG_ERR, "record.failed", s->id, "sandbox %s: cannot write its trajectory '%s': %s; recording stopped", s->id, s->record_path, strerror(errno));
+                dlog(LOG_ERR, "record.failed", s->sup.id, "sandbox %s: cannot write its trajectory '%s': %s; recording stopped", s->sup.id, s->record_path, strerror(errno));
                 close(s->record_fd);
                 s->record_fd = -1;
         }
@@ -43,7 +43,7 @@ int open_recording(sandbox *s, const char *path, nsbox_error *err)
         json_t *cp = json_deep_copy(s->create_params);
         json_object_del(cp, "record");
         json_object_del(cp, "labels");
-        json_t *h = nsbox_traj_header(s->id, time(NULL), cp);
+        json_t *h = nsbox_traj_header(s->sup.id, time(NULL), cp);
         json_decref(cp);
         if (!h || nsbox_traj_write(s->record_fd, h) < 0) {
                 json_decref(h);

@@ -65,15 +65,15 @@ void state_write(daemon_state *d, const sandbox *s)
 {
         if (d->state_dirfd < 0 || s->sup.sb.pid <= 0)
                 return;
-        json_t *o = json_pack("{ss si sI si ss}", "id", s->id, "pid", (int)s->sup.sb.pid, "start", (json_int_t)nsbox_pid_start_time(s->sup.sb.pid),
+        json_t *o = json_pack("{ss si sI si ss}", "id", s->sup.id, "pid", (int)s->sup.sb.pid, "start", (json_int_t)nsbox_pid_start_time(s->sup.sb.pid),
                               "nsboxd", (int)getpid(), "cgroup", s->sup.sb.cg.dirfd >= 0 ? s->sup.sb.cg.path : "");
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         char tmp[64], name[48];
-        snprintf(tmp, sizeof(tmp), ".%s.tmp", s->id);
-        snprintf(name, sizeof(name), "%s.json", s->id);
+        snprintf(tmp, sizeof(tmp), ".%s.tmp", s->sup.id);
+        snprintf(name, sizeof(name), "%s.json", s->sup.id);
         if (!text || write_file_at(d->state_dirfd, tmp, text, 0600) < 0 || renameat(d->state_dirfd, tmp, d->state_dirfd, name) < 0) {
-                dlog(LOG_ERR, "state.write_failed", s->id, "sandbox %s: cannot write its state file: %s", s->id, strerror(errno ? errno : ENOMEM));
+                dlog(LOG_ERR, "state.write_failed", s->sup.id, "sandbox %s: cannot write its state file: %s", s->sup.id, strerror(errno ? errno : ENOMEM));
                 unlinkat(d->state_dirfd, tmp, 0);
         }
         free(text);
@@ -82,7 +82,7 @@ void state_write(daemon_state *d, const sandbox *s)
 static void state_remove(daemon_state *d, const sandbox *s)
 {
         char name[48];
-        snprintf(name, sizeof(name), "%s.json", s->id);
+        snprintf(name, sizeof(name), "%s.json", s->sup.id);
         if (d->state_dirfd >= 0)
                 unlinkat(d->state_dirfd, name, 0);
 }
@@ -131,7 +131,7 @@ static void job_stop(daemon_state *d, sandbox *s, const char *why)
         sb_release(&s->job_out);
         if (s->job == JOB_SNAPSHOT)
                 reply_error(client_by_serial(d, s->job_client), s->job_rpc_id, RPC_SERVER_ERROR, "not_found", "snapshot '%s' of sandbox %s: the sandbox %s",
-                            s->job_name, s->id, why);
+                            s->job_name, s->sup.id, why);
         json_decref(s->job_rpc_id);
         s->job_rpc_id = NULL;
         s->job = JOB_NONE;
@@ -151,12 +151,12 @@ void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const char *w
         nsbox_sup_fail_all(&s->sup, code, why);
         if (s->create_rpc_id)
                 reply_error(client_by_serial(d, s->create_client), s->create_rpc_id, RPC_SERVER_ERROR, "internal",
-                            "sandbox %s %s before it was ready", s->id, why);
+                            "sandbox %s %s before it was ready", s->sup.id, why);
         size_t i;
         json_t *w;
         json_array_foreach(s->waiters, i, w)
                 reply_error(client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))), json_array_get(w, 1), RPC_SERVER_ERROR,
-                            "internal", "sandbox %s %s before it was ready", s->id, why);
+                            "internal", "sandbox %s %s before it was ready", s->sup.id, why);
         if (s->pooled && !s->ready && s->tpl >= 0 && !d->stop) { /* a template that does not start: try again later */
                 tpl_state *t = &d->tpl[s->tpl];
                 t->fails++;
@@ -165,9 +165,9 @@ void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const char *w
         unwatch_sandbox(d, s);
         state_remove(d, s);
         if (s->pooled)
-                dlog(LOG_INFO, "sandbox.removed", s->id, "pooled sandbox %s of template '%s' removed: %s", s->id, d->conf->templates[s->tpl].name, why);
+                dlog(LOG_INFO, "sandbox.removed", s->sup.id, "pooled sandbox %s of template '%s' removed: %s", s->sup.id, d->conf->templates[s->tpl].name, why);
         else
-                dlog(LOG_INFO, "sandbox.removed", s->id, "sandbox %s removed: %s", s->id, why);
+                dlog(LOG_INFO, "sandbox.removed", s->sup.id, "sandbox %s removed: %s", s->sup.id, why);
         sandbox_free(s);
 }
 
@@ -185,7 +185,7 @@ sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *params)
         nsbox_id_match_init(&m, json_string_value(v));
         for (sandbox *s = d->sandboxes; s; s = s->next)
                 if (visible(c, s))
-                        nsbox_id_match_offer(&m, s->id, s);
+                        nsbox_id_match_offer(&m, s->sup.id, s);
         const char *code;
         char msg[160];
         sandbox *found = nsbox_id_match_result(&m, &code, msg, sizeof(msg));
@@ -196,7 +196,7 @@ sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *params)
 
 json_t *sandbox_json(const daemon_state *d, const sandbox *s)
 {
-        json_t *o = json_pack("{ss ss sI si ss sO sI sI}", "id", s->id,
+        json_t *o = json_pack("{ss ss sI si ss sO sI sI}", "id", s->sup.id,
                               "state", !s->ready ? "starting" : s->job == JOB_SNAPSHOT ? "snapshotting" : s->paused ? "paused" : "running",
                               "created", (json_int_t)s->created, "uid", (int)s->owner, "policy", s->policy_name ? s->policy_name : "",
                               "labels", s->labels ? s->labels : json_object(), "pid", (json_int_t)s->sup.sb.pid, "calls",
