@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "dconfig.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -181,6 +182,49 @@ static int parse_templates(cctx *c, json_t *v, nsbox_dconfig *ret)
         return 0;
 }
 
+int nsbox_dconfig_check_listen(const char *s)
+{
+        size_t n = strlen(s);
+        const char *colon = strrchr(s, ':');
+        if (n >= NSBOX_HTTP_LISTEN_MAX || !colon || colon == s)
+                return -EINVAL;
+        uint64_t port;
+        if (parse_u64(colon + 1, 1, 65535, &port) < 0 || colon[1] < '1' || colon[1] > '9')
+                return -EINVAL;
+        char addr[NSBOX_HTTP_LISTEN_MAX];
+        unsigned char buf[16];
+        if (s[0] == '[') {
+                if (colon[-1] != ']' || colon - s < 3)
+                        return -EINVAL;
+                snprintf(addr, sizeof(addr), "%.*s", (int)(colon - s - 2), s + 1);
+                return inet_pton(AF_INET6, addr, buf) == 1 ? 0 : -EINVAL;
+        }
+        snprintf(addr, sizeof(addr), "%.*s", (int)(colon - s), s);
+        return inet_pton(AF_INET, addr, buf) == 1 ? 0 : -EINVAL;
+}
+
+static int parse_http(cctx *c, json_t *v, nsbox_dconfig *ret)
+{
+        static const char *const known[] = { "listen", "keys", NULL };
+        if (!json_is_object(v))
+                return bad(c, "http", "expected an object with \"listen\" and \"keys\"");
+        int r = check_keys(c, v, "http", known);
+        if (r < 0)
+                return r;
+        json_t *l = json_object_get(v, "listen"), *k = json_object_get(v, "keys");
+        if (l && (!json_is_string(l) || (json_string_value(l)[0] && nsbox_dconfig_check_listen(json_string_value(l)) < 0)))
+                return bad(c, "http.listen", "expected \"ADDR:PORT\": an IPv4 address or a bracketed IPv6 one, and a port from 1 to 65535"
+                                             " (\"\": off)");
+        if (l)
+                snprintf(ret->http_listen, sizeof(ret->http_listen), "%s", json_string_value(l));
+        const char *ks = json_string_value(k);
+        if (k && (!ks || ks[0] != '/' || strlen(ks) >= 4096))
+                return bad(c, "http.keys", "expected the absolute path of the API key file");
+        if (ks && !(ret->http_keys = strdup(ks)))
+                return nsbox_err(c->err, ENOMEM, "config");
+        return 0;
+}
+
 /* A quarter of the host's memory, at least 1 GiB: a sandbox's writable layer is a tmpfs, host RAM. */
 static uint64_t default_max_disk(void)
 {
@@ -201,7 +245,7 @@ int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, ns
         static const char *const known[] = { "max_sandboxes", "max_per_uid", "memory_budget", "default_memory", "timeout",
                                              "idle_timeout", "on_expiry", "drain_timeout", "on_stop", "keep_timeout", "clients",
                                              "templates", "max_connections_per_uid", "max_request_bytes_per_uid",
-                                             "request_timeout", "handshake_timeout", "max_disk", "max_disk_per_uid", NULL };
+                                             "request_timeout", "handshake_timeout", "max_disk", "max_disk_per_uid", "http", NULL };
         cctx c = { .source = source, .err = err };
         nsbox_dconfig_defaults(ret);
         if (!(ret->source = strdup(source)))
@@ -256,6 +300,8 @@ int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, ns
                         r = parse_clients(&c, v, ret);
                 if (r == 0 && (v = json_object_get(root, "templates")))
                         r = parse_templates(&c, v, ret);
+                if (r == 0 && (v = json_object_get(root, "http")))
+                        r = parse_http(&c, v, ret);
         }
         if (r < 0)
                 nsbox_dconfig_release(ret);
@@ -312,6 +358,7 @@ void nsbox_dconfig_release(nsbox_dconfig *c)
         free(c->client_uids);
         free(c->client_gids);
         free(c->source);
+        free(c->http_keys);
         nsbox_dconfig_defaults(c);
 }
 

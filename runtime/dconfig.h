@@ -17,6 +17,7 @@
 #define NSBOX_DCONFIG_MAX_CLIENTS 256u
 #define NSBOX_TEMPLATE_NAME_MAX 64
 #define NSBOX_DCONFIG_MAX_CONNECTIONS 1024u /* connections at once, every uid together */
+#define NSBOX_HTTP_LISTEN_MAX 64 /* "[IPv6]:PORT" fits */
 
 typedef struct nsbox_template {
         char name[NSBOX_TEMPLATE_NAME_MAX + 1];
@@ -48,6 +49,9 @@ typedef struct nsbox_dconfig {
         size_t n_client_gids;
         nsbox_template *templates;
         size_t n_templates;
+        /* the HTTP API (http.listen, or nsboxd --http): "ADDR:PORT" or "[ADDR6]:PORT"; "": off */
+        char http_listen[NSBOX_HTTP_LISTEN_MAX];
+        char *http_keys; /* http.keys: the API key file, absolute; NULL: the default (apikeys.c) */
 } nsbox_dconfig;
 
 /* The default path for this user: /etc/nsbox/nsboxd.json for root, else
@@ -59,5 +63,7 @@ int nsbox_dconfig_load(const char *path, bool required, nsbox_dconfig *ret, nsbo
 int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, nsbox_error *err);
 void nsbox_dconfig_defaults(nsbox_dconfig *ret);
 void nsbox_dconfig_release(nsbox_dconfig *c);
+/* 0 when s is "IPV4:PORT" or "[IPV6]:PORT" (port 1-65535) and fits http_listen; else -EINVAL. */
+int nsbox_dconfig_check_listen(const char *s);
 /* The template named name, or NULL. */
 const nsbox_template *nsbox_dconfig_template(const nsbox_dconfig *c, const char *name);

@@ -12,7 +12,7 @@
 #include "util.h"
 
 static const char usage[] =
-        "usage: nsboxd [--config FILE] [--socket PATH] [--check-config]\n"
+        "usage: nsboxd [--config FILE] [--socket PATH] [--http ADDR:PORT] [--check-config]\n"
         "\n"
         "Serve nsbox sandboxes to clients (nsbox create, exec, call, cp, ls, rm) over a unix socket.\n"
         "\n"
@@ -21,6 +21,9 @@ static const char usage[] =
         "  --config FILE   the configuration: capacity, lifetimes, clients, templates and\n"
         "                  their warm pools (default: /etc/nsbox/nsboxd.json as root,\n"
         "                  ~/.config/nsbox/nsboxd.json otherwise, if it exists)\n"
+        "  --http ADDR:PORT\n"
+        "                  serve the HTTP API there too (127.0.0.1:49982, [::1]:49982;\n"
+        "                  clients use API keys: nsbox api-key); wins over http.listen\n"
         "  --check-config  check the configuration and its templates, then exit\n"
         "  -h, --help      this help\n"
         "  --version       the version\n"
@@ -51,18 +54,19 @@ static int absolute_policy_path(const char *cwd)
 
 int main(int argc, char **argv)
 {
-        enum { OPT_SOCKET = 0x100, OPT_READY_FD, OPT_VERSION, OPT_CONFIG, OPT_CHECK };
+        enum { OPT_SOCKET = 0x100, OPT_READY_FD, OPT_VERSION, OPT_CONFIG, OPT_CHECK, OPT_HTTP };
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, OPT_SOCKET },
                 { "ready-fd", required_argument, NULL, OPT_READY_FD },
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "check-config", no_argument, NULL, OPT_CHECK },
+                { "http", required_argument, NULL, OPT_HTTP },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, OPT_VERSION },
                 {},
         };
         nsbox_daemon_config cfg = { .socket_path = NULL, .ready_fd = -1 };
-        const char *config = NULL;
+        const char *config = NULL, *http = NULL;
         bool check = false;
         int c;
         while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -84,6 +88,14 @@ int main(int argc, char **argv)
                         break;
                 case OPT_CONFIG:
                         config = optarg;
+                        break;
+                case OPT_HTTP:
+                        if (nsbox_dconfig_check_listen(optarg) < 0) {
+                                fprintf(stderr, "nsboxd: --http '%s': expected ADDR:PORT, an IPv4 address or a bracketed IPv6 one and a port"
+                                                " from 1 to 65535\n", optarg);
+                                return 2;
+                        }
+                        http = optarg;
                         break;
                 case OPT_CHECK:
                         check = true;
@@ -113,6 +125,8 @@ int main(int argc, char **argv)
         nsbox_dconfig_defaults(&conf);
         _cleanup_free_ char *cwd = getcwd(NULL, 0);
         int r = path ? nsbox_dconfig_load(path, config != NULL, &conf, &err) : 0;
+        if (r == 0 && http) /* the command line wins over http.listen */
+                snprintf(conf.http_listen, sizeof(conf.http_listen), "%s", http);
         /* Everything relative is resolved (the socket is absolute, the configuration read): from
          * here on nothing depends on the directory nsboxd was started in, which may be one its
          * clients can write. */
