@@ -41,6 +41,7 @@ static const char usage_main[] =
         "                                    list your sandboxes (with these labels, in this state)\n"
         "  set-timeout ID SECONDS [--idle S] the sandbox lives SECONDS more (E2B's setTimeout)\n"
         "  stats [--json]                    nsboxd's sandboxes, pools, acquire latency, memory\n"
+        "  api-key create|ls|rm              keys for nsboxd's HTTP API (create prints the key once)\n"
         "  rm [-f] ID...                     destroy sandboxes\n"
         "  pause ID... | resume ID...        freeze and thaw sandboxes (cgroup.freeze)\n"
         "  snapshot ID NAME                  capture a sandbox's filesystem as snapshot NAME\n"
@@ -212,7 +213,7 @@ int main(int argc, char **argv)
                 { "reset", nsbox_cmd_reset },   { "gc", nsbox_cmd_gc },     { "replay", nsbox_cmd_replay },
                 { "set-timeout", nsbox_cmd_set_timeout }, { "stats", nsbox_cmd_stats },
                 { "mcp", nsbox_cmd_mcp },       { "watch", nsbox_cmd_watch }, { "logs", nsbox_cmd_logs },
-                { "attach", nsbox_cmd_attach },
+                { "attach", nsbox_cmd_attach }, { "api-key", nsbox_cmd_api_key },
         };
         for (size_t i = 0; i < sizeof(session_cmds) / sizeof(session_cmds[0]); i++)
                 if (!strcmp(cmd, session_cmds[i].name))

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* nsbox set-timeout and nsbox stats: nsboxd as a service (nsboxd(8)). */
+/* nsbox set-timeout, nsbox stats and nsbox api-key: nsboxd as a service (nsboxd(8)). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,4 +105,149 @@ int nsbox_cmd_stats(int argc, char **argv)
 #undef R
         json_decref(res);
         return 0;
+}
+
+/* ---- api-key ------------------------------------------------------------------------------------ */
+
+static const char usage_api_key[] =
+        "usage: nsbox api-key create [--name NAME] [--uid UID]\n"
+        "       nsbox api-key ls [--json]\n"
+        "       nsbox api-key rm NAME|PREFIX\n"
+        "\n"
+        "API keys for nsboxd's HTTP API (nsboxd --http): a key acts as the user it was made for.\n"
+        "  create        make a key and print it, alone, on stdout: it is shown this once\n"
+        "                (nsboxd keeps only its hash).  --name: 1-64 of [A-Za-z0-9._-]\n"
+        "                (default key-N); --uid: root makes it for that user\n"
+        "  ls            your keys (every user's for root): name, prefix, uid, created, last used\n"
+        "  rm            remove your key named NAME, or the one whose prefix (e2b_ and 8 hex\n"
+        "                digits, as ls shows) is PREFIX\n";
+
+static int api_key_create(int argc, char **argv)
+{
+        json_t *params = json_object();
+        for (int i = 2; i < argc; i++) {
+                if (is_help(argv[i])) {
+                        json_decref(params);
+                        fputs(usage_api_key, stdout);
+                        return 0;
+                }
+                if ((!strcmp(argv[i], "--name") || !strcmp(argv[i], "--uid")) && i + 1 >= argc) {
+                        json_decref(params);
+                        return nsbox_cli_usage_error("api-key", "%s needs a value", argv[i]);
+                }
+                uint64_t uid;
+                if (!strcmp(argv[i], "--name")) {
+                        json_object_set_new(params, "name", json_string(argv[++i]));
+                } else if (!strcmp(argv[i], "--uid")) {
+                        if (parse_u64(argv[++i], 0, 0xfffffffeu, &uid) < 0) {
+                                json_decref(params);
+                                return nsbox_cli_usage_error("api-key", "--uid '%s': expected a user id", argv[i]);
+                        }
+                        json_object_set_new(params, "uid", json_integer((json_int_t)uid));
+                } else {
+                        json_decref(params);
+                        return nsbox_cli_usage_error("api-key", "unknown argument '%s'", argv[i]);
+                }
+        }
+        nsbox_client cl = { .fd = -1 };
+        json_t *res = NULL;
+        int status = nsbox_cli_call("api-key", &cl, "api_key_create", params, NULL, NULL, &res, EXIT_REFUSED);
+        nsbox_client_close(&cl);
+        if (status == 0) {
+                /* the key alone on stdout: KEY=$(nsbox api-key create) */
+                printf("%s\n", json_string_value(json_object_get(res, "key")) ?: "");
+                _cleanup_free_ char *name = nsbox_escape_controls(json_string_value(json_object_get(res, "name")) ?: "");
+                fprintf(stderr, "nsbox: api-key %s (%s): shown this once, keep it now\n", name ? name : "",
+                        json_string_value(json_object_get(res, "prefix")) ?: "");
+        }
+        json_decref(res);
+        return status;
+}
+
+static int api_key_ls(int argc, char **argv)
+{
+        bool json = false;
+        for (int i = 2; i < argc; i++) {
+                if (is_help(argv[i])) {
+                        fputs(usage_api_key, stdout);
+                        return 0;
+                }
+                if (strcmp(argv[i], "--json"))
+                        return nsbox_cli_usage_error("api-key", "unknown argument '%s'", argv[i]);
+                json = true;
+        }
+        nsbox_client cl = { .fd = -1 };
+        json_t *res = NULL;
+        int status = nsbox_cli_call("api-key", &cl, "api_key_list", json_object(), NULL, NULL, &res, EXIT_REFUSED);
+        nsbox_client_close(&cl);
+        if (status)
+                return status;
+        json_t *keys = json_object_get(res, "keys"), *k;
+        size_t i;
+        if (json)
+                nsbox_cli_print_json(stdout, keys);
+        else {
+                printf("%-24s  %-12s  %-6s  %-20s  %s\n", "NAME", "PREFIX", "UID", "CREATED", "LAST USED");
+                json_array_foreach(keys, i, k) {
+                        /* nsboxd checked the names; escaped all the same on their way to a terminal */
+                        _cleanup_free_ char *name = nsbox_escape_controls(json_string_value(json_object_get(k, "name")) ?: "");
+                        _cleanup_free_ char *prefix = nsbox_escape_controls(json_string_value(json_object_get(k, "prefix")) ?: "");
+                        _cleanup_free_ char *created = nsbox_escape_controls(json_string_value(json_object_get(k, "created_at")) ?: "");
+                        _cleanup_free_ char *used = nsbox_escape_controls(json_string_value(json_object_get(k, "last_used_at")) ?: "-");
+                        printf("%-24s  %-12s  %-6lld  %-20s  %s\n", name ? name : "", prefix ? prefix : "",
+                               (long long)json_integer_value(json_object_get(k, "uid")), created ? created : "", used ? used : "");
+                }
+        }
+        json_decref(res);
+        return 0;
+}
+
+static bool looks_like_prefix(const char *s)
+{
+        if (strlen(s) != 12 || strncmp(s, "e2b_", 4))
+                return false;
+        for (s += 4; *s; s++)
+                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+                        return false;
+        return true;
+}
+
+static int api_key_rm(int argc, char **argv)
+{
+        const char *what = NULL;
+        for (int i = 2; i < argc; i++) {
+                if (is_help(argv[i])) {
+                        fputs(usage_api_key, stdout);
+                        return 0;
+                }
+                if ((argv[i][0] == '-' && argv[i][1]) || what)
+                        return nsbox_cli_usage_error("api-key", "unexpected argument '%s'", argv[i]);
+                what = argv[i];
+        }
+        if (!what)
+                return nsbox_cli_usage_error("api-key", "rm: expected a key's NAME or PREFIX");
+        /* names never start with e2b_ (nsboxd refuses them): this is a prefix */
+        json_t *params = json_pack("{ss}", looks_like_prefix(what) ? "prefix" : "name", what);
+        nsbox_client cl = { .fd = -1 };
+        json_t *res = NULL;
+        int status = nsbox_cli_call("api-key", &cl, "api_key_delete", params, NULL, NULL, &res, EXIT_REFUSED);
+        nsbox_client_close(&cl);
+        json_decref(res);
+        return status;
+}
+
+int nsbox_cmd_api_key(int argc, char **argv)
+{
+        const char *sub = argc > 1 ? argv[1] : NULL;
+        if (sub && is_help(sub)) {
+                fputs(usage_api_key, stdout);
+                return 0;
+        }
+        if (sub && !strcmp(sub, "create"))
+                return api_key_create(argc, argv);
+        if (sub && (!strcmp(sub, "ls") || !strcmp(sub, "list")))
+                return api_key_ls(argc, argv);
+        if (sub && (!strcmp(sub, "rm") || !strcmp(sub, "delete")))
+                return api_key_rm(argc, argv);
+        return nsbox_cli_usage_error("api-key", sub ? "unknown subcommand '%s'" : "expected create, ls or rm%s", sub ? sub : "");
 }

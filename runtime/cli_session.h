@@ -19,9 +19,10 @@ int nsbox_cmd_reset(int argc, char **argv);
 int nsbox_cmd_gc(int argc, char **argv);
 int nsbox_cmd_replay(int argc, char **argv);
 
-/* cli_service.c: set-timeout, stats */
+/* cli_service.c: set-timeout, stats, api-key */
 int nsbox_cmd_set_timeout(int argc, char **argv);
 int nsbox_cmd_stats(int argc, char **argv);
+int nsbox_cmd_api_key(int argc, char **argv);
 
 /* Shared by the client commands. */
 #define EXIT_REFUSED 1 /* nsboxd said no: not found, conflict, capacity, bad params */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsboxd's internals, shared by the files of runtime/daemon/ (the public header is ../daemon.h).
  * The rooms, each calling only the ones below it: loop.c (the event loop) -> clients.c
- * (connections, tenants) -> rpc.c (requests) -> methods.c, create.c, keep.c -> jobs.c (workers),
- * calls.c (the agents' calls and frames) -> record.c (trajectories), sandboxes.c -> reply.c.
+ * (connections, tenants) -> rpc.c (requests) -> methods.c, create.c, keep.c, apikeys.c (the HTTP
+ * API's keys) -> jobs.c (workers), calls.c (the agents' calls and frames) -> record.c
+ * (trajectories), sandboxes.c -> reply.c.
  * Removing a sandbox (sandboxes.c) ends its worker and its calls (through its supervisor,
  * ../supervisor.h, which every room may use).
  *
@@ -165,6 +166,28 @@ typedef struct tpl_state {
         uint64_t retry_ns;  /* no pooled start before this */
 } tpl_state;
 
+/* API keys (apikeys.c): only each key's sha256 is kept, sorted by it. */
+#define APIKEY_LEN 44        /* "e2b_" and 40 lowercase hex digits */
+#define APIKEY_PREFIX_LEN 12 /* shown to tell keys apart: "e2b_" and 8 hex digits */
+#define APIKEY_NAME_MAX 64
+#define APIKEYS_PER_UID 64
+#define APIKEYS_MAX 4096
+typedef struct apikey {
+        uint8_t hash[32];
+        uid_t uid;
+        gid_t gid;
+        char name[APIKEY_NAME_MAX + 1];
+        char prefix[APIKEY_PREFIX_LEN + 1];
+        char created_at[21]; /* RFC 3339, UTC: 2026-01-02T03:04:05Z */
+        time_t last_used;    /* this nsboxd's memory only: 0 never */
+} apikey;
+
+typedef struct apikey_table {
+        apikey *keys; /* sorted by hash */
+        size_t n;
+        char *path;
+} apikey_table;
+
 typedef struct daemon_state {
         int epfd, listen_fd, sig_fd;
         uint64_t next_serial;
@@ -189,6 +212,7 @@ typedef struct daemon_state {
         unsigned n_uses;
         uint64_t refused_log_ns; /* refused connections are logged once a second at most */
         unsigned refused_quiet;  /* refused since, not logged */
+        apikey_table apikeys;
 } daemon_state;
 
 /* ---- what each room offers the others -------------------------------------------------------- */
@@ -229,6 +253,21 @@ int state_dir_open(const char *sock, nsbox_error *err);
 unsigned state_cleanup(const daemon_state *d);
 void keep_sandboxes(daemon_state *d);
 int adopt_one(void *ctx, json_t *rec, int *fds, size_t n);
+
+/* apikeys.c */
+int apikeys_open(daemon_state *d, nsbox_error *err);   /* the key file, read at start; refused in one line */
+void apikeys_close(daemon_state *d);
+/* true with the key's uid and gid when key is one of the table's: cheap, constant-time compare */
+bool apikey_lookup(daemon_state *d, const char *key, size_t len, uid_t *uid, gid_t *gid);
+void method_api_key_create(daemon_state *d, client *c, json_t *id, json_t *params);
+void method_api_key_list(daemon_state *d, client *c, json_t *id, json_t *params);
+void method_api_key_delete(daemon_state *d, client *c, json_t *id, json_t *params);
+/* pure, for the unit tier and the fuzzer: the file's text into t (source names it in err) */
+int apikeys_parse(const char *text, size_t len, const char *source, apikey_table *t, nsbox_error *err);
+char *apikeys_dump(const apikey_table *t);
+bool apikey_well_formed(const char *key, size_t len);
+int apikey_table_add(apikey_table *t, const apikey *k); /* sorted in; -EEXIST for a hash it has */
+void apikey_table_release(apikey_table *t);
 
 /* jobs.c */
 const char *root_name(const nsbox_policy *p);

@@ -187,6 +187,9 @@ static int daemon_open(daemon_state *d, const nsbox_daemon_config *cfg, const ch
         if (!d->tpl)
                 return nsbox_err(err, ENOMEM, "templates");
         d->pool_dirty = true; /* fill the pools */
+        int r = apikeys_open(d, err); /* the operator's file, bad: nothing starts */
+        if (r < 0)
+                return r;
         /* what a killed nsboxd left of its sandboxes goes before this one makes any */
         d->state_dirfd = state_dir_open(sock, err);
         if (d->state_dirfd < 0)
@@ -345,6 +348,7 @@ static void daemon_close(daemon_state *d, const char *sock)
                 client_remove(d, d->clients);
         close(d->state_dirfd);
         free(d->tpl);
+        apikeys_close(d);
 }
 
 int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)

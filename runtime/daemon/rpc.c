@@ -90,6 +90,12 @@ void handle_request(daemon_state *d, client *c, const char *line, size_t len)
                 method_reset(d, c, id, params);
         else if (!strcmp(m, "snapshot_list") || !strcmp(m, "snapshot_delete"))
                 method_snapshots(d, c, id, params, !strcmp(m, "snapshot_delete"));
+        else if (!strcmp(m, "api_key_create"))
+                method_api_key_create(d, c, id, params);
+        else if (!strcmp(m, "api_key_list"))
+                method_api_key_list(d, c, id, params);
+        else if (!strcmp(m, "api_key_delete"))
+                method_api_key_delete(d, c, id, params);
         else if (!strcmp(m, "ping"))
                 reply_result(c, id, json_pack("{ss si si}", "version", NSBOX_VERSION, "pid", (int)getpid(), "uid", (int)geteuid()));
         else if (!strcmp(m, "tools")) {
