@@ -91,6 +91,29 @@ START_TEST(test_dconfig_empty_object_gives_the_defaults)
 }
 END_TEST
 
+START_TEST(test_dconfig_http_listen_and_keys)
+{
+        nsbox_dconfig c;
+        nsbox_error err = { 0 };
+        UNIT_ASSERT_OK(parse("{}", &c, &err), &err);
+        ck_assert_str_eq(c.http_listen, "");
+        ck_assert_ptr_null(c.http_keys);
+        nsbox_dconfig_release(&c);
+        UNIT_ASSERT_OK(parse("{\"http\": {\"listen\": \"127.0.0.1:49982\", \"keys\": \"/srv/keys.json\"}}", &c, &err), &err);
+        ck_assert_str_eq(c.http_listen, "127.0.0.1:49982");
+        ck_assert_str_eq(c.http_keys, "/srv/keys.json");
+        nsbox_dconfig_release(&c);
+        UNIT_ASSERT_OK(parse("{\"http\": {\"listen\": \"[::1]:65535\"}}", &c, &err), &err);
+        ck_assert_str_eq(c.http_listen, "[::1]:65535");
+        nsbox_dconfig_release(&c);
+        ck_assert_int_eq(nsbox_dconfig_check_listen("0.0.0.0:1"), 0);
+        ck_assert_int_eq(nsbox_dconfig_check_listen("[fe80::1]:8080"), 0);
+        ck_assert_int_lt(nsbox_dconfig_check_listen("0.0.0.0:01"), 0);
+        ck_assert_int_lt(nsbox_dconfig_check_listen(":80"), 0);
+        ck_assert_int_lt(nsbox_dconfig_check_listen("[]:80"), 0);
+}
+END_TEST
+
 START_TEST(test_dconfig_bad_values_are_one_line_errors_naming_the_key)
 {
         static const struct {
@@ -129,6 +152,16 @@ START_TEST(test_dconfig_bad_values_are_one_line_errors_naming_the_key)
                 { "{\"templates\": {\"t\": {\"create\": \"x\"}}}", "key 'templates.t.create': expected an object" },
                 { "{\"templates\": {\"t\": {\"size\": 1}}}", "key 'templates.t.size': unknown key" },
                 { "{\"max_sandboxes\": 10, \"templates\": {\"a\": {\"pool\": 6}, \"b\": {\"pool\": 6}}}", "the pools hold 12 sandboxes, more than max_sandboxes (10)" },
+                { "{\"http\": []}", "key 'http'" },
+                { "{\"http\": {\"port\": 1}}", "key 'http.port': unknown key" },
+                { "{\"http\": {\"listen\": 8080}}", "key 'http.listen': expected \"ADDR:PORT\"" },
+                { "{\"http\": {\"listen\": \"localhost:8080\"}}", "key 'http.listen'" },
+                { "{\"http\": {\"listen\": \"127.0.0.1:0\"}}", "key 'http.listen'" },
+                { "{\"http\": {\"listen\": \"127.0.0.1:65536\"}}", "key 'http.listen'" },
+                { "{\"http\": {\"listen\": \"127.0.0.1\"}}", "key 'http.listen'" },
+                { "{\"http\": {\"listen\": \"::1:80\"}}", "key 'http.listen'" },
+                { "{\"http\": {\"listen\": \"[127.0.0.1]:80\"}}", "key 'http.listen'" },
+                { "{\"http\": {\"keys\": \"keys.json\"}}", "key 'http.keys': expected the absolute path" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
                 nsbox_dconfig c;
@@ -187,6 +220,7 @@ Suite *dconfig_suite(void)
         unit_add(tc, test_dconfig_full_file_is_read_with_every_value);
         unit_add(tc, test_dconfig_empty_object_gives_the_defaults);
         unit_add(tc, test_dconfig_bad_values_are_one_line_errors_naming_the_key);
+        unit_add(tc, test_dconfig_http_listen_and_keys);
         unit_add(tc, test_dconfig_load_missing_file_is_an_error_only_when_named);
         unit_add(tc, test_dconfig_fifo_directory_and_device_are_refused_at_once);
         return s;
