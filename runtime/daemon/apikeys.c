@@ -316,12 +316,24 @@ static char *default_path(void)
 
 int apikeys_open(daemon_state *d, nsbox_error *err)
 {
-        _cleanup_free_ char *path = d->conf->http_keys ? strdup(d->conf->http_keys) : default_path();
-        if (!path)
-                return nsbox_err(err, 0, "api keys: no file (no home directory); set http.keys in the configuration");
+        bool named = d->conf->http_keys != NULL;
+        _cleanup_free_ char *path = named ? strdup(d->conf->http_keys) : default_path();
+        if (!path) { /* no home: no keys, and creates say why */
+                dlog(LOG_WARNING, "apikeys.no_file", NULL, "no API key file (no home directory): set http.keys to make keys");
+                return 0;
+        }
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         nsbox_error e = { 0 };
+        struct stat st;
+        /* the default place out of reach (a HOME of another user's): no keys yet, as before keys
+         * existed; a file that is there, or the one configured, is read or nothing starts */
+        if (!named && lstat(path, &st) < 0) {
+                if (errno != ENOENT)
+                        dlog(LOG_WARNING, "apikeys.no_file", NULL, "API key file %s: %s; set http.keys to make keys", path, strerror(errno));
+                d->apikeys = (apikey_table){ .path = errno == ENOENT ? steal_pointer(&path) : NULL };
+                return 0;
+        }
         /* O_NOFOLLOW: the operator's file itself, not where a link points */
         int r = read_file_strict(AT_FDCWD, path, O_NOFOLLOW, APIKEYS_FILE_MAX, path, &text, &len, &e);
         if (r == -ENOENT) { /* none yet: made by the first api_key_create */
@@ -334,7 +346,6 @@ int apikeys_open(daemon_state *d, nsbox_error *err)
                 nsbox_error_clear(&e);
                 return r;
         }
-        struct stat st;
         if (stat(path, &st) == 0 && (st.st_uid != geteuid() || (st.st_mode & 022)))
                 return nsbox_err(err, 0, "api keys: %s: expected a file of uid %u that no one else may write (mode 0600)", path,
                                  (unsigned)geteuid());
@@ -399,6 +410,10 @@ void method_api_key_create(daemon_state *d, client *c, json_t *id, json_t *param
         uid_t uid;
         if (!known_params(c, id, params, m, known) || target_uid(c, id, params, m, &uid) < 0)
                 return;
+        if (!d->apikeys.path) {
+                reply_error(c, id, RPC_SERVER_ERROR, "unavailable", "%s: nsboxd has no API key file: set http.keys (nsboxd(8))", m);
+                return;
+        }
         json_t *n = json_object_get(params, "name");
         apikey k = { .uid = uid, .gid = uid == c->uid ? c->gid : (gid_t)uid };
         if (n && (!json_is_string(n) || !good_key_name(json_string_value(n)))) {
