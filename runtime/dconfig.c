@@ -205,9 +205,9 @@ int nsbox_dconfig_check_listen(const char *s)
 
 static int parse_http(cctx *c, json_t *v, nsbox_dconfig *ret)
 {
-        static const char *const known[] = { "listen", "keys", NULL };
+        static const char *const known[] = { "listen", "keys", "domain", "internet", NULL };
         if (!json_is_object(v))
-                return bad(c, "http", "expected an object with \"listen\" and \"keys\"");
+                return bad(c, "http", "expected an object with \"listen\", \"keys\", \"domain\", \"internet\"");
         int r = check_keys(c, v, "http", known);
         if (r < 0)
                 return r;
@@ -222,6 +222,16 @@ static int parse_http(cctx *c, json_t *v, nsbox_dconfig *ret)
                 return bad(c, "http.keys", "expected the absolute path of the API key file");
         if (ks && !(ret->http_keys = strdup(ks)))
                 return nsbox_err(c->err, ENOMEM, "config");
+        json_t *dm = json_object_get(v, "domain"), *in = json_object_get(v, "internet");
+        const char *ds = json_string_value(dm);
+        if (dm && (!ds || !*ds || strlen(ds) > 253 || strspn(ds, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(ds) || ds[0] == '.' || ds[0] == '-'))
+                return bad(c, "http.domain", "expected a lowercase DNS name, e.g. \"sandbox.example.com\" (PORT-ID.DOMAIN reaches a sandbox's port)");
+        if (ds && !(ret->http_domain = strdup(ds)))
+                return nsbox_err(c->err, ENOMEM, "config");
+        if (in && !json_is_boolean(in))
+                return bad(c, "http.internet", "expected true or false (whether E2B sandboxes reach the internet unless they ask not to)");
+        if (in)
+                ret->http_internet = json_is_true(in);
         return 0;
 }
 
@@ -237,7 +247,7 @@ void nsbox_dconfig_defaults(nsbox_dconfig *ret)
 {
         *ret = (nsbox_dconfig){ .max_sandboxes = 1024, .max_per_uid = 256, .default_memory = 512ull << 20, .drain_timeout_ms = 10000,
                                 .keep_timeout_ms = 600000, .max_connections_per_uid = 256, .max_request_bytes_per_uid = 64ull << 20,
-                                .request_timeout_ms = 30000, .handshake_timeout_ms = 10000, .max_disk = default_max_disk() };
+                                .request_timeout_ms = 30000, .handshake_timeout_ms = 10000, .max_disk = default_max_disk(), .http_internet = true };
 }
 
 int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, nsbox_error *err)
@@ -359,6 +369,7 @@ void nsbox_dconfig_release(nsbox_dconfig *c)
         free(c->client_gids);
         free(c->source);
         free(c->http_keys);
+        free(c->http_domain);
         nsbox_dconfig_defaults(c);
 }
 

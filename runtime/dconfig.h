@@ -52,6 +52,8 @@ typedef struct nsbox_dconfig {
         /* the HTTP API (http.listen, or nsboxd --http): "ADDR:PORT" or "[ADDR6]:PORT"; "": off */
         char http_listen[NSBOX_HTTP_LISTEN_MAX];
         char *http_keys; /* http.keys: the API key file, absolute; NULL: the default (apikeys.c) */
+        char *http_domain;       /* http.domain: PORT-ID.DOMAIN hosts reach sandboxes' ports */
+        bool http_internet;      /* http.internet: E2B sandboxes reach the internet unless they say not */
 } nsbox_dconfig;
 
 /* The default path for this user: /etc/nsbox/nsboxd.json for root, else

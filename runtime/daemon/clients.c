@@ -160,8 +160,10 @@ void client_remove(daemon_state *d, client *c)
                         *pp = c->next;
                         break;
                 }
-        d->n_clients--;
-        use_connection(d, c, -1);
+        if (c->fd >= 0) { /* an HTTP request's client holds no connection of its own */
+                d->n_clients--;
+                use_connection(d, c, -1);
+        }
         calls_client_gone(d, c);
         /* sandboxes created with close_with_client go with their client: a session (nsbox mcp,
          * a library user) killed with SIGKILL leaves nothing behind */
@@ -170,8 +172,10 @@ void client_remove(daemon_state *d, client *c)
                 if (s->bound_client == c->serial)
                         sandbox_remove(d, s, "not_found", "was destroyed: the client it was created with (close_with_client) disconnected");
         }
-        epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-        close(c->fd);
+        if (c->fd >= 0) {
+                epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+                close(c->fd);
+        }
         sb_release(&c->in);
         nsbox_queue_release(&c->out);
         free(c);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsboxd's internals, shared by the files of runtime/daemon/ (the public header is ../daemon.h).
- * The rooms, each calling only the ones below it: loop.c (the event loop) -> clients.c
+ * The rooms, each calling only the ones below it: loop.c (the event loop) -> http.c (the HTTP
+ * API) -> http_control.c, http_envd.c, http_files.c, http_proxy.c -> clients.c
  * (connections, tenants) -> rpc.c (requests) -> methods.c, create.c, keep.c, apikeys.c (the HTTP
  * API's keys) -> jobs.c (workers), calls.c (the agents' calls and frames) -> record.c
  * (trajectories), sandboxes.c -> reply.c.
@@ -58,7 +59,7 @@
 #define RPC_INVALID_PARAMS -32602
 #define RPC_SERVER_ERROR -32000
 
-enum { K_LISTEN, K_SIGNAL, K_CLIENT, K_SYNC, K_AGENT, K_PIDFD, K_JOB };
+enum { K_LISTEN, K_SIGNAL, K_CLIENT, K_SYNC, K_AGENT, K_PIDFD, K_JOB, K_HTTP }; /* 3 bits of an epoll key */
 #define RPC_CAPACITY "capacity"
 
 /* Work that would stall the loop runs in a forked worker, which reports one JSON line on a pipe. */
@@ -81,6 +82,7 @@ typedef struct client {
         uint64_t accepted_ns;
         uint64_t partial_since_ns; /* the first byte of an unfinished request line came then; 0: none */
         size_t counted;            /* of its uid's buffered request bytes (uid_use) */
+        struct hreq *http;         /* an HTTP request's client: no socket (fd -1), http.h */
 } client;
 
 /* What one uid holds of the connections and of the request bytes buffered (nsboxd(8), LIMITS). */
@@ -150,6 +152,7 @@ typedef struct sandbox {
         json_t *waiters;         /* get_or_create calls waiting for it: [[client serial, id, start ns]...] */
         unsigned id_slot;        /* root: its own host id range (userns.h); 0: the shared one */
         int id_lock_fd;
+        json_t *http;            /* made over HTTP: its access token, E2B metadata (http_control.c) */
 } sandbox;
 
 /* A create waiting for capacity (its 'wait'). */
@@ -213,9 +216,17 @@ typedef struct daemon_state {
         uint64_t refused_log_ns; /* refused connections are logged once a second at most */
         unsigned refused_quiet;  /* refused since, not logged */
         apikey_table apikeys;
+        struct http_state *http; /* the HTTP listener (http.c); NULL: off */
 } daemon_state;
 
 /* ---- what each room offers the others -------------------------------------------------------- */
+
+/* http.c (and the HTTP rooms under it, http.h) */
+int http_open(daemon_state *d, nsbox_error *err);
+void http_run(daemon_state *d);                 /* its epoll fd is readable */
+void http_pump(daemon_state *d);                /* replies to HTTP requests' clients, to them */
+int http_timeout(daemon_state *d, int timeout); /* its deadlines, and the loop's timeout */
+void http_close(daemon_state *d);
 
 /* clients.c */
 uint64_t client_deadlines(daemon_state *d, uint64_t now);

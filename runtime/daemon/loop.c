@@ -21,6 +21,8 @@
 static void update_interest(daemon_state *d)
 {
         for (client *c = d->clients; c; c = c->next) {
+                if (c->http) /* an HTTP request's: http_pump takes its replies */
+                        continue;
                 if (c->out.len > CLIENT_HARD && !c->eof) {
                         dlog(LOG_WARNING, "client.dropped", NULL, "disconnecting a client of uid %u: %zu bytes of replies unread", (unsigned)c->uid, c->out.len);
                         c->eof = true;
@@ -218,6 +220,9 @@ static int daemon_open(daemon_state *d, const nsbox_daemon_config *cfg, const ch
         if (d->sig_fd < 0 || nsbox_epoll_add(d->epfd, d->listen_fd, KEY(0, K_LISTEN), NULL, EPOLLIN) < 0 ||
             nsbox_epoll_add(d->epfd, d->sig_fd, KEY(0, K_SIGNAL), NULL, EPOLLIN) < 0)
                 return nsbox_err(err, errno, "set up the event loop");
+        r = http_open(d, err);
+        if (r < 0)
+                return r;
         if (cfg->ready_fd >= 0) {
                 (void)!write(cfg->ready_fd, "1", 1);
                 close(cfg->ready_fd);
@@ -268,6 +273,9 @@ static void dispatch(daemon_state *d, const struct epoll_event *ev, const char *
                         client_readable(d, c);
                 break;
         }
+        case K_HTTP:
+                http_run(d);
+                break;
         case K_JOB: {
                 sandbox *s = sandbox_by_serial(d, serial);
                 if (s && s->job)
@@ -310,6 +318,8 @@ static int serve(daemon_state *d, const char *sock, nsbox_error *err)
                 reap_exited(false);
                 if (reaping() && (timeout < 0 || timeout > 20))
                         timeout = 20;
+                http_pump(d);
+                timeout = http_timeout(d, timeout);
                 update_interest(d);
                 struct epoll_event ev[64];
                 int n = epoll_wait(d->epfd, ev, 64, timeout);
@@ -319,8 +329,11 @@ static int serve(daemon_state *d, const char *sock, nsbox_error *err)
                         dispatch(d, &ev[i], sock);
                 /* write what is queued now rather than on the next round */
                 agents_flush(d);
+                http_pump(d);
                 for (client *c = d->clients, *nx; c; c = nx) {
                         nx = c->next;
+                        if (c->http)
+                                continue;
                         if (c->out.len && nsbox_queue_flush(&c->out, c->fd) < 0)
                                 c->eof = true;
                         if (c->eof)
@@ -342,6 +355,7 @@ static void daemon_close(daemon_state *d, const char *sock)
         while (d->sandboxes)
                 sandbox_remove(d, d->sandboxes, "unavailable", "was stopped with nsboxd");
         reap_exited(true);
+        http_close(d); /* its requests end, and their clients */
         for (client *c = d->clients; c; c = c->next) /* the last replies, if they can go now */
                 (void)nsbox_queue_flush(&c->out, c->fd);
         while (d->clients)

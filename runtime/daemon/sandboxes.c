@@ -92,6 +92,7 @@ void sandbox_free(sandbox *s)
         reap_later(nsbox_net_detach(&s->sup.sb.net));
         nsbox_sup_stop(&s->sup, "internal", "was destroyed"); /* its calls were answered already, with why */
         json_decref(s->labels);
+        json_decref(s->http);
         json_decref(s->waiters);
         json_decref(s->create_rpc_id);
         json_decref(s->create_params);

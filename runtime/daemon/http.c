@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsboxd's HTTP listener (nsboxd --http, http.listen): libmicrohttpd on nsboxd's epoll, the
+ * routing of a request to its plane (E2B's control plane, a sandbox's envd, a port inside a
+ * sandbox), its authentication (an API key, or a sandbox's access token), and the bridge from
+ * an HTTP request to nsboxd's own methods (http.h says how). */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include "../dlog.h"
+
+struct http_state {
+        struct MHD_Daemon *mhd;
+        int listen_fd;
+        hreq *reqs;
+        unsigned n_reqs;
+        bool dirty; /* replies wait in a client for room in its request's stream */
+        bool woke;  /* a request was resumed: MHD_run must see it */
+};
+
+/* ---- what the services use ------------------------------------------------------------------ */
+
+const char *http_header(hreq *r, const char *name)
+{
+        return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *http_arg(hreq *r, const char *name)
+{
+        return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+void http_wake(hreq *r)
+{
+        if (r->suspended) {
+                r->suspended = false;
+                r->d->http->woke = true;
+                MHD_resume_connection(r->conn);
+        }
+}
+
+/* The request's client: no socket, acting as the request's user (internal.h, struct client). */
+static client *req_client(hreq *r)
+{
+        if (r->c)
+                return r->c;
+        client *c = calloc(1, sizeof(*c));
+        if (!c)
+                return NULL;
+        c->fd = -1;
+        c->http = r;
+        c->uid = r->uid;
+        c->gid = r->gid;
+        c->spoke = true;
+        c->serial = ++r->d->next_serial;
+        c->accepted_ns = now_ns();
+        sb_init(&c->in, MAX_LINE);
+        c->next = r->d->clients;
+        r->d->clients = c;
+        r->c = c;
+        return c;
+}
+
+uint64_t http_rpc(hreq *r, const char *method, json_t *params)
+{
+        client *c = req_client(r);
+        uint64_t id = ++r->next_id;
+        json_t *msg = json_pack("{ss sI ss so}", "jsonrpc", "2.0", "id", (json_int_t)id, "method", method, "params",
+                                params ? params : json_object());
+        size_t len = 0;
+        char *line = msg ? nsbox_json_dumps(msg, &len) : NULL;
+        json_decref(msg);
+        if (!c || !line) {
+                free(line);
+                if (c) /* answered as nsboxd answers what it cannot take */
+                        reply_error(c, json_integer((json_int_t)id), RPC_SERVER_ERROR, "internal", "out of memory");
+                return id;
+        }
+        handle_request(r->d, c, line, len);
+        free(line);
+        r->d->http->dirty = true;
+        return id;
+}
+
+uint64_t http_call(hreq *r, const char *tool, json_t *tparams, bool stream)
+{
+        return http_rpc(r, "call", json_pack("{ss ss so sb}", "sandbox", r->sandbox_id, "tool", tool, "params",
+                                             tparams ? tparams : json_object(), "stream", stream));
+}
+
+void http_answer(hreq *r, unsigned status, const char *type, char *body, size_t len)
+{
+        free(r->answer);
+        r->status = status;
+        r->answer = body;
+        r->answer_len = body ? len : 0;
+        r->answer_type = type;
+        http_wake(r);
+}
+
+void http_answer_json(hreq *r, unsigned status, json_t *body)
+{
+        size_t len = 0;
+        char *text = body ? nsbox_json_dumps(body, &len) : NULL;
+        json_decref(body);
+        if (body && !text) {
+                http_answer(r, 500, "application/json", strdup("{\"code\":500,\"message\":\"out of memory\"}"), 38);
+                return;
+        }
+        http_answer(r, status, "application/json", text, len);
+}
+
+static unsigned count_streams(daemon_state *d, uid_t uid)
+{
+        unsigned n = 0;
+        for (hreq *r = d->http->reqs; r; r = r->next)
+                n += r->counted_stream && r->uid == uid;
+        return n;
+}
+
+int http_stream_begin(hreq *r, unsigned status, const char *type)
+{
+        if (!r->counted_stream && count_streams(r->d, r->uid) >= HTTP_STREAMS_PER_UID)
+                return -EAGAIN;
+        r->counted_stream = true;
+        r->status = status;
+        r->streaming = true;
+        r->stream_type = type;
+        http_wake(r);
+        return 0;
+}
+
+int http_stream_write(hreq *r, const void *data, size_t len)
+{
+        if (r->stream_end)
+                return -EPIPE;
+        int ret = nsbox_queue_append(&r->sout, data, len);
+        http_wake(r);
+        return ret;
+}
+
+void http_stream_end(hreq *r)
+{
+        r->stream_end = true;
+        http_wake(r);
+}
+
+sandbox *http_sandbox(hreq *r)
+{
+        for (sandbox *s = r->d->sandboxes; s; s = s->next)
+                if (s->serial == r->sandbox)
+                        return s;
+        return NULL;
+}
+
+const char *rpc_error_code(json_t *msg, const char **message)
+{
+        json_t *e = json_object_get(msg, "error");
+        if (!e)
+                return NULL;
+        if (message)
+                *message = json_string_value(json_object_get(e, "message")) ?: "error";
+        return json_string_value(json_object_get(json_object_get(e, "data"), "code")) ?: "internal";
+}
+
+/* nsbox's stable codes as HTTP statuses */
+unsigned http_status_of(const char *code)
+{
+        static const struct {
+                const char *code;
+                unsigned status;
+        } map[] = {
+                { "invalid_argument", 400 }, { "not_found", 404 },  { "permission_denied", 403 }, { "already_exists", 409 },
+                { "too_large", 413 },        { "capacity", 429 },   { "timeout", 504 },           { "unavailable", 503 },
+                { "not_a_directory", 400 },  { "is_a_directory", 400 }, { "no_space", 507 },        { "cancelled", 499 },
+        };
+        for (size_t i = 0; code && i < sizeof(map) / sizeof(map[0]); i++)
+                if (!strcmp(map[i].code, code))
+                        return map[i].status;
+        return 500;
+}
+
+/* ---- routing and authentication -------------------------------------------------------------- */
+
+static bool same_secret(const char *a, const char *b, size_t n)
+{
+        unsigned char diff = 0;
+        for (size_t i = 0; i < n; i++)
+                diff |= (unsigned char)(a[i] ^ b[i]);
+        return diff == 0;
+}
+
+/* An API key (X-API-KEY, or Authorization: Bearer) makes r act as the key's user. */
+static bool key_auth(hreq *r)
+{
+        const char *key = http_header(r, "X-API-KEY");
+        const char *auth = http_header(r, "Authorization");
+        if (!key && auth && !strncasecmp(auth, "Bearer ", 7))
+                key = auth + 7;
+        if (!key || !apikey_lookup(r->d, key, strlen(key), &r->uid, &r->gid))
+                return false;
+        r->by_key = true;
+        return true;
+}
+
+/* The data plane's sandbox: E2b-Sandbox-Id and E2b-Sandbox-Port, or a PORT-ID.DOMAIN host. */
+static int data_target(hreq *r)
+{
+        const char *id = http_header(r, "E2b-Sandbox-Id"), *port = http_header(r, "E2b-Sandbox-Port");
+        const char *domain = r->d->conf->http_domain, *host = http_header(r, "Host");
+        char hostid[33] = "";
+        unsigned hostport = 0;
+        if (!id && domain && *domain && host) {
+                size_t hl = strcspn(host, ":"), dl = strlen(domain);
+                int n = 0;
+                if (hl > dl + 1 && host[hl - dl - 1] == '.' && !strncasecmp(host + hl - dl, domain, dl) &&
+                    sscanf(host, "%5u-%32[0-9a-z]%n", &hostport, hostid, &n) == 2 && (size_t)n == hl - dl - 1) {
+                        id = hostid;
+                        r->port = hostport;
+                }
+        }
+        if (!id)
+                return 0;
+        if (port) {
+                char *end;
+                unsigned long p = strtoul(port, &end, 10);
+                if (*port < '0' || *port > '9' || *end || p == 0 || p > 65535)
+                        return -EINVAL;
+                r->port = (unsigned)p;
+        } else if (!r->port) {
+                r->port = HTTP_ENVD_PORT;
+        }
+        if (strlen(id) >= sizeof(r->sandbox_id))
+                return -ENOENT;
+        snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", id);
+        return 1;
+}
+
+/* The data plane: the sandbox's own token (X-Access-Token), or a key of its owner. */
+static int data_auth(hreq *r)
+{
+        sandbox *found = NULL;
+        for (sandbox *s = r->d->sandboxes; s; s = s->next)
+                if (!s->pooled && !strcmp(s->sup.id, r->sandbox_id)) {
+                        found = s;
+                        break;
+                }
+        const char *token = http_header(r, "X-Access-Token");
+        const char *want = found ? json_string_value(json_object_get(found->http, "token")) : NULL;
+        if (found && token && want && strlen(token) == strlen(want) && same_secret(token, want, strlen(want))) {
+                r->uid = found->owner;
+                r->gid = found->host_gid;
+        } else if (key_auth(r)) {
+                if (found && r->uid != 0 && r->uid != found->owner)
+                        found = NULL; /* another user's: as if it did not exist */
+        } else if (found) {
+                control_error(r, 401, token ? "the access token is not this sandbox's" : "an access token (X-Access-Token) or an API key (X-API-KEY) is needed");
+                return -EACCES;
+        }
+        if (!found) {
+                control_error(r, 502, "The sandbox %.32s was not found", r->sandbox_id);
+                return -ENOENT;
+        }
+        r->sandbox = found->serial;
+        return 0;
+}
+
+/* Request framing that could smuggle a second request past a front proxy is refused. */
+static bool bad_framing(hreq *r)
+{
+        const char *te = http_header(r, "Transfer-Encoding"), *cl = http_header(r, "Content-Length");
+        return te && cl;
+}
+
+/* The request's headers are in: which plane, who, and may it. */
+static void route(hreq *r)
+{
+        if (bad_framing(r)) {
+                control_error(r, 400, "Content-Length with Transfer-Encoding is refused");
+                return;
+        }
+        int t = data_target(r);
+        if (t < 0) {
+                control_error(r, 400, "E2b-Sandbox-Port must be a port number (1-65535)");
+                return;
+        }
+        if (t == 0) {
+                r->plane = HR_CONTROL;
+                if (!strcmp(r->url, "/health") && !strcmp(r->method, "GET")) {
+                        http_answer(r, 200, "application/json", strdup("{\"status\":\"ok\"}"), 15);
+                        return;
+                }
+                if (!key_auth(r)) {
+                        control_error(r, 401, http_header(r, "X-API-KEY") ? "Invalid API key" : "An API key is needed (X-API-KEY)");
+                        return;
+                }
+                return;
+        }
+        if (data_auth(r) < 0)
+                return;
+        r->plane = r->port == HTTP_ENVD_PORT ? HR_ENVD : HR_PROXY;
+        if (r->plane == HR_ENVD && !strcmp(r->url, "/files"))
+                files_request(r); /* sets on_body for an upload before its body comes */
+}
+
+/* The body is in (or streamed): the service answers, now or later. */
+static void start(hreq *r)
+{
+        r->started = true;
+        if (r->body_too_large) {
+                control_error(r, 413, "the request body is larger than %zu bytes", r->body_max);
+                return;
+        }
+        if (r->plane == HR_CONTROL)
+                control_request(r);
+        else if (r->plane == HR_PROXY)
+                proxy_request(r);
+        else if (strcmp(r->url, "/files"))
+                envd_request(r);
+}
+
+/* ---- libmicrohttpd's callbacks -------------------------------------------------------------- */
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+        (void)pos;
+        hreq *r = cls;
+        if (r->sout.len) {
+                size_t n = r->sout.len < max ? r->sout.len : max;
+                memcpy(buf, r->sout.data + r->sout.start, n);
+                r->sout.start += n;
+                r->sout.len -= n;
+                if (!r->sout.len)
+                        r->sout.start = 0;
+                r->d->http->dirty = true; /* room again for replies waiting in its client */
+                return (ssize_t)n;
+        }
+        if (r->stream_end)
+                return MHD_CONTENT_READER_END_OF_STREAM;
+        r->suspended = true;
+        MHD_suspend_connection(r->conn);
+        return 0;
+}
+
+static enum MHD_Result respond(hreq *r)
+{
+        if (r->queued)
+                return MHD_YES;
+        struct MHD_Response *resp = NULL;
+        if (r->answer || r->status) {
+                if (r->streaming)
+                        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, r, NULL);
+                else {
+                        resp = MHD_create_response_from_buffer(r->answer_len, r->answer, MHD_RESPMEM_MUST_FREE);
+                        if (resp)
+                                r->answer = NULL;
+                }
+        }
+        if (!resp) {
+                if (r->status)
+                        return MHD_NO; /* out of memory: the connection is closed */
+                r->suspended = true;
+                MHD_suspend_connection(r->conn);
+                return MHD_YES;
+        }
+        const char *type = r->streaming ? r->stream_type : r->answer_type;
+        if (type)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        if (r->next_token)
+                MHD_add_response_header(resp, "X-Next-Token", r->next_token);
+        enum MHD_Result ret = MHD_queue_response(r->conn, r->status, resp);
+        MHD_destroy_response(resp);
+        r->queued = true;
+        return ret;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method, const char *version,
+                                 const char *upload, size_t *upload_size, void **con_cls)
+{
+        (void)version;
+        daemon_state *d = cls;
+        hreq *r = *con_cls;
+        if (!r) {
+                r = calloc(1, sizeof(*r));
+                if (!r)
+                        return MHD_NO;
+                r->d = d;
+                r->conn = conn;
+                r->url = url;
+                r->method = method;
+                r->body_max = HTTP_BODY_MAX;
+                sb_init(&r->body, 0);
+                r->next = d->http->reqs;
+                if (r->next)
+                        r->next->pprev = &r->next;
+                r->pprev = &d->http->reqs;
+                d->http->reqs = r;
+                d->http->n_reqs++;
+                *con_cls = r;
+                route(r);
+                return r->status ? respond(r) : MHD_YES;
+        }
+        if (*upload_size) {
+                if (r->status) { /* answered already (refused): the rest is not read */
+                        *upload_size = 0;
+                        return MHD_YES;
+                }
+                if (r->on_body) {
+                        size_t took = r->on_body(r, upload, *upload_size);
+                        *upload_size -= took;
+                        if (*upload_size && !r->status) {
+                                r->suspended = true;
+                                MHD_suspend_connection(conn);
+                        }
+                        return r->status ? respond(r) : MHD_YES;
+                }
+                if (r->body.len + *upload_size > r->body_max) {
+                        r->body_too_large = true;
+                        start(r);
+                        *upload_size = 0;
+                        return respond(r);
+                }
+                if (sb_append(&r->body, upload, *upload_size) < 0)
+                        return MHD_NO;
+                *upload_size = 0;
+                return MHD_YES;
+        }
+        if (!r->body_complete) {
+                r->body_complete = true;
+                if (r->on_body)
+                        (void)r->on_body(r, NULL, 0); /* the end of the upload */
+        }
+        if (!r->started && !r->status)
+                start(r);
+        return respond(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode why)
+{
+        (void)cls;
+        (void)conn;
+        (void)why;
+        hreq *r = *con_cls;
+        if (!r)
+                return;
+        *con_cls = NULL;
+        daemon_state *d = r->d;
+        *r->pprev = r->next;
+        if (r->next)
+                r->next->pprev = r->pprev;
+        d->http->n_reqs--;
+        if (r->state_free)
+                r->state_free(r->state);
+        if (r->c) { /* its calls are cancelled as a closed connection's are; detached processes go on */
+                r->c->http = NULL;
+                client_remove(d, r->c);
+        }
+        sb_release(&r->body);
+        nsbox_queue_release(&r->sout);
+        free(r->answer);
+        free(r->next_token);
+        free(r->location);
+        free(r);
+}
+
+static void on_log(void *cls, const char *fmt, va_list ap)
+{
+        (void)cls;
+        char msg[512];
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        msg[strcspn(msg, "\n")] = 0;
+        dlog(LOG_INFO, "http.log", NULL, "%s", msg);
+}
+
+/* ---- what the loop calls ---------------------------------------------------------------------- */
+
+/* ADDR:PORT, [ADDR6]:PORT: bound and listening, or -errno with why. */
+static int http_listen_on(const char *spec, nsbox_error *err)
+{
+        char host[64];
+        unsigned port;
+        struct sockaddr_storage ss = { 0 };
+        socklen_t sl;
+        int n = 0;
+        if (spec[0] == '[' ? sscanf(spec, "[%63[0-9a-fA-F:.]]:%5u%n", host, &port, &n) != 2
+                           : sscanf(spec, "%63[0-9.]:%5u%n", host, &port, &n) != 2)
+                return nsbox_err(err, EINVAL, "http.listen '%s': expected ADDR:PORT or [ADDR6]:PORT", spec);
+        if (spec[n] || port > 65535)
+                return nsbox_err(err, EINVAL, "http.listen '%s': expected ADDR:PORT with a port 0-65535", spec);
+        struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+                in4->sin_family = AF_INET;
+                in4->sin_port = htons((uint16_t)port);
+                sl = sizeof(*in4);
+        } else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+                in6->sin6_family = AF_INET6;
+                in6->sin6_port = htons((uint16_t)port);
+                sl = sizeof(*in6);
+        } else
+                return nsbox_err(err, EINVAL, "http.listen '%s': '%s' is not an IP address", spec, host);
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return nsbox_err(err, errno, "http: socket");
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (ss.ss_family == AF_INET6)
+                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 512) < 0) {
+                int e = errno;
+                close(fd);
+                return nsbox_err(err, e, "http: cannot listen on %s", spec);
+        }
+        return fd;
+}
+
+int http_open(daemon_state *d, nsbox_error *err)
+{
+        const char *spec = d->conf->http_listen;
+        if (!spec || !*spec)
+                return 0;
+        d->http = calloc(1, sizeof(*d->http));
+        if (!d->http)
+                return nsbox_err(err, ENOMEM, "http");
+        int fd = http_listen_on(spec, err);
+        if (fd < 0)
+                return fd;
+        d->http->listen_fd = fd;
+        d->http->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access, d,
+                                        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
+                                        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
+                                        (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
+                                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
+                                        MHD_OPTION_END);
+        if (!d->http->mhd) {
+                close(fd);
+                return nsbox_err(err, EIO, "http: libmicrohttpd did not start on %s", spec);
+        }
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(d->http->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+        if (!info || nsbox_epoll_add(d->epfd, info->epoll_fd, KEY(0, K_HTTP), NULL, EPOLLIN) < 0)
+                return nsbox_err(err, errno ? errno : EIO, "http: epoll");
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        char addr[INET6_ADDRSTRLEN] = "?";
+        unsigned port = 0;
+        if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+                if (ss.ss_family == AF_INET) {
+                        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr, sizeof(addr));
+                        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+                } else {
+                        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr, sizeof(addr));
+                        port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+                }
+        }
+        dlog(LOG_NOTICE, "http.listening", NULL, "E2B-compatible HTTP API on %s%s%s:%u", strchr(addr, ':') ? "[" : "", addr,
+             strchr(addr, ':') ? "]" : "", port);
+        return 0;
+}
+
+void http_run(daemon_state *d)
+{
+        if (d->http)
+                MHD_run(d->http->mhd);
+}
+
+/* Replies and events waiting in the requests' clients go to their requests, as far as their
+ * streams have room (what stays in a client counts against it: its streams pause). */
+void http_pump(daemon_state *d)
+{
+        if (!d->http) /* every request's client is looked at: replies come to them at any time */
+                return;
+        d->http->dirty = false;
+        for (hreq *r = d->http->reqs; r; r = r->next) {
+                client *c = r->c;
+                while (c && c->out.len && r->sout.len < HTTP_STREAM_HIGH) {
+                        char *p = c->out.data + c->out.start, *nl = memchr(p, '\n', c->out.len);
+                        if (!nl)
+                                break;
+                        size_t n = (size_t)(nl - p) + 1;
+                        json_t *msg = nsbox_json_loadb(p, n - 1, NULL);
+                        c->out.start += n;
+                        c->out.len -= n;
+                        if (!c->out.len)
+                                c->out.start = 0;
+                        if (msg && r->on_msg)
+                                r->on_msg(r, msg);
+                        json_decref(msg);
+                }
+                if (c && c->out.len)
+                        d->http->dirty = true;
+        }
+        /* resumed requests proceed now (in external polling, nothing else would tell MHD) */
+        for (int round = 0; round < 8 && d->http->woke; round++) {
+                d->http->woke = false;
+                MHD_run(d->http->mhd);
+        }
+}
+
+/* Requests' deadlines and keepalives; returns the loop's timeout for them and for MHD. */
+int http_timeout(daemon_state *d, int timeout)
+{
+        if (!d->http)
+                return timeout;
+        uint64_t now = now_ns(), next = 0;
+        for (hreq *r = d->http->reqs; r; r = r->next) {
+                uint64_t due = r->deadline_ns && (!r->keepalive_ns || r->deadline_ns < r->keepalive_ns) ? r->deadline_ns : r->keepalive_ns;
+                if (due && due <= now && r->on_tick) {
+                        r->on_tick(r, now);
+                        due = r->deadline_ns && (!r->keepalive_ns || r->deadline_ns < r->keepalive_ns) ? r->deadline_ns : r->keepalive_ns;
+                }
+                if (due && (!next || due < next))
+                        next = due;
+        }
+        if (d->http->dirty || d->http->woke)
+                return 0;
+        MHD_UNSIGNED_LONG_LONG ms;
+        if (MHD_get_timeout(d->http->mhd, &ms) == MHD_YES && (timeout < 0 || ms < (MHD_UNSIGNED_LONG_LONG)timeout))
+                timeout = ms > 60000 ? 60000 : (int)ms;
+        if (next) {
+                int t = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+                if (timeout < 0 || t < timeout)
+                        timeout = t;
+        }
+        return timeout;
+}
+
+void http_close(daemon_state *d)
+{
+        if (!d->http)
+                return;
+        MHD_stop_daemon(d->http->mhd); /* completes every request: their clients go */
+        close(d->http->listen_fd);
+        free(d->http);
+        d->http = NULL;
+}
+
+/* A sandbox's HTTP state, made at an HTTP create: its data-plane token. */
+int http_sandbox_token(sandbox *s)
+{
+        unsigned char raw[HTTP_TOKEN_HEX / 2];
+        if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+                return -EIO;
+        char hex[HTTP_TOKEN_HEX + 1];
+        for (size_t i = 0; i < sizeof(raw); i++)
+                snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+        if (!s->http && !(s->http = json_object()))
+                return -ENOMEM;
+        return json_object_set_new(s->http, "token", json_string(hex));
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsboxd's HTTP rooms (http.c and the services under it: http_control.c for E2B's control
+ * plane, http_envd.c for the envd data plane, http_files.c for /files, http_proxy.c for the
+ * port proxy).  An HTTP request drives nsboxd's own methods: it gets a client of its own, with
+ * no socket (client.http), acting as the request's user; its JSON-RPC requests go through
+ * handle_request like any client's, so ownership, limits and backpressure are the same, and
+ * the replies and events that come back are handed to the request's on_msg.
+ *
+ * libmicrohttpd runs in nsboxd's thread, on its epoll (MHD_USE_EPOLL, external polling): a
+ * request waiting for a sandbox is suspended, and resumed when its answer or stream data
+ * comes. */
+#pragma once
+
+#include <microhttpd.h>
+
+#include "internal.h"
+
+#define HTTP_BODY_MAX (1u << 20)       /* a JSON request body */
+#define HTTP_STREAM_HIGH (1u << 20)    /* a stream's unsent bytes above which its replies wait */
+#define HTTP_MAX_CONNECTIONS 1024
+#define HTTP_MAX_PER_IP 512
+#define HTTP_IDLE_TIMEOUT_S 120         /* a connection with no request in progress */
+#define HTTP_STREAMS_PER_UID 256        /* streamed requests one user holds at once */
+#define HTTP_ENVD_PORT 49983
+#define HTTP_ENVD_VERSION "0.5.8"       /* the envd features served (E2B-PROTOCOL.md) */
+#define HTTP_TOKEN_HEX 32              /* a sandbox's data-plane access token */
+
+typedef struct hreq hreq;
+/* A reply (result or error) or an event of r's client, as JSON-RPC; the callee keeps nothing. */
+typedef void (*hreq_msg_fn)(hreq *r, json_t *msg);
+
+enum { HR_CONTROL, HR_ENVD, HR_PROXY };
+
+struct hreq {
+        struct hreq *next, **pprev;     /* the daemon's live requests */
+        daemon_state *d;
+        struct MHD_Connection *conn;
+        const char *method, *url;       /* MHD's, for the request's lifetime */
+        int plane;                      /* HR_* */
+        uid_t uid;                      /* who it acts as (a key's user, or the sandbox's owner) */
+        gid_t gid;
+        bool by_key;                    /* authenticated with an API key (not a sandbox token) */
+        uint64_t sandbox;               /* data plane: the sandbox's serial */
+        char sandbox_id[33];
+        unsigned port;                  /* data plane: E2b-Sandbox-Port */
+        strbuf body;                    /* the request body, up to body_max */
+        size_t body_max;
+        bool body_too_large, started, suspended, queued, done;
+        client *c;                      /* its client, made at its first JSON-RPC request */
+        uint64_t next_id;               /* JSON-RPC ids of its requests */
+        hreq_msg_fn on_msg;
+        /* a streamed upload: the body's bytes as they come; what it does not take (it returns
+         * less than len) waits, the request suspended until http_wake */
+        size_t (*on_body)(hreq *r, const char *data, size_t len);
+        bool body_complete;
+        /* a whole answer, queued when the request is resumed */
+        unsigned status;
+        char *answer;
+        size_t answer_len;
+        const char *answer_type;
+        char *location, *next_token;    /* extra headers: X-Next-Token */
+        /* a stream */
+        bool streaming, stream_end;
+        const char *stream_type;
+        nsbox_queue sout;               /* bytes not yet taken by MHD */
+        bool counted_stream;
+        uint64_t deadline_ns;           /* Connect-Timeout-Ms: the call is cancelled then */
+        uint64_t keepalive_ns, keepalive_every_ns;
+        /* the service's own state */
+        void *state;
+        void (*state_free)(void *state);
+        void (*on_tick)(hreq *r, uint64_t now); /* deadlines and keepalives, when due */
+};
+
+/* http.c: what the services use */
+const char *http_header(hreq *r, const char *name);
+const char *http_arg(hreq *r, const char *name);
+uint64_t http_rpc(hreq *r, const char *method, json_t *params);   /* takes params; its JSON-RPC id */
+uint64_t http_call(hreq *r, const char *tool, json_t *tparams, bool stream); /* the method "call" on r's sandbox */
+void http_answer(hreq *r, unsigned status, const char *type, char *body, size_t len); /* takes body */
+void http_answer_json(hreq *r, unsigned status, json_t *body);                      /* takes body */
+int http_stream_begin(hreq *r, unsigned status, const char *type); /* -EAGAIN: the user has HTTP_STREAMS_PER_UID */
+int http_stream_write(hreq *r, const void *data, size_t len);
+void http_stream_end(hreq *r);
+void http_wake(hreq *r);
+sandbox *http_sandbox(hreq *r);      /* r's sandbox, if it is still there */
+int http_sandbox_token(sandbox *s);  /* its data-plane access token, made anew */
+/* a JSON-RPC error message's stable code and message (NULL: not an error) */
+const char *rpc_error_code(json_t *msg, const char **message);
+unsigned http_status_of(const char *code);
+
+/* http_control.c: E2B's control plane (OpenAPI) */
+void control_request(hreq *r);
+json_t *control_sandbox_json(daemon_state *d, sandbox *s);
+void control_error(hreq *r, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* http_envd.c: envd (Connect protocol): process.Process, filesystem.Filesystem, /health */
+void envd_request(hreq *r);
+
+/* http_files.c: envd's GET and POST /files */
+void files_request(hreq *r);
+
+/* http_proxy.c: a port inside the sandbox */
+void proxy_request(hreq *r);

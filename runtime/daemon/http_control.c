@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* E2B's control plane (the SDKs' OpenAPI, spec/openapi.yml): sandboxes created, listed,
+ * described, connected to, paused, given a timeout, measured, snapshotted and killed, as
+ * nsboxd's own methods do it for the key's user.  What E2B keeps and nsbox has no place for
+ * (metadata, free strings; envVars; the access token) is kept in the sandbox's http object. */
+#include "http.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+
+#define CONTROL_DEFAULT_TIMEOUT_S 300 /* the SDKs' own default */
+#define CONTROL_MAX_TIMEOUT_S 86400
+#define CONTROL_MAX_METADATA 64
+#define CONTROL_MAX_STRING 4096
+#define CONTROL_MAX_ENVS 256
+#define CONTROL_LIST_MAX 1000
+
+enum { OP_NONE, OP_CREATE, OP_KILL, OP_PAUSE, OP_CONNECT, OP_TIMEOUT, OP_SNAPSHOT };
+
+typedef struct control {
+        int op;
+        uint64_t step_id;   /* the JSON-RPC request answered next */
+        bool resumed;       /* connect: it was paused, its resume is answered next */
+        bool was_paused;    /* connect: answered 201 (resumed), not 200 */
+        json_t *meta, *envs;
+        char template_id[128];
+        uint64_t timeout_s;
+        bool auto_pause, internet;
+} control;
+
+static void control_free(void *p)
+{
+        control *k = p;
+        if (!k)
+                return;
+        json_decref(k->meta);
+        json_decref(k->envs);
+        free(k);
+}
+
+void control_error(hreq *r, unsigned status, const char *fmt, ...)
+{
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        http_answer_json(r, status, json_pack("{si ss}", "code", (int)status, "message", msg));
+}
+
+static void rfc3339(char *buf, size_t n, time_t t)
+{
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static const char *template_of(daemon_state *d, sandbox *s)
+{
+        const char *t = json_string_value(json_object_get(s->http, "template"));
+        if (t)
+                return t;
+        return s->tpl >= 0 ? d->conf->templates[s->tpl].name : "base";
+}
+
+/* SandboxDetail / ListedSandbox of the OpenAPI */
+json_t *control_sandbox_json(daemon_state *d, sandbox *s)
+{
+        char started[32], end[32];
+        uint64_t now = now_ns();
+        rfc3339(started, sizeof(started), s->created);
+        time_t end_t = s->expires_ns ? time(NULL) + (time_t)((s->expires_ns > now ? s->expires_ns - now : 0) / 1000000000ull)
+                                     : s->created + CONTROL_MAX_TIMEOUT_S;
+        rfc3339(end, sizeof(end), end_t);
+        json_t *meta = json_object_get(s->http, "metadata");
+        long cpus = s->limits.cpus > 0 ? (long)(s->limits.cpus + 0.999) : sysconf(_SC_NPROCESSORS_ONLN);
+        uint64_t mem = s->limits.memory ? s->limits.memory : (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+        json_t *o = json_pack("{ss ss ss ss ss ss si sI sI ss sO}", "templateID", template_of(d, s), "sandboxID", s->sup.id, "clientID",
+                              "nsbox", "startedAt", started, "endAt", end, "state", s->paused ? "paused" : "running", "cpuCount",
+                              (int)(cpus > 0 ? cpus : 1), "memoryMB", (json_int_t)(mem >> 20), "diskSizeMB",
+                              (json_int_t)((s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK) >> 20), "envdVersion",
+                              HTTP_ENVD_VERSION, "metadata", meta ? meta : s->labels ? s->labels : json_object());
+        if (o && json_object_get(s->http, "token"))
+                json_object_set(o, "envdAccessToken", json_object_get(s->http, "token"));
+        if (o)
+                json_object_set_new(o, "domain", d->conf->http_domain ? json_string(d->conf->http_domain) : json_null());
+        return o;
+}
+
+/* Sandbox: create's and connect's answer */
+static json_t *created_json(hreq *r, sandbox *s)
+{
+        json_t *o = json_pack("{ss ss ss ss}", "templateID", template_of(r->d, s), "sandboxID", s->sup.id, "clientID", "nsbox",
+                              "envdVersion", HTTP_ENVD_VERSION);
+        if (o && json_object_get(s->http, "token"))
+                json_object_set(o, "envdAccessToken", json_object_get(s->http, "token"));
+        if (o)
+                json_object_set_new(o, "domain", r->d->conf->http_domain ? json_string(r->d->conf->http_domain) : json_null());
+        return o;
+}
+
+/* ---- request bodies, strictly ------------------------------------------------------------------ */
+
+static json_t *body_json(hreq *r)
+{
+        if (!r->body.len)
+                return json_object();
+        json_error_t je;
+        json_t *b = nsbox_json_loadb(r->body.buf, r->body.len, &je);
+        if (!json_is_object(b)) {
+                json_decref(b);
+                control_error(r, 400, "the body must be a JSON object%s%s", b ? "" : ": ", b ? "" : je.text);
+                return NULL;
+        }
+        return b;
+}
+
+/* an object of strings, at most max of them, each at most CONTROL_MAX_STRING bytes */
+static int string_map(hreq *r, json_t *v, const char *name, size_t max, json_t **ret)
+{
+        *ret = NULL;
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_object(v) || json_object_size(v) > max) {
+                control_error(r, 400, "'%s' must be an object of at most %zu strings", name, max);
+                return -EINVAL;
+        }
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x)
+                if (!json_is_string(x) || strlen(k) > CONTROL_MAX_STRING || json_string_length(x) > CONTROL_MAX_STRING || !*k) {
+                        control_error(r, 400, "'%s': every key and value must be a string of 1-%d bytes", name, CONTROL_MAX_STRING);
+                        return -EINVAL;
+                }
+        *ret = json_incref(v);
+        return 0;
+}
+
+static int seconds(hreq *r, json_t *v, const char *name, uint64_t *ret)
+{
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > CONTROL_MAX_TIMEOUT_S) {
+                control_error(r, 400, "'%s' must be an integer number of seconds, 0-%d", name, CONTROL_MAX_TIMEOUT_S);
+                return -EINVAL;
+        }
+        *ret = (uint64_t)json_integer_value(v);
+        return 0;
+}
+
+static int boolean(hreq *r, json_t *v, const char *name, bool *ret)
+{
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_boolean(v)) {
+                control_error(r, 400, "'%s' must be true or false", name);
+                return -EINVAL;
+        }
+        *ret = json_is_true(v);
+        return 0;
+}
+
+/* ---- the operations ---------------------------------------------------------------------------- */
+
+static sandbox *find_visible(hreq *r, const char *id)
+{
+        for (sandbox *s = r->d->sandboxes; s; s = s->next)
+                if (!s->pooled && (r->uid == 0 || r->uid == s->owner) && !strcmp(s->sup.id, id))
+                        return s;
+        return NULL;
+}
+
+static void create_start(hreq *r, control *k)
+{
+        json_t *b = body_json(r);
+        if (!b)
+                return;
+        json_t *t = json_object_get(b, "templateID");
+        k->timeout_s = CONTROL_DEFAULT_TIMEOUT_S;
+        k->internet = true;
+        if (t && (!json_is_string(t) || json_string_length(t) == 0 || json_string_length(t) >= sizeof(k->template_id))) {
+                control_error(r, 400, "'templateID' must be a template name");
+        } else if (seconds(r, json_object_get(b, "timeout"), "timeout", &k->timeout_s) == 0 &&
+                   boolean(r, json_object_get(b, "autoPause"), "autoPause", &k->auto_pause) == 0 &&
+                   boolean(r, json_object_get(b, "allow_internet_access"), "allow_internet_access", &k->internet) == 0 &&
+                   string_map(r, json_object_get(b, "metadata"), "metadata", CONTROL_MAX_METADATA, &k->meta) == 0 &&
+                   string_map(r, json_object_get(b, "envVars"), "envVars", CONTROL_MAX_ENVS, &k->envs) == 0) {
+                snprintf(k->template_id, sizeof(k->template_id), "%s", t ? json_string_value(t) : "base");
+                /* a template of nsboxd's configuration by that name (its pool serves it), or E2B's
+                 * base image as nsbox has it: the user's home as the working directory */
+                json_t *p = json_pack("{sI ss}", "timeout", (json_int_t)(k->timeout_s ? k->timeout_s : CONTROL_MAX_TIMEOUT_S), "on_expiry",
+                                      k->auto_pause ? "pause" : "destroy");
+                if (nsbox_dconfig_template(r->d->conf, k->template_id))
+                        json_object_set_new(p, "template", json_string(k->template_id));
+                else if (strcmp(k->template_id, "base")) {
+                        control_error(r, 404, "template '%.100s' not found (templates are nsboxd's: nsboxd(8), TEMPLATES)", k->template_id);
+                        json_decref(p);
+                        json_decref(b);
+                        return;
+                } else {
+                        json_object_set_new(p, "workdir", json_string("/home/user"));
+                        if (k->internet && r->d->conf->http_internet)
+                                json_object_set_new(p, "net", json_string("nat"));
+                }
+                k->op = OP_CREATE;
+                k->step_id = http_rpc(r, "create", p);
+        }
+        json_decref(b);
+}
+
+static void create_done(hreq *r, control *k, json_t *msg)
+{
+        const char *why, *code = rpc_error_code(msg, &why);
+        if (code) {
+                unsigned st = !strcmp(code, "capacity") ? 429 : !strcmp(code, "not_found") ? 404 : !strcmp(code, "invalid_argument") ? 400 : 500;
+                control_error(r, st, "%s", why);
+                return;
+        }
+        const char *id = json_string_value(json_object_get(json_object_get(msg, "result"), "id"));
+        sandbox *s = id ? find_visible(r, id) : NULL;
+        if (!s || http_sandbox_token(s) < 0) {
+                control_error(r, 500, "the sandbox went away as it was made");
+                return;
+        }
+        json_object_set_new(s->http, "template", json_string(k->template_id));
+        json_object_set_new(s->http, "metadata", k->meta ? json_incref(k->meta) : json_object());
+        json_object_set_new(s->http, "envs", k->envs ? json_incref(k->envs) : json_object());
+        json_object_set_new(s->http, "internet", json_boolean(k->internet));
+        http_answer_json(r, 201, created_json(r, s));
+}
+
+/* metadata=k%3Dv&k2%3Dv2 (the query string's own escaping undone by MHD, this one here) */
+static bool metadata_match(const char *filter, json_t *meta)
+{
+        char buf[2048];
+        snprintf(buf, sizeof(buf), "%s", filter);
+        char *save = NULL;
+        for (char *kv = strtok_r(buf, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+                MHD_http_unescape(kv);
+                char *eq = strchr(kv, '=');
+                if (!eq)
+                        return false;
+                *eq = 0;
+                const char *have = json_string_value(json_object_get(meta, kv));
+                if (!have || strcmp(have, eq + 1))
+                        return false;
+        }
+        return true;
+}
+
+static void list(hreq *r, bool v2)
+{
+        const char *filter = http_arg(r, "metadata"), *state = http_arg(r, "state"), *limit = http_arg(r, "limit"),
+                   *next = http_arg(r, "nextToken");
+        unsigned long max = CONTROL_LIST_MAX, from = 0;
+        char *end;
+        if (limit && (!*limit || (max = strtoul(limit, &end, 10)) == 0 || *end || max > CONTROL_LIST_MAX)) {
+                control_error(r, 400, "'limit' must be 1-%d", CONTROL_LIST_MAX);
+                return;
+        }
+        if (next && (!*next || (from = strtoul(next, &end, 10), *end))) {
+                control_error(r, 400, "'nextToken' is not one this server gave");
+                return;
+        }
+        bool running = !state || strstr(state, "running"), paused = v2 && state && strstr(state, "paused");
+        if (!v2)
+                paused = false;
+        else if (!state)
+                paused = true;
+        json_t *arr = json_array();
+        unsigned long n = 0, more = 0;
+        /* newest first in the list nsboxd keeps: walk it and page by serial, descending */
+        for (sandbox *s = r->d->sandboxes; s && arr; s = s->next) {
+                if (s->pooled || !s->ready || (r->uid != 0 && r->uid != s->owner) || (from && s->serial >= from))
+                        continue;
+                if ((s->paused && !paused) || (!s->paused && !running))
+                        continue;
+                json_t *meta = json_object_get(s->http, "metadata");
+                if (filter && !metadata_match(filter, meta ? meta : s->labels))
+                        continue;
+                if (n == max) {
+                        more = s->serial + 1;
+                        break;
+                }
+                json_array_append_new(arr, control_sandbox_json(r->d, s));
+                n++;
+        }
+        if (more && asprintf(&r->next_token, "%lu", more) < 0)
+                r->next_token = NULL;
+        http_answer_json(r, 200, arr);
+}
+
+static void metrics(hreq *r, sandbox *s)
+{
+        nsbox_cgroup_stats cs = { 0 };
+        bool has = nsbox_cgroup_stats_read(&s->sup.sb.cg, &cs) == 0;
+        char ts[32];
+        time_t now = time(NULL);
+        rfc3339(ts, sizeof(ts), now);
+        json_t *info = control_sandbox_json(r->d, s);
+        json_int_t cpus = json_integer_value(json_object_get(info, "cpuCount"));
+        json_int_t mem_total = json_integer_value(json_object_get(info, "memoryMB")) << 20;
+        json_int_t disk_total = json_integer_value(json_object_get(info, "diskSizeMB")) << 20;
+        json_decref(info);
+        double pct = 0;
+        uint64_t life_us = (uint64_t)(now - s->created) * 1000000ull;
+        if (has && life_us && cpus)
+                pct = 100.0 * (double)cs.cpu_usage_us / (double)life_us / (double)cpus;
+        http_answer_json(r, 200, json_pack("[{ss sI si sf sI sI sI sI sI}]", "timestamp", ts, "timestampUnix", (json_int_t)now, "cpuCount",
+                                           (int)cpus, "cpuUsedPct", pct, "memUsed", (json_int_t)(has ? cs.memory_current : 0),
+                                           "memTotal", mem_total, "memCache", (json_int_t)0, "diskUsed", (json_int_t)0, "diskTotal",
+                                           disk_total));
+}
+
+/* /sandboxes/{id}[/what] with a sandbox the key's user may see */
+static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
+{
+        const char *m = r->method;
+        bool post = !strcmp(m, "POST");
+        json_t *b = NULL;
+        if (post && !(b = body_json(r)))
+                return;
+        json_t *id = json_string(s->sup.id);
+        if (!*what && !strcmp(m, "GET")) {
+                http_answer_json(r, 200, control_sandbox_json(r->d, s));
+        } else if (!*what && !strcmp(m, "DELETE")) {
+                k->op = OP_KILL;
+                k->step_id = http_rpc(r, "destroy", json_pack("{sO}", "sandbox", id));
+        } else if (!strcmp(what, "/metrics") && !strcmp(m, "GET")) {
+                metrics(r, s);
+        } else if (!strcmp(what, "/pause") && post) {
+                if (s->paused)
+                        control_error(r, 409, "Sandbox %s is already paused", s->sup.id);
+                else {
+                        k->op = OP_PAUSE;
+                        k->step_id = http_rpc(r, "pause", json_pack("{sO}", "sandbox", id));
+                }
+        } else if ((!strcmp(what, "/connect") || !strcmp(what, "/resume")) && post) {
+                k->timeout_s = CONTROL_DEFAULT_TIMEOUT_S;
+                if (seconds(r, json_object_get(b, "timeout"), "timeout", &k->timeout_s) == 0) {
+                        k->op = OP_CONNECT;
+                        k->resumed = k->was_paused = s->paused;
+                        if (!strcmp(what, "/resume") && !s->paused)
+                                control_error(r, 409, "Sandbox %s is already running", s->sup.id);
+                        else if (s->paused)
+                                k->step_id = http_rpc(r, "resume", json_pack("{sO}", "sandbox", id));
+                        else
+                                k->step_id = http_rpc(r, "set_timeout", json_pack("{sO sI}", "sandbox", id, "timeout", (json_int_t)k->timeout_s));
+                }
+        } else if ((!strcmp(what, "/timeout") || !strcmp(what, "/refreshes")) && post) {
+                json_t *t = json_object_get(b, !strcmp(what, "/timeout") ? "timeout" : "duration");
+                if (seconds(r, t, "timeout", &k->timeout_s) == 0) {
+                        k->op = OP_TIMEOUT;
+                        k->step_id = http_rpc(r, "set_timeout", json_pack("{sO sI}", "sandbox", id, "timeout", (json_int_t)k->timeout_s));
+                }
+        } else if (!strcmp(what, "/snapshots") && post) {
+                json_t *name = json_object_get(b, "name");
+                k->op = OP_SNAPSHOT;
+                json_t *p = json_pack("{sO}", "sandbox", id);
+                if (json_is_string(name))
+                        json_object_set(p, "name", name);
+                k->step_id = http_rpc(r, "snapshot", p);
+        } else {
+                control_error(r, 404, "%s %s is not part of the API nsbox serves", m, r->url);
+        }
+        json_decref(id);
+        json_decref(b);
+}
+
+static void on_msg(hreq *r, json_t *msg)
+{
+        control *k = r->state;
+        json_t *mid = json_object_get(msg, "id");
+        if (!k || !json_is_integer(mid) || (uint64_t)json_integer_value(mid) != k->step_id)
+                return; /* an event, or an answer not waited for */
+        const char *why, *code = rpc_error_code(msg, &why);
+        json_t *res = json_object_get(msg, "result");
+        switch (k->op) {
+        case OP_CREATE:
+                create_done(r, k, msg);
+                return;
+        case OP_KILL:
+        case OP_PAUSE:
+        case OP_TIMEOUT:
+                if (code)
+                        control_error(r, !strcmp(code, "not_found") ? 404 : !strcmp(code, "conflict") ? 409 : http_status_of(code), "%s", why);
+                else
+                        http_answer(r, 204, NULL, NULL, 0);
+                return;
+        case OP_SNAPSHOT:
+                if (code)
+                        control_error(r, http_status_of(code), "%s", why);
+                else
+                        http_answer_json(r, 201, json_pack("{sO s[O]}", "snapshotID", json_object_get(res, "snapshot") ?: json_null(), "names",
+                                                           json_object_get(res, "snapshot") ?: json_null()));
+                return;
+        case OP_CONNECT: {
+                if (code) {
+                        control_error(r, http_status_of(code), "%s", why);
+                        return;
+                }
+                const char *id = json_string_value(json_object_get(res, "id"));
+                sandbox *s = id ? find_visible(r, id) : NULL;
+                if (!s) {
+                        control_error(r, 404, "the sandbox is gone");
+                        return;
+                }
+                if (k->resumed) { /* resumed: now its timeout */
+                        k->resumed = false;
+                        k->op = OP_CONNECT;
+                        k->step_id = http_rpc(r, "set_timeout", json_pack("{ss sI}", "sandbox", id, "timeout", (json_int_t)k->timeout_s));
+                        return;
+                }
+                if (!s->http && http_sandbox_token(s) < 0) {
+                        control_error(r, 500, "out of memory");
+                        return;
+                }
+                http_answer_json(r, k->was_paused ? 201 : 200, created_json(r, s));
+                return;
+        }
+        }
+}
+
+void control_request(hreq *r)
+{
+        control *k = calloc(1, sizeof(*k));
+        if (!k) {
+                control_error(r, 500, "out of memory");
+                return;
+        }
+        r->state = k;
+        r->state_free = control_free;
+        r->on_msg = on_msg;
+        const char *u = r->url, *m = r->method;
+        if (!strcmp(u, "/sandboxes") || !strcmp(u, "/v2/sandboxes")) {
+                if (!strcmp(m, "POST"))
+                        create_start(r, k);
+                else if (!strcmp(m, "GET"))
+                        list(r, u[1] == 'v');
+                else
+                        control_error(r, 405, "%s is not allowed on %s", m, u);
+                return;
+        }
+        const char *rest = !strncmp(u, "/sandboxes/", 11) ? u + 11 : !strncmp(u, "/v2/sandboxes/", 14) ? u + 14 : NULL;
+        if (!rest) {
+                control_error(r, 404, "%s %s is not part of the API nsbox serves", m, u);
+                return;
+        }
+        char id[64];
+        size_t n = strcspn(rest, "/");
+        if (n == 0 || n >= sizeof(id)) {
+                control_error(r, 404, "Sandbox not found");
+                return;
+        }
+        memcpy(id, rest, n);
+        id[n] = 0;
+        sandbox *s = find_visible(r, id);
+        if (!s) {
+                control_error(r, 404, "Sandbox %s not found", id);
+                return;
+        }
+        on_sandbox(r, k, s, rest + n);
+}
