@@ -177,9 +177,9 @@ unsigned http_status_of(const char *code)
                 const char *code;
                 unsigned status;
         } map[] = {
-                { "invalid_argument", 400 }, { "not_found", 404 },  { "permission_denied", 403 }, { "already_exists", 409 },
-                { "too_large", 413 },        { "capacity", 429 },   { "timeout", 504 },           { "unavailable", 503 },
-                { "not_a_directory", 400 },  { "is_a_directory", 400 }, { "no_space", 507 },        { "cancelled", 499 },
+                { "invalid_argument", 400 }, { "invalid_path", 400 }, { "file_not_found", 404 }, { "not_found", 404 },
+                { "permission_denied", 403 }, { "is_directory", 400 }, { "not_a_directory", 400 }, { "too_large", 413 },
+                { "timeout", 504 },          { "conflict", 409 },      { "capacity", 429 },       { "unavailable", 503 },
         };
         for (size_t i = 0; code && i < sizeof(map) / sizeof(map[0]); i++)
                 if (!strcmp(map[i].code, code))

@@ -94,8 +94,23 @@ void control_request(hreq *r);
 json_t *control_sandbox_json(daemon_state *d, sandbox *s);
 void control_error(hreq *r, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* http_envd.c: envd (Connect protocol): process.Process, filesystem.Filesystem, /health */
+/* http_envd.c: envd (Connect protocol): process.Process, filesystem.Filesystem, /health, and
+ * what the two services share */
 void envd_request(hreq *r);
+bool envd_streaming(hreq *r);          /* Content-Type application/connect+json */
+json_t *envd_message(hreq *r);         /* the request's message; NULL: answered with the error */
+void envd_answer(hreq *r, json_t *msg); /* a unary method's answer (takes msg) */
+void envd_error(hreq *r, const char *connect_code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int envd_send(hreq *r, json_t *msg);   /* a stream's next message (takes msg); begin it first */
+void envd_end(hreq *r, const char *connect_code, const char *message); /* its end; NULL code: fine */
+int envd_user(hreq *r, const char *name); /* the user it acts as (Authorization, or name): 0, or answered */
+void envd_stream_timers(hreq *r);      /* Keepalive-Ping-Interval and Connect-Timeout-Ms of a stream */
+
+/* http_process.c: process.Process's methods (after /process.Process/) */
+void process_request(hreq *r, const char *method);
+
+/* http_fs.c: filesystem.Filesystem's methods (after /filesystem.Filesystem/) */
+void fs_request(hreq *r, const char *method);
 
 /* http_files.c: envd's GET and POST /files */
 void files_request(hreq *r);

@@ -1,15 +1,163 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* envd, the data plane of a sandbox: the Connect protocol (JSON codec) of process.Process and
- * filesystem.Filesystem, and /health. */
+/* envd, the data plane of a sandbox: the Connect protocol (JSON codec, unary and server
+ * streaming) of process.Process (http_process.c) and filesystem.Filesystem (http_fs.c), and
+ * /health.  What both services share is here: reading the request message, answering, the
+ * stream's envelopes and its end, keepalives, and the user a request acts as. */
 #include "http.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <string.h>
+
+#include "../base64.h"
+#include "../connect.h"
+
+bool envd_streaming(hreq *r)
+{
+        const char *t = http_header(r, "Content-Type");
+        return t && !strncmp(t, "application/connect+json", 24);
+}
+
+void envd_error(hreq *r, const char *code, const char *fmt, ...)
+{
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (r->streaming) { /* the stream has begun: the error is its end */
+                envd_end(r, code, msg);
+                return;
+        }
+        json_t *body = json_pack("{ss ss}", "code", code, "message", msg);
+        if (envd_streaming(r)) { /* a stream that fails before its first message: one end envelope */
+                if (http_stream_begin(r, 200, "application/connect+json") == 0) {
+                        envd_end(r, code, msg);
+                        json_decref(body);
+                        return;
+                }
+        }
+        http_answer_json(r, connect_http_status(code), body);
+}
+
+json_t *envd_message(hreq *r)
+{
+        const char *p = r->body.buf ? r->body.buf : "{}";
+        size_t n = r->body.buf ? r->body.len : 2;
+        if (envd_streaming(r) && r->body.len) {
+                int e = connect_unwrap(r->body.buf, r->body.len, &p, &n);
+                if (e < 0) {
+                        envd_error(r, e == -EOPNOTSUPP ? "unimplemented" : "invalid_argument", "%s",
+                                   e == -EOPNOTSUPP ? "compressed messages are not supported" : "the request is not one Connect envelope");
+                        return NULL;
+                }
+        }
+        json_error_t je;
+        json_t *m = n ? nsbox_json_loadb(p, n, &je) : json_object();
+        if (!json_is_object(m)) {
+                json_decref(m);
+                envd_error(r, "invalid_argument", "the request message must be a JSON object%s%s", m ? "" : ": ", m ? "" : je.text);
+                return NULL;
+        }
+        return m;
+}
+
+int envd_send(hreq *r, json_t *msg)
+{
+        size_t len = 0;
+        char *text = msg ? nsbox_json_dumps(msg, &len) : NULL;
+        json_decref(msg);
+        if (!text)
+                return -ENOMEM;
+        int e = connect_envelope(&r->sout, 0, text, len);
+        free(text);
+        http_wake(r);
+        return e;
+}
+
+void envd_end(hreq *r, const char *code, const char *message)
+{
+        if (r->stream_end)
+                return;
+        json_t *end = code ? json_pack("{s{ss ss}}", "error", "code", code, "message", message ? message : code) : json_object();
+        size_t len = 0;
+        char *text = end ? nsbox_json_dumps(end, &len) : NULL;
+        json_decref(end);
+        if (text)
+                (void)connect_envelope(&r->sout, CONNECT_END_STREAM, text, len);
+        free(text);
+        http_stream_end(r);
+}
+
+void envd_answer(hreq *r, json_t *msg)
+{
+        if (envd_streaming(r)) { /* a unary method asked as a stream: one message, then the end */
+                if (http_stream_begin(r, 200, "application/connect+json") < 0) {
+                        json_decref(msg);
+                        envd_error(r, "resource_exhausted", "too many streams");
+                        return;
+                }
+                envd_send(r, msg);
+                envd_end(r, NULL, NULL);
+                return;
+        }
+        http_answer_json(r, 200, msg);
+}
+
+/* Authorization: Basic base64("user:") names the user; "user" is the sandbox's own, "root" is
+ * refused until sandboxes have a root user (the roots issue). */
+int envd_user(hreq *r, const char *name)
+{
+        char who[64] = "user";
+        const char *auth = http_header(r, "Authorization");
+        if (!name && auth && !strncasecmp(auth, "Basic ", 6)) {
+                strbuf dec;
+                sb_init(&dec, 96);
+                size_t n = strlen(auth + 6);
+                if (n > 128 || b64_decode(auth + 6, n, &dec) < 0) {
+                        sb_release(&dec);
+                        envd_error(r, "unauthenticated", "Authorization: Basic must carry base64 of \"user:\"");
+                        return -EINVAL;
+                }
+                snprintf(who, sizeof(who), "%.*s", (int)strcspn(dec.buf ? dec.buf : "", ":"), dec.buf ? dec.buf : "");
+                sb_release(&dec);
+        } else if (name && *name) {
+                snprintf(who, sizeof(who), "%s", name);
+        }
+        if (!strcmp(who, "user") || !*who)
+                return 0;
+        envd_error(r, "unauthenticated", "user '%s': sandboxes run as 'user' (root comes with sandbox roots; see nsbox-protocol(7))", who);
+        return -EPERM;
+}
+
+/* The keepalive events of a stream (Keepalive-Ping-Interval, seconds) and its deadline
+ * (Connect-Timeout-Ms). */
+void envd_stream_timers(hreq *r)
+{
+        const char *ka = http_header(r, "Keepalive-Ping-Interval"), *to = http_header(r, "Connect-Timeout-Ms");
+        uint64_t now = now_ns();
+        char *end;
+        unsigned long v;
+        if (ka && (v = strtoul(ka, &end, 10)) > 0 && !*end && v <= 3600) {
+                r->keepalive_every_ns = v * 1000000000ull;
+                r->keepalive_ns = now + r->keepalive_every_ns;
+        }
+        if (to && (v = strtoul(to, &end, 10)) > 0 && !*end && v <= 86400000ul)
+                r->deadline_ns = now + v * 1000000ull;
+}
 
 void envd_request(hreq *r)
 {
-        if (!strcmp(r->url, "/health")) {
+        const char *u = r->url;
+        if (!strcmp(u, "/health")) {
                 http_answer(r, 204, NULL, NULL, 0);
-                return;
+        } else if (strcmp(r->method, "POST")) {
+                envd_error(r, "unimplemented", "%s %s: envd's methods are POST", r->method, u);
+        } else if (!strncmp(u, "/process.Process/", 17)) {
+                process_request(r, u + 17);
+        } else if (!strncmp(u, "/filesystem.Filesystem/", 23)) {
+                fs_request(r, u + 23);
+        } else {
+                envd_error(r, "unimplemented", "%s is not a method envd serves", u);
         }
-        control_error(r, 501, "%s is not served yet", r->url);
 }

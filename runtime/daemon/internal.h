@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsboxd's internals, shared by the files of runtime/daemon/ (the public header is ../daemon.h).
  * The rooms, each calling only the ones below it: loop.c (the event loop) -> http.c (the HTTP
- * API) -> http_control.c, http_envd.c, http_files.c, http_proxy.c -> clients.c
- * (connections, tenants) -> rpc.c (requests) -> methods.c, create.c, keep.c, apikeys.c (the HTTP
- * API's keys) -> jobs.c (workers), calls.c (the agents' calls and frames) -> record.c
- * (trajectories), sandboxes.c -> reply.c.
+ * API) -> http_control.c, http_envd.c (-> http_process.c, http_fs.c), http_files.c,
+ * http_proxy.c -> clients.c (connections, tenants) -> rpc.c (requests) -> methods.c, create.c,
+ * keep.c, apikeys.c (the HTTP API's keys) -> jobs.c (workers), calls.c (the agents' calls and
+ * frames) -> record.c (trajectories), sandboxes.c -> reply.c.
  * Removing a sandbox (sandboxes.c) ends its worker and its calls (through its supervisor,
  * ../supervisor.h, which every room may use).
  *
