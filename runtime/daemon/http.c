@@ -213,7 +213,9 @@ static bool key_auth(hreq *r)
 /* The data plane's sandbox: E2b-Sandbox-Id and E2b-Sandbox-Port, or a PORT-ID.DOMAIN host. */
 static int data_target(hreq *r)
 {
-        const char *id = http_header(r, "E2b-Sandbox-Id"), *port = http_header(r, "E2b-Sandbox-Port");
+        /* Novita's SDK names them Novita-Sandbox-Id and -Port */
+        const char *id = http_header(r, "E2b-Sandbox-Id") ?: http_header(r, "Novita-Sandbox-Id");
+        const char *port = http_header(r, "E2b-Sandbox-Port") ?: http_header(r, "Novita-Sandbox-Port");
         const char *domain = r->d->conf->http_domain, *host = http_header(r, "Host");
         char hostid[33] = "";
         unsigned hostport = 0;
@@ -377,40 +379,51 @@ static enum MHD_Result respond(hreq *r)
                 MHD_add_response_header(resp, "X-Next-Token", r->next_token);
         enum MHD_Result ret = MHD_queue_response(r->conn, r->status, resp);
         MHD_destroy_response(resp);
-        r->queued = true;
+        r->queued = ret == MHD_YES;
         return ret;
+}
+
+/* The request's headers are in: routed, and refused at once where it can be (before a body
+ * that would only be thrown away is read). */
+static enum MHD_Result first_call(daemon_state *d, struct MHD_Connection *conn, const char *url, const char *method, void **con_cls)
+{
+        hreq *r = calloc(1, sizeof(*r));
+        if (!r)
+                return MHD_NO;
+        r->d = d;
+        r->conn = conn;
+        r->url = url;
+        r->method = method;
+        r->body_max = HTTP_BODY_MAX;
+        sb_init(&r->body, 0);
+        r->next = d->http->reqs;
+        if (r->next)
+                r->next->pprev = &r->next;
+        r->pprev = &d->http->reqs;
+        d->http->reqs = r;
+        d->http->n_reqs++;
+        *con_cls = r;
+        route(r);
+        const char *cl = http_header(r, "Content-Length");
+        if (!r->status && !r->on_body && cl && strtoull(cl, NULL, 10) > r->body_max) {
+                r->body_too_large = true;
+                start(r);
+        }
+        return r->status ? respond(r) : MHD_YES;
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method, const char *version,
                                  const char *upload, size_t *upload_size, void **con_cls)
 {
         (void)version;
-        daemon_state *d = cls;
         hreq *r = *con_cls;
-        if (!r) {
-                r = calloc(1, sizeof(*r));
-                if (!r)
-                        return MHD_NO;
-                r->d = d;
-                r->conn = conn;
-                r->url = url;
-                r->method = method;
-                r->body_max = HTTP_BODY_MAX;
-                sb_init(&r->body, 0);
-                r->next = d->http->reqs;
-                if (r->next)
-                        r->next->pprev = &r->next;
-                r->pprev = &d->http->reqs;
-                d->http->reqs = r;
-                d->http->n_reqs++;
-                *con_cls = r;
-                route(r);
-                return r->status ? respond(r) : MHD_YES;
-        }
+        if (!r)
+                return first_call(cls, conn, url, method, con_cls);
         if (*upload_size) {
-                if (r->status) { /* answered already (refused): the rest is not read */
+                if (r->status) { /* answered already (refused): the rest is read and dropped, up to a bound */
+                        r->discarded += *upload_size;
                         *upload_size = 0;
-                        return MHD_YES;
+                        return r->discarded > HTTP_BODY_MAX ? MHD_NO : MHD_YES;
                 }
                 if (r->on_body) {
                         size_t took = r->on_body(r, upload, *upload_size);
@@ -419,13 +432,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                                 r->suspended = true;
                                 MHD_suspend_connection(conn);
                         }
-                        return r->status ? respond(r) : MHD_YES;
+                        return MHD_YES;
                 }
                 if (r->body.len + *upload_size > r->body_max) {
                         r->body_too_large = true;
-                        start(r);
+                        start(r); /* answered once the body is in: MHD queues nothing in the middle of one */
+                        r->discarded = *upload_size;
                         *upload_size = 0;
-                        return respond(r);
+                        return MHD_YES;
                 }
                 if (sb_append(&r->body, upload, *upload_size) < 0)
                         return MHD_NO;
@@ -434,7 +448,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         }
         if (!r->body_complete) {
                 r->body_complete = true;
-                if (r->on_body)
+                if (r->on_body && !r->status)
                         (void)r->on_body(r, NULL, 0); /* the end of the upload */
         }
         if (!r->started && !r->status)
@@ -596,7 +610,11 @@ void http_pump(daemon_state *d)
                 if (c && c->out.len)
                         d->http->dirty = true;
         }
-        /* resumed requests proceed now (in external polling, nothing else would tell MHD) */
+        /* MHD's own work each round: resumed requests, its timeouts (idle connections, a request
+         * over its memory), data it has read but not processed; with external polling nothing
+         * else would make it look */
+        d->http->woke = false;
+        MHD_run(d->http->mhd);
         for (int round = 0; round < 8 && d->http->woke; round++) {
                 d->http->woke = false;
                 MHD_run(d->http->mhd);

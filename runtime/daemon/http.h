@@ -45,6 +45,7 @@ struct hreq {
         unsigned port;                  /* data plane: E2b-Sandbox-Port */
         strbuf body;                    /* the request body, up to body_max */
         size_t body_max;
+        size_t discarded;               /* of a refused request's body, read and dropped */
         bool body_too_large, started, suspended, queued, done;
         client *c;                      /* its client, made at its first JSON-RPC request */
         uint64_t next_id;               /* JSON-RPC ids of its requests */
