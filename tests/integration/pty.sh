@@ -189,6 +189,43 @@ test_exec_it_under_tmux() {
         tmx kill-server
 }
 
+# nsbox run -it -- bash: a terminal of its own, job control, resize, our terminal restored.
+test_run_it_gives_the_command_a_terminal_with_job_control() {
+        command -v tmux > /dev/null || skip "no tmux (quickstart.sh installs it)"
+        local sock="$TEST_TMP/tmux.sock"
+        tmx() { TERM=xterm tmux -S "$sock" "$@"; }
+        pane() { tmx capture-pane -p -t r | grep -v '^$'; }
+        wait_pane() { # RE what
+                for _ in $(seq 100); do pane | grep -Eq -- "$1" && return 0; sleep 0.1; done
+                fail "$2: the pane never matched '$1': $(pane | tail -n 15)"
+        }
+        trap 'tmux -S "'"$sock"'" kill-server 2>/dev/null' EXIT
+        tmx new-session -d -s r -x 90 -y 30 "stty -a > $TEST_TMP/before; $NSBOX run -it -- env PS1='\$ ' bash --norc -i; echo status=\$?; stty -a > $TEST_TMP/after; sleep 60" ||
+                fail "tmux new-session"
+        wait_pane '^\$' "the prompt"
+        tmx send-keys -t r 'tty; stty size; sleep 100 &' Enter
+        wait_pane '^30 90$' "stty size"
+        pane | grep -Eq '^/dev/pts/[0-9]+$' || fail "tty: $(pane)"
+        pane | grep -q 'no job control' && fail "bash has no job control: $(pane)"
+        tmx send-keys -t r 'jobs' Enter
+        wait_pane 'Running +sleep 100' "jobs"
+        tmx resize-window -t r -x 100 -y 35 2> /dev/null || tmx resize-pane -t r -x 100 -y 35
+        sleep 0.5
+        tmx send-keys -t r 'stty size; sleep 50' Enter
+        wait_pane '^35 100$' "stty size after the window changed"
+        tmx send-keys -t r C-c
+        tmx send-keys -t r 'echo after-$((1+1))' Enter
+        wait_pane '^after-2$' "the shell after Ctrl-C"
+        tmx send-keys -t r 'exit 4' Enter
+        wait_pane '^status=4$' "exit status"
+        for _ in $(seq 50); do [ -s "$TEST_TMP/after" ] && break; sleep 0.1; done
+        assert_eq "$(sed 's/rows [0-9]*; columns [0-9]*;//' "$TEST_TMP/before")" "$(sed 's/rows [0-9]*; columns [0-9]*;//' "$TEST_TMP/after")" "our terminal's settings after run -it"
+        tmx kill-server
+        # without a terminal, -t changes nothing
+        assert_status 0 "$NSBOX" run -t -- sh -c 'tty || true' < /dev/null
+        assert_eq "not a tty" "$OUT" "run -t without a terminal"
+}
+
 # Last (tests run in name order): every test removed what it made.
 test_zz_with_every_sandbox_removed_nothing_is_left() {
         assert_daemon_holds_nothing "$(cat "$SESSION_DIR/mounts-before")"
