@@ -18,13 +18,14 @@ MY_PIDS=""
 new_dir() { local d; d=$(mktemp -d "$SESSION_DIR/t.XXXXXX") && chmod 0711 "$d" && echo "$d"; }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# start_daemon DIR: nsboxd serving HTTP on a free port; sets DPID, PORT, URL, NSBOX_SOCKET, KEY
+# start_daemon DIR [MEMBERS]: nsboxd serving HTTP on a free port, MEMBERS (JSON, ", ..." ) added to
+# its configuration; sets DPID, PORT, URL, NSBOX_SOCKET, KEY
 start_daemon() {
-        local dir=$1 i clients=""
+        local dir=$1 extra=${2:-} i clients=""
         PORT=$(free_port)
         URL=http://127.0.0.1:$PORT
         [ "$TEST_AS" = root ] && clients=", \"clients\": {\"uids\": [$(id -u "$TENANT")]}"
-        printf '{"http": {"listen": "127.0.0.1:%s", "keys": "%s/keys.json"}%s}\n' "$PORT" "$dir" "$clients" > "$dir/config.json"
+        printf '{"http": {"listen": "127.0.0.1:%s", "keys": "%s/keys.json"}%s%s}\n' "$PORT" "$dir" "$clients" "$extra" > "$dir/config.json"
         NSBOX_STORE="$dir/store" "$NSBOXD" --config "$dir/config.json" --socket "$dir/d.sock" >> "$dir/log" 2>&1 < /dev/null &
         DPID=$!
         MY_DAEMONS="$MY_DAEMONS $DPID"
@@ -287,6 +288,30 @@ test_kill_9_leaves_nothing() {
         assert_eq "$mounts" "$(grep -c . /proc/self/mountinfo)" "host mounts"
         CODE=$(curl -s -o /dev/null -w '%{http_code}' "$URL/health") || true
         assert_eq 000 "$CODE" "the port after nsboxd died"
+}
+
+# on_stop "keep": the next nsboxd serves the same sandbox with its metadata and access token
+test_kept_sandboxes_keep_their_token_and_metadata() {
+        trap cleanup EXIT
+        local d keeper tok
+        d=$(new_dir)
+        start_daemon "$d" ', "on_stop": "keep", "keep_timeout": 120'
+        create '{"templateID": "base", "timeout": 300, "metadata": {"who": "kept one"}}'
+        tok=$TOKEN
+        kill -TERM "$DPID"
+        wait_pids_gone 30 "$DPID" > /dev/null || fail "nsboxd did not stop"
+        keeper=$(sed -n 's/.*sandboxes kept for the next nsboxd by keeper \([0-9]*\) .*/\1/p' "$d/log" | tail -n 1)
+        [ -n "$keeper" ] || fail "no keeper: $(tail -n 3 "$d/log")"
+        MY_PIDS="$MY_PIDS $keeper"
+        start_daemon "$d" ', "on_stop": "keep", "keep_timeout": 120'
+        wait_pids_gone 10 "$keeper" > /dev/null || fail "the keeper still runs"
+        api GET "/sandboxes/$ID"
+        assert_eq 200 "$CODE" "get after the restart: $BODY"
+        assert_eq "kept one" "$(json 'j["metadata"]["who"]')" "metadata after the restart"
+        assert_eq "$tok" "$(json 'j["envdAccessToken"]')" "the token after the restart"
+        assert_eq 204 "$(curl -s -o /dev/null -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "X-Access-Token: $tok" "$URL/health")" "the token opens its data plane"
+        api DELETE "/sandboxes/$ID"
+        assert_eq 204 "$CODE" "kill after the restart"
 }
 
 test_zz_no_daemon_left() {
