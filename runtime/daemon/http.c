@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
+#include "../connect.h"
 #include "../dlog.h"
 
 struct http_state {
@@ -219,14 +220,9 @@ static int data_target(hreq *r)
         const char *domain = r->d->conf->http_domain, *host = http_header(r, "Host");
         char hostid[33] = "";
         unsigned hostport = 0;
-        if (!id && domain && *domain && host) {
-                size_t hl = strcspn(host, ":"), dl = strlen(domain);
-                int n = 0;
-                if (hl > dl + 1 && host[hl - dl - 1] == '.' && !strncasecmp(host + hl - dl, domain, dl) &&
-                    sscanf(host, "%5u-%32[0-9a-z]%n", &hostport, hostid, &n) == 2 && (size_t)n == hl - dl - 1) {
-                        id = hostid;
-                        r->port = hostport;
-                }
+        if (!id && e2b_host_route(host, domain, &hostport, hostid)) {
+                id = hostid;
+                r->port = hostport;
         }
         if (!id)
                 return 0;
