@@ -16,6 +16,13 @@ await check("create_a_sandbox", async () => {
         sb = await Sandbox.create({ metadata: { run: RUN }, timeoutMs: 300000 });
 }, 60000);
 
+// below 0.5.7 the SDK silently sends every upload as multipart, and closeStdin needs 0.5.2
+await check("envd_version_at_least_0_5_7", async () => {
+        const v = sb.envdApi.version;
+        const [a, b, c] = v.split(".").map(Number);
+        assert(a > 0 || b > 5 || (b === 5 && c >= 7), `envdVersion ${v}: octet-stream uploads (0.5.7) would not be used`);
+});
+
 await check("write_and_read_text", async () => {
         const w = await sb.files.write(`${H}/a.txt`, "hello\nwörld\n");
         eq([`${H}/a.txt`, "a.txt", "file"], [w.path, w.name, w.type], "write's answer (path, name, type)");

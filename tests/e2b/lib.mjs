@@ -11,7 +11,8 @@ const oneLine = (s) => String(s).replace(/\s+/g, " ").slice(0, 600);
 export const why = (e) => {
         if (!e || !e.name) return oneLine(e);
         const c = e.cause ? ` (${e.cause.code ?? ""} ${e.cause.message ?? e.cause})` : "";
-        return oneLine(`${e.name}: ${e.message}${c}`);
+        const stderr = typeof e.stderr === "string" && e.stderr ? ` (stderr: ${e.stderr})` : "";
+        return oneLine(`${e.name}: ${e.message}${c}${stderr}`);
 };
 
 process.on("uncaughtException", (e) => {
@@ -34,13 +35,28 @@ export function within(ms, promise, what = "the call") {
         return Promise.race([promise, t]).finally(() => clearTimeout(timer));
 }
 
-// Runs fn (async, throws to fail, throws Skip to skip) as the check NAME, time-boxed.
+class CheckTimeout extends Error {}
+let timeoutsInARow = 0;
+
+// Runs fn (async, throws to fail, throws Skip to skip) as the check NAME, time-boxed.  After two
+// checks in a row ran out of time the server is taken as hung: the rest fail at once.
 export async function check(name, fn, timeoutMs = 30000) {
+        if (timeoutsInARow >= 2) {
+                failed++;
+                console.log(`not ok ${name}: not run, the server stopped answering (two checks in a row timed out)`);
+                return false;
+        }
+        let timer;
+        const box = new Promise((_, reject) => {
+                timer = setTimeout(() => reject(new CheckTimeout(`did not finish within ${timeoutMs / 1000} s`)), timeoutMs);
+        });
         try {
-                await within(timeoutMs, Promise.resolve().then(fn), "the check");
+                await Promise.race([Promise.resolve().then(fn), box]);
+                timeoutsInARow = 0;
                 console.log(`ok ${name}`);
                 return true;
         } catch (e) {
+                timeoutsInARow = e instanceof CheckTimeout ? timeoutsInARow + 1 : 0;
                 if (e instanceof Skip) {
                         console.log(`skip ${name}: ${oneLine(e.message)}`);
                         return true;
@@ -48,6 +64,8 @@ export async function check(name, fn, timeoutMs = 30000) {
                 failed++;
                 console.log(`not ok ${name}: ${why(e)}`);
                 return false;
+        } finally {
+                clearTimeout(timer);
         }
 }
 

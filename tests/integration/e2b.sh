@@ -50,18 +50,18 @@ free_port() {
 
 # nsboxd --http on a free port (another port if it was taken meanwhile); sets DPID and PORT.
 start_nsboxd() {
-        local conf="{}" try i uid
+        local conf="{}" uid
         if [ "$TEST_AS" = root ]; then
                 uid=$(id -u "$TENANT") || { setup_failed "no user $TENANT (tests/run creates it)"; return 1; }
                 conf="{\"clients\": {\"uids\": [$uid]}}"
         fi
         printf '%s\n' "$conf" > "$SESSION_DIR/config.json"
-        for try in 1 2 3; do
+        for _ in 1 2 3; do
                 PORT=$(free_port) || { setup_failed "no free TCP port"; return 1; }
                 "$NSBOXD" --config "$SESSION_DIR/config.json" --socket "$NSBOX_SOCKET" --http "127.0.0.1:$PORT" \
-                        >> "$SESSION_DIR/log" 2>&1 < /dev/null &
+                        >> "$SESSION_DIR/log" 2>&1 < /dev/null 3>&- &
                 DPID=$!
-                for i in $(seq 300); do
+                for _ in $(seq 300); do
                         if ! pid_alive "$DPID"; then
                                 grep -qi 'in use' "$SESSION_DIR/log" && continue 2
                                 setup_failed "nsboxd --http 127.0.0.1:$PORT exited at start: $(tail -n 5 "$SESSION_DIR/log")"
@@ -98,8 +98,11 @@ setup() {
         local dir
         dir=$(npm_cache_dir e2b node_modules/.package-lock.json "$NSBOX_SRC/tests/e2b" 2> "$SESSION_DIR/npm.err") ||
                 { setup_failed "npm ci of tests/e2b failed: $(tail -n 5 "$SESSION_DIR/npm.err")"; return 1; }
-        mkdir -p "$SESSION_DIR/e2b" && cp "$NSBOX_SRC"/tests/e2b/*.mjs "$SESSION_DIR/e2b/" &&
-                ln -s "$dir/node_modules" "$SESSION_DIR/e2b/node_modules" || { setup_failed "cannot lay out $SESSION_DIR/e2b"; return 1; }
+        if ! { mkdir -p "$SESSION_DIR/e2b" && cp "$NSBOX_SRC"/tests/e2b/*.mjs "$SESSION_DIR/e2b/" &&
+                ln -s "$dir/node_modules" "$SESSION_DIR/e2b/node_modules"; }; then
+                setup_failed "cannot lay out $SESSION_DIR/e2b"
+                return 1
+        fi
         start_nsboxd || return 1
         KEY=$(new_key) || return 1
         if [ "$TEST_AS" = root ]; then
@@ -120,7 +123,7 @@ setup
 e2b_program() { # NAME
         [ -e "$SESSION_DIR/setup.ok" ] || fail "$(cat "$SESSION_DIR/setup.err")"
         local name=$1 out="$TEST_TMP/$1.out" st line check status why n=0 bad=""
-        (cd "$SESSION_DIR/e2b" && timeout -k 10 1200 node "$name.mjs") > "$out" 2> "$TEST_TMP/$name.err"
+        (cd "$SESSION_DIR/e2b" && timeout -k 10 1200 node "$name.mjs") > "$out" 2> "$TEST_TMP/$name.err" 3>&-
         st=$?
         while IFS= read -r line; do
                 case $line in
@@ -150,8 +153,7 @@ test_pty() { e2b_program pty; }
 # no process, and the host has as many mounts as before.
 test_zz_nothing_is_left() {
         [ -e "$SESSION_DIR/setup.ok" ] || fail "$(cat "$SESSION_DIR/setup.err")"
-        local i
-        for i in $(seq 50); do
+        for _ in $(seq 50); do
                 [ "$("$NSBOX" ls --json 2>/dev/null)" = "[]" ] && break
                 sleep 0.1
         done
