@@ -256,8 +256,8 @@ static int data_auth(hreq *r)
                 r->uid = found->owner;
                 r->gid = found->host_gid;
         } else if (key_auth(r)) {
-                if (found && r->uid != 0 && r->uid != found->owner)
-                        found = NULL; /* another user's: as if it did not exist */
+                if (found && r->uid != found->owner)
+                        found = NULL; /* another user's (root's key too): as if it did not exist */
         } else if (found) {
                 control_error(r, 401, token ? "the access token is not this sandbox's" : "an access token (X-Access-Token) or an API key (X-API-KEY) is needed");
                 return -EACCES;
@@ -400,11 +400,17 @@ static enum MHD_Result first_call(daemon_state *d, struct MHD_Connection *conn, 
         d->http->n_reqs++;
         *con_cls = r;
         route(r);
-        const char *cl = http_header(r, "Content-Length");
-        if (!r->status && !r->on_body && cl && strtoull(cl, NULL, 10) > r->body_max) {
+        const char *cl = http_header(r, "Content-Length"), *te = http_header(r, "Transfer-Encoding");
+        unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
+        if (!r->status && !r->on_body && len > r->body_max) {
                 r->body_too_large = true;
                 start(r);
+                return respond(r); /* before the body: curl's 100-continue gets it at once */
         }
+        /* refused with a body coming: read (and drop) it first, as long as it is small, so that
+         * a client that does not wait for an answer before sending gets it rather than EPIPE */
+        if (r->status && (te || len) && len <= HTTP_BODY_MAX)
+                return MHD_YES;
         return r->status ? respond(r) : MHD_YES;
 }
 

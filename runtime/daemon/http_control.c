@@ -167,7 +167,7 @@ static int boolean(hreq *r, json_t *v, const char *name, bool *ret)
 static sandbox *find_visible(hreq *r, const char *id)
 {
         for (sandbox *s = r->d->sandboxes; s; s = s->next)
-                if (!s->pooled && (r->uid == 0 || r->uid == s->owner) && !strcmp(s->sup.id, id))
+                if (!s->pooled && r->uid == s->owner && !strcmp(s->sup.id, id))
                         return s;
         return NULL;
 }
@@ -289,7 +289,7 @@ static void list(hreq *r, bool v2)
         unsigned long n = 0, more = 0;
         /* newest first in the list nsboxd keeps: walk it and page by serial, descending */
         for (sandbox *s = r->d->sandboxes; s && arr; s = s->next) {
-                if (s->pooled || !s->ready || (r->uid != 0 && r->uid != s->owner) || (from && s->serial >= from))
+                if (s->pooled || !s->ready || r->uid != s->owner || (from && s->serial >= from))
                         continue;
                 if ((s->paused && !paused) || (!s->paused && !running))
                         continue;
@@ -330,7 +330,8 @@ static void metrics(hreq *r, sandbox *s)
                                            disk_total));
 }
 
-/* /sandboxes/{id}[/what] with a sandbox the key's user may see */
+/* /sandboxes/{id}[/what] with a sandbox of the key's user.  A key reaches its own user's
+ * sandboxes and no other's, root's key too (root's reach over every sandbox is the socket's). */
 static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
 {
         const char *m = r->method;

@@ -81,9 +81,10 @@ start_nsboxd() {
 # A key from nsbox api-key create (run as the user of the command given, e.g. through setpriv).
 new_key() { # [COMMAND-PREFIX...]
         local out key
-        out=$("$@" "$NSBOX" api-key create 2>&1)
-        key=$(printf '%s\n' "$out" | grep -oE '\be2b_[0-9a-f]+\b' | head -n 1)
-        [ -n "$key" ] || { setup_failed "nsbox api-key create${1:+ (as $TENANT)} gave no key (e2b_ + hex): $(printf '%s' "$out" | head -c 400)"; return 1; }
+        # the key alone on stdout; stderr names its prefix, which is no key
+        out=$("$@" "$NSBOX" api-key create 2> "$SESSION_DIR/key.err")
+        key=$(printf '%s\n' "$out" | grep -xE 'e2b_[0-9a-f]{40}')
+        [ -n "$key" ] || { setup_failed "nsbox api-key create${1:+ (as $TENANT)} gave no key (e2b_ + hex): $(printf '%s' "$out" | head -c 400) $(head -c 400 "$SESSION_DIR/key.err")"; return 1; }
         echo "$key"
 }
 

@@ -266,7 +266,9 @@ test_another_users_key() {
         create
         KEY=$rootkey
         api GET "/sandboxes/$ID"
-        assert_eq 200 "$CODE" "root sees the tenant's sandbox"
+        assert_eq 404 "$CODE" "the tenant's sandbox with root's key (root's reach is the socket's)"
+        api GET /v2/sandboxes
+        assert_eq "$mine" "$(json '" ".join(s["sandboxID"] for s in j)')" "root's key lists root's sandboxes only"
         assert_status 0 "$NSBOX" ls --json
         assert_contains "$OUT" "\"uid\": $(id -u "$TENANT")" "the tenant's sandbox is the tenant's"
 }
