@@ -597,6 +597,12 @@ void http_pump(daemon_state *d)
                         d->http->dirty = true;
         }
         /* resumed requests proceed now (in external polling, nothing else would tell MHD) */
+        /* and so does what MHD has left to do now (its timeout is 0: data it has read or may
+         * send, a connection's timeout): epoll would not say so again (MHD's is edge-triggered),
+         * and a loop round that ends by its timeout runs nothing */
+        MHD_UNSIGNED_LONG_LONG ms;
+        if (MHD_get_timeout(d->http->mhd, &ms) == MHD_YES && ms == 0)
+                d->http->woke = true;
         for (int round = 0; round < 8 && d->http->woke; round++) {
                 d->http->woke = false;
                 MHD_run(d->http->mhd);
