@@ -18,6 +18,7 @@
 #include "../base64.h"
 
 #define FILES_CHUNK (4u << 20)   /* bytes of one read_file or write_file call */
+#define FILES_INFLIGHT 2        /* write_file calls in flight: encoding overlaps writing */
 #define FILES_STEP (64u << 10)   /* decoded bytes made at a time from the body */
 #define FILES_MAX 1000u          /* files in one multipart upload */
 #define FILES_PATH_MAX 4096u
@@ -37,13 +38,13 @@ typedef struct upfile {
 typedef struct files_state {
         hreq *r;
         /* download */
-        uint64_t offset;
+        uint64_t offset, asked;      /* bytes sent, and asked for */
         /* upload */
         upfile *files;
         size_t n_files, cur;         /* cur: the first file not done */
         size_t buffered;             /* bytes in every file's buf */
         uint64_t total, max_total;   /* decoded bytes so far, and the bound (the disk limit) */
-        bool busy;                   /* a call in flight */
+        unsigned inflight;           /* calls in flight */
         bool failed, eof, ended, answered;
         bool gzip, zend;
         z_stream z;
@@ -165,20 +166,22 @@ static void files_free(void *p)
 
 static void read_next(files_state *st)
 {
-        st->busy = true;
+        st->inflight++;
         (void)http_call(st->r, "read_file",
                         json_pack("{ss ss sI sI}", "path", st->files[0].path, "encoding", "base64", "byte_offset",
-                                  (json_int_t)st->offset, "byte_limit", (json_int_t)FILES_CHUNK),
+                                  (json_int_t)st->asked, "byte_limit", (json_int_t)FILES_CHUNK),
                         false);
+        st->asked += FILES_CHUNK;
 }
 
-/* A chunk came: out it goes, and the next is asked (on_msg is called only while the stream has
- * room below HTTP_STREAM_HIGH: that is the backpressure). */
+/* A chunk came: out it goes, and the next are asked, FILES_INFLIGHT at most (the agent answers
+ * in order; on_msg is called only while the stream has room below HTTP_STREAM_HIGH: that is the
+ * backpressure). */
 static void download_msg(hreq *r, json_t *msg)
 {
         files_state *st = r->state;
-        st->busy = false;
-        if (st->failed)
+        st->inflight--;
+        if (st->failed || st->answered)
                 return;
         if (rpc_error_code(msg, NULL)) {
                 fail_msg(st, msg, false);
@@ -193,7 +196,9 @@ static void download_msg(hreq *r, json_t *msg)
                 files_fail(st, 500, "read_file answered without its bytes");
                 return;
         }
-        bool eof = json_is_true(json_object_get(res, "eof")) || bytes.len == 0;
+        /* a short chunk is the end too (the file shrank): what was asked after it is dropped */
+        bool eof = json_is_true(json_object_get(res, "eof")) || bytes.len < FILES_CHUNK;
+        uint64_t size = (uint64_t)json_integer_value(json_object_get(res, "size"));
         if (!r->streaming && http_stream_begin(r, 200, "application/octet-stream") < 0) {
                 sb_release(&bytes);
                 files_fail(st, 429, "too many streams of this user");
@@ -207,7 +212,10 @@ static void download_msg(hreq *r, json_t *msg)
                 http_stream_end(r);
                 return;
         }
-        read_next(st);
+        while (st->inflight < FILES_INFLIGHT && st->asked < size)
+                read_next(st);
+        if (!st->inflight) /* the file grew: on to its size at the first chunk's read */
+                read_next(st);
 }
 
 static void download(hreq *r, files_state *st)
@@ -412,7 +420,9 @@ static void write_chunk(files_state *st, upfile *f)
                 return;
         }
         b64_encode(f->buf, n, enc);
-        json_t *p = json_pack("{ss ss% sb sb}", "path", f->tmp, "content_b64", enc, elen, "append", f->started, "parents", true);
+        /* base64 is ASCII: no UTF-8 check of megabytes */
+        json_t *p = json_pack("{ss so sb sb}", "path", f->tmp, "content_b64", json_stringn_nocheck(enc, elen), "append", f->started,
+                              "parents", true);
         free(enc);
         if (!p) {
                 files_fail(st, 500, "out of memory");
@@ -422,7 +432,7 @@ static void write_chunk(files_state *st, upfile *f)
         f->len -= n;
         st->buffered -= n;
         f->started = true;
-        st->busy = true;
+        st->inflight++;
         (void)http_call(st->r, "write_file", p, false);
         if (st->buffered < FILES_CHUNK)
                 http_wake(st->r); /* room again for the body */
@@ -441,7 +451,7 @@ static void answer_files(files_state *st)
 /* One call at a time: the current file's next chunk, or its rename once it is complete. */
 static void advance(files_state *st)
 {
-        while (!st->busy && !st->failed && !st->answered) {
+        while (st->inflight < FILES_INFLIGHT && !st->failed && !st->answered) {
                 if (st->eof && !st->ended && (!st->gzip || st->zend)) {
                         body_done(st);
                         continue;
@@ -459,10 +469,12 @@ static void advance(files_state *st)
                         return;
                 }
                 upfile *f = &st->files[st->cur];
-                if (f->len >= FILES_CHUNK || (f->complete && (f->len || !f->started))) {
+                /* a file's writes go in order (the agent does calls in order); the first must
+                 * make it, and its rename waits for them all */
+                if (f->started ? f->len >= FILES_CHUNK || (f->complete && f->len) : !st->inflight && (f->len >= FILES_CHUNK || f->complete)) {
                         write_chunk(st, f);
-                } else if (f->complete) {
-                        st->busy = true;
+                } else if (f->complete && !f->len && !st->inflight) {
+                        st->inflight++;
                         (void)http_call(st->r, "rename", json_pack("{ss ss sb}", "from", f->tmp, "to", f->path, "overwrite", true), false);
                 } else {
                         return; /* more bytes are coming */
@@ -473,7 +485,7 @@ static void advance(files_state *st)
 static void upload_msg(hreq *r, json_t *msg)
 {
         files_state *st = r->state;
-        st->busy = false;
+        st->inflight--;
         if (st->failed)
                 return;
         if (rpc_error_code(msg, NULL)) {
