@@ -51,8 +51,9 @@ endif
 GIT_CFLAGS := $(shell $(PKG_CONFIG) --cflags libgit2)
 GIT_LIBS := $(shell $(PKG_CONFIG) --libs libgit2)
 # libmicrohttpd: nsboxd's HTTP API (runtime/daemon/http*.c), in the programs that link nsboxd's rooms
+# (and zlib: a gzip upload to /files is inflated as it comes)
 MHD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd)
-MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd)
+MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd zlib)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 

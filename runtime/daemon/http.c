@@ -434,6 +434,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                                 r->suspended = true;
                                 MHD_suspend_connection(conn);
                         }
+                        /* an answer (a refusal) goes once the body is read: MHD sends none
+                         * queued in the middle of it (the rest is read and dropped, above) */
                         return MHD_YES;
                 }
                 if (r->body.len + *upload_size > r->body_max) {
