@@ -425,7 +425,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                 if (r->status) { /* answered already (refused): the rest is read and dropped, up to a bound */
                         r->discarded += *upload_size;
                         *upload_size = 0;
-                        return r->discarded > HTTP_BODY_MAX ? MHD_NO : MHD_YES;
+                        /* an upload refused half-way may be large: it is read and dropped (bytes
+                         * in, nothing kept) up to HTTP_DISCARD_MAX, then the connection closed */
+                        return r->discarded > (r->on_body ? HTTP_DISCARD_MAX : HTTP_BODY_MAX) ? MHD_NO : MHD_YES;
                 }
                 if (r->on_body) {
                         size_t took = r->on_body(r, upload, *upload_size);

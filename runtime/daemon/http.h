@@ -16,6 +16,7 @@
 #include "internal.h"
 
 #define HTTP_BODY_MAX (1u << 20)       /* a JSON request body */
+#define HTTP_DISCARD_MAX (64u << 20)   /* of a refused upload, read and dropped before closing */
 #define HTTP_STREAM_HIGH (1u << 20)    /* a stream's unsent bytes above which its replies wait */
 #define HTTP_MAX_CONNECTIONS 1024
 #define HTTP_MAX_PER_IP 512
