@@ -428,7 +428,8 @@ static void write_chunk(files_state *st, upfile *f)
                 files_fail(st, 500, "out of memory");
                 return;
         }
-        memmove(f->buf, f->buf + n, f->len - n);
+        if (f->len > n) /* an empty file has no buffer at all */
+                memmove(f->buf, f->buf + n, f->len - n);
         f->len -= n;
         st->buffered -= n;
         f->started = true;
