@@ -601,6 +601,11 @@ void http_pump(daemon_state *d)
                 d->http->woke = false;
                 MHD_run(d->http->mhd);
         }
+        /* MHD's own timers (idle connections, a closed connection to complete, a resumed one
+         * still to serve) come due without an event on its epoll fd: its timeout says so */
+        MHD_UNSIGNED_LONG_LONG ms;
+        if (MHD_get_timeout(d->http->mhd, &ms) == MHD_YES && ms == 0)
+                MHD_run(d->http->mhd);
 }
 
 /* Requests' deadlines and keepalives; returns the loop's timeout for them and for MHD. */
