@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 # tier (cgroup v2 limits); slirp4netns for --net nat; peers for `make bench`; nodejs and npm for
 # the MCP test's official TypeScript SDK client; valgrind for the unit tier under valgrind.
 PACKAGES="build-essential pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
-libjansson-dev libgit2-dev libmicrohttpd-dev check python3 git busybox-static keyutils util-linux bubblewrap
+libjansson-dev libgit2-dev libmicrohttpd-dev libcurl4-openssl-dev check python3 git busybox-static keyutils util-linux bubblewrap
 cpio qemu-system-x86 linux-image-amd64 slirp4netns iproute2 nftables systemd valgrind"
 
 missing=$(for p in $PACKAGES; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"; done)
