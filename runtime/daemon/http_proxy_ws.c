@@ -94,7 +94,9 @@ static void ws_fail(wsconn *w, unsigned status, const char *what)
         hreq *r = w->r;
         unsigned port = w->port;
         ws_free(w);
-        if (r)
+        if (r && !what)
+                control_error(r, status, "nothing listens on port %u of sandbox %s", port, r->sandbox_id);
+        else if (r)
                 control_error(r, status, "port %u of sandbox %s: %s", port, r->sandbox_id, what);
 }
 
@@ -141,7 +143,7 @@ static void ws_refused(wsconn *w)
                 if (ws_connect(w) == 0)
                         return;
         }
-        ws_fail(w, 502, "nothing listens there");
+        ws_fail(w, 502, NULL); /* as HTTP says it */
 }
 
 static void add_101_headers(hreq *r, struct MHD_Response *resp)
