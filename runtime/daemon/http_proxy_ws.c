@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <strings.h>
@@ -174,6 +175,9 @@ static void ws_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, c
         (void)conn;
         (void)con_cls;
         wsconn *w = cls;
+        int fl = fcntl(sock, F_GETFL);
+        if (fl >= 0 && !(fl & O_NONBLOCK)) /* spliced on the proxy's epoll: never a blocking read */
+                fcntl(sock, F_SETFL, fl | O_NONBLOCK);
         w->cl = sock;
         w->urh = urh;
         w->phase = WS_PIPE;
