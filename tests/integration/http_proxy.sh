@@ -215,6 +215,19 @@ test_another_sandbox_port_needs_its_own_token() {
         "$NSBOX" rm -f "$ID" > /dev/null
 }
 
+test_a_large_answer_streams_whole() {
+        new_sandbox
+        "$NSBOX" exec "$ID" -- sh -c 'head -c 30000000 /dev/urandom > /tmp/big' > /dev/null || fail "making /tmp/big"
+        serve "$ID" 8000 python3 -m http.server --directory /tmp 8000
+        local want got
+        want=$("$NSBOX" exec "$ID" -- sha256sum /tmp/big | cut -d' ' -f1)
+        # a slow reader: the proxy holds the port's answer back rather than buffering it all
+        got=$(curl -s --limit-rate 50M -H "E2b-Sandbox-Id: $ID" -H "E2b-Sandbox-Port: 8000" -H "X-Access-Token: $TOK" \
+                "$BASE/big" | sha256sum | cut -d' ' -f1)
+        assert_eq "$want" "$got" "30 MB through the proxy"
+        "$NSBOX" rm -f "$ID" > /dev/null
+}
+
 test_zz_nothing_left() {
         assert_status 0 "$NSBOX" ls --json
         assert_eq "[]" "$(printf '%s' "$OUT" | python3 -c 'import json, sys; print(json.dumps([s["id"] for s in json.load(sys.stdin)]))')" "sandboxes left"
