@@ -637,8 +637,7 @@ void http_pump(daemon_state *d)
                                 r->on_msg(r, msg);
                         json_decref(msg);
                 }
-                if (c && c->out.len)
-                        d->http->dirty = true;
+                /* what stays in c waits for room in r's stream: stream_read says when (dirty) */
         }
         /* MHD's own work each round: resumed requests, its timeouts (idle connections, a request
          * over its memory), data it has read but not processed; with external polling nothing
