@@ -637,6 +637,11 @@ void http_pump(daemon_state *d)
                         d->http->dirty = true;
         }
         fs_reap(d); /* watchers whose sandbox or watch ended, now that the walk is over */
+        /* MHD's own due work (a response to go on with, a connection to close) is done only in
+         * MHD_run: its epoll fd, edge-triggered, says nothing of it */
+        MHD_UNSIGNED_LONG_LONG ms;
+        if (MHD_get_timeout(d->http->mhd, &ms) == MHD_YES && ms == 0)
+                d->http->woke = true;
         /* resumed requests proceed now (in external polling, nothing else would tell MHD) */
         for (int round = 0; round < 8 && d->http->woke; round++) {
                 d->http->woke = false;
