@@ -466,7 +466,7 @@ static void watch_tick(hreq *r, uint64_t now)
         }
         if (r->keepalive_ns && now >= r->keepalive_ns) {
                 if (r->streaming && !r->stream_end)
-                        envd_send(r, json_pack("{s{s{}}}", "event", "keepalive"));
+                        envd_send(r, json_pack("{s{}}", "keepalive"));
                 r->keepalive_ns = now + r->keepalive_every_ns;
         }
 }
@@ -493,19 +493,20 @@ static void watch_msg(hreq *r, json_t *msg)
                         envd_error(r, "resource_exhausted", "too many streams");
                         return;
                 }
-                envd_send(r, json_pack("{s{s{}}}", "event", "start"));
+                envd_send(r, json_pack("{s{}}", "start"));
         } else if (!strcmp(ev, "fs") && r->streaming) {
                 json_t *out = json_array(), *e;
                 bool overflow = false;
                 size_t i;
                 view_event(&o->view, params, out, &overflow);
                 json_array_foreach(out, i, e)
-                        envd_send(r, json_pack("{s{sO}}", "event", "filesystem", e));
+                        envd_send(r, json_pack("{sO}", "filesystem", e));
                 json_decref(out);
         }
 }
 
-/* The first message is start once the watch is set up; a missing directory is an error. */
+/* WatchDirResponse's oneof is its own: {"start": {}}, {"filesystem": {...}}, {"keepalive": {}}.
+ * The first message is start once the watch is set up; a missing directory is an error. */
 static void watch_dir(hreq *r, json_t *m)
 {
         static const char *const known[] = { "path", "recursive", "includeEntry", "allowNetworkMounts", NULL };
