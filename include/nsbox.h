@@ -72,7 +72,8 @@ NSBOX_API int nsbox_destroy(nsbox *nb, const char *id);
  * "file_not_found") is an error like any other. */
 NSBOX_API int nsbox_call(nsbox *nb, const char *id, const char *tool, const char *params_json, char **ret_result);
 
-/* Output of a running command: stream is 1 (stdout) or 2 (stderr); data is not NUL-terminated. */
+/* Output of a running command: stream is 1 (stdout, or the terminal of a command run with
+ * "pty") or 2 (stderr); data is not NUL-terminated. */
 typedef void (*nsbox_output_fn)(int stream, const char *data, size_t len, void *userdata);
 
 /* Run a command (the exec tool: params {cmd: [argv] | shell: "...", cwd, env, stdin, timeout}),

@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -25,6 +27,8 @@
 #include "watch.h"
 
 extern char **environ;
+
+bool nsbox_agent_run_tty;
 
 static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
@@ -70,6 +74,94 @@ static void scrub_cmdline(void)
 
 /* ---- run mode: one command with the caller's standard streams ----------------------------- */
 
+/* The command's terminal output, what there is now, to our fd 1; false once the pty is done. */
+static bool relay_out(int master)
+{
+        char buf[16384];
+        ssize_t n = read(master, buf, sizeof(buf));
+        if (n > 0)
+                return write_full(1, buf, (size_t)n) == 0;
+        return n < 0 && (errno == EAGAIN || errno == EINTR);
+}
+
+static void copy_winsize(int master)
+{
+        struct winsize ws;
+        if (ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row)
+                ioctl(master, TIOCSWINSZ, &ws);
+}
+
+/* nsbox run -t: the command runs on a pty of the sandbox's own devpts, as a new session's
+ * controlling terminal (job control); its bytes are relayed between the pty and the caller's
+ * terminal (fds 0 and 1, in raw mode), SIGWINCH from outside resizes it.  Returns with *ret the
+ * command's wait status and usage; -1 if it could not be started (then *spawn_error). */
+static int run_on_pty(const nsbox_agent_config *c, int sfd, char **argv, int *ret, struct rusage *ru, int *spawn_error)
+{
+        struct winsize ws = { .ws_col = 80, .ws_row = 24 };
+        ioctl(0, TIOCGWINSZ, &ws);
+        tool_error te = { 0 };
+        char slave[64];
+        int master;
+        if (pty_open(ws.ws_col ? ws.ws_col : 80, ws.ws_row ? ws.ws_row : 24, &master, slave, sizeof(slave), &te) < 0) {
+                nsbox_sync_send_text(c->syncfd, SYNC_ERROR, 125, te.message);
+                _exit(0);
+        }
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, slave, O_RDWR, 0); /* after setsid: the controlling tty */
+        posix_spawn_file_actions_adddup2(&fa, 0, 1);
+        posix_spawn_file_actions_adddup2(&fa, 0, 2);
+        posix_spawnattr_t attr;
+        spawn_attr_init(&attr);
+        pid_t cmd;
+        int e = posix_spawnp(&cmd, argv[0], &fa, &attr, argv, c->policy->env);
+        posix_spawnattr_destroy(&attr);
+        posix_spawn_file_actions_destroy(&fa);
+        if (e != 0) {
+                close(master);
+                *spawn_error = e;
+                return -1;
+        }
+        /* fd 0 stays blocking: its open file is the caller's terminal's, shared with its shell */
+        bool in_open = true, out_open = true;
+        for (;;) {
+                struct pollfd pfd[3] = { { .fd = in_open ? 0 : -1, .events = POLLIN },
+                                         { .fd = out_open ? master : -1, .events = POLLIN },
+                                         { .fd = sfd, .events = POLLIN } };
+                if (poll(pfd, 3, -1) < 0 && errno != EINTR)
+                        _exit(125);
+                if (pfd[0].revents) {
+                        char buf[4096];
+                        ssize_t n = read(0, buf, sizeof(buf));
+                        if (n > 0)
+                                write_full(master, buf, (size_t)n); /* the keys, as typed */
+                        else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                                in_open = false;
+                }
+                if (pfd[1].revents)
+                        out_open = relay_out(master);
+                struct signalfd_siginfo si;
+                if (!(pfd[2].revents & POLLIN) || read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+                        continue;
+                if (si.ssi_signo == SIGWINCH && from_outside(&si)) {
+                        copy_winsize(master);
+                } else if (si.ssi_signo != SIGCHLD) {
+                        if (from_outside(&si))
+                                kill(-cmd, (int)si.ssi_signo == NSBOX_SIG_KILL_COMMAND ? SIGKILL : (int)si.ssi_signo);
+                } else {
+                        pid_t w;
+                        while ((w = wait4(-1, ret, WNOHANG, ru)) > 0)
+                                if (w == cmd) {
+                                        /* what it wrote last; processes it left may hold the pty */
+                                        while (out_open && relay_out(master))
+                                                if (poll(&(struct pollfd){ .fd = master, .events = POLLIN }, 1, 0) <= 0)
+                                                        break;
+                                        return 0;
+                                }
+                }
+        }
+}
+
 static _Noreturn void agent_run_command(const nsbox_agent_config *c, int sfd)
 {
         /* the command's argv may lie in the launcher's command line: copied, then the command
@@ -86,6 +178,20 @@ static _Noreturn void agent_run_command(const nsbox_agent_config *c, int sfd)
                 _exit(0);
         }
         scrub_cmdline();
+        if (nsbox_agent_run_tty && isatty(0)) {
+                int st, e = 0;
+                struct rusage ru;
+                if (run_on_pty(c, sfd, argv, &st, &ru, &e) == 0) {
+                        nsbox_sync_usage u;
+                        usage_from(&ru, &u);
+                        nsbox_sync_send(c->syncfd, SYNC_EXIT, st, &u, sizeof(u));
+                        _exit(0);
+                }
+                char msg[600];
+                exec_failure_message(msg, sizeof(msg), argv[0], e);
+                nsbox_sync_send_text(c->syncfd, SYNC_ERROR, exec_failure_status(e), msg);
+                _exit(0);
+        }
         posix_spawnattr_t attr;
         spawn_attr_init(&attr);
         pid_t cmd;
@@ -412,6 +518,8 @@ _Noreturn void nsbox_agent_main(const nsbox_agent_config *c)
                 sigaddset(&mask, forwarded_signals[i]);
         sigaddset(&mask, SIGCHLD);
         sigaddset(&mask, NSBOX_SIG_KILL_COMMAND);
+        if (c->argv && nsbox_agent_run_tty)
+                sigaddset(&mask, SIGWINCH);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
         if (sfd < 0) {

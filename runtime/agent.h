@@ -16,6 +16,10 @@ typedef struct nsbox_agent_config {
         const nsbox_tool_entry *tools;  /* serve mode: handlers besides exec and process_*; may be NULL */
 } nsbox_agent_config;
 
+/* Run mode: give the command a pty (nsbox run -t).  Set by nsbox_run before the clone, which
+ * carries it into the sandbox's init (run mode's init is a clone, not an exec). */
+extern bool nsbox_agent_run_tty;
+
 /* Never returns; called in the sandbox once it is fully set up (seccomp installed). */
 _Noreturn void nsbox_agent_main(const nsbox_agent_config *c);
 

@@ -157,9 +157,15 @@ static json_t *proc_result(proc *p, uint64_t now)
         return o;
 }
 
-static void send_output(agent *a, json_int_t id, pid_t pid, int i, const void *buf, size_t n)
+/* A terminal's output is one stream, "pty" */
+static const char *stream_name(const proc *p, int i)
 {
-        send_frame(a, json_pack("{sI ss sI}", "id", id, "event", i == 1 ? "stdout" : "stderr", "pid", (json_int_t)pid), buf, n);
+        return p->pty ? "pty" : i == 1 ? "stdout" : "stderr";
+}
+
+static void send_output(agent *a, json_int_t id, const proc *p, int i, const void *buf, size_t n)
+{
+        send_frame(a, json_pack("{sI ss sI}", "id", id, "event", stream_name(p, i), "pid", (json_int_t)p->pid), buf, n);
 }
 
 /* Keep the last TAIL_MAX bytes of stream i, for process_connect calls to come. */
@@ -192,7 +198,7 @@ static void proc_fan_out(agent *a, proc *p, int i, const char *buf, size_t n)
                 if (t->paused || a->outq.len >= OUTQ_HIGH)
                         t->truncated = true;
                 else
-                        send_output(a, t->call_id, p->pid, i, buf, n);
+                        send_output(a, t->call_id, p, i, buf, n);
         }
 }
 
@@ -220,13 +226,12 @@ void proc_read(agent *a, proc *p, int i)
         ssize_t n = read(p->fd[i], buf, sizeof(buf));
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
-        if (n <= 0) {
+        if (n <= 0) { /* a pty's master reads EIO once the last slave fd is closed */
                 proc_close_fd(a, p, i);
                 return;
         }
         if (p->stream && p->call_id >= 0) {
-                send_frame(a, json_pack("{sI ss sI}", "id", p->call_id, "event", i == 1 ? "stdout" : "stderr", "pid", (json_int_t)p->pid),
-                           buf, (size_t)n);
+                send_output(a, p->call_id, p, i, buf, (size_t)n);
                 return;
         }
         if (p->background)
@@ -375,6 +380,15 @@ static int build_env(agent *a, json_t *env, char ***ret, tool_error *e)
         return 0;
 }
 
+static bool env_missing(char **env, const char *name)
+{
+        size_t n = strlen(name);
+        for (; env && *env; env++)
+                if (!strncmp(*env, name, n) && (*env)[n] == '=')
+                        return false;
+        return true;
+}
+
 typedef struct exec_params {
         char **argv, **env;
         char *cwd;
@@ -382,7 +396,8 @@ typedef struct exec_params {
         size_t stdin_len;
         double timeout_s;
         const char *tag;
-        bool background, stream, detach, stdin_open;
+        bool background, stream, detach, stdin_open, pty;
+        unsigned short cols, rows;
         uint64_t max_output;
 } exec_params;
 
@@ -432,6 +447,12 @@ static int parse_exec(agent *a, const request *rq, exec_params *x, tool_error *e
             tool_param_bool(&rq->in, "exec", "detach", &x->detach, e) < 0 || tool_param_string(&rq->in, "exec", "tag", false, &x->tag, e) < 0)
                 return -1;
         x->background |= x->detach;
+        json_t *pty = json_object_get(params, "pty");
+        if (pty && !json_is_null(pty) && !json_is_false(pty)) {
+                if (pty_parse_size(pty, "exec", &x->cols, &x->rows, e) < 0)
+                        return -1;
+                x->pty = true;
+        }
         if (x->tag && !valid_tag(x->tag))
                 return tool_fail(e, TOOL_INVALID_ARGUMENT, "exec: 'tag' must be 1 to %d characters of A-Z a-z 0-9 . _ -", TAG_MAX);
         if (x->tag && proc_by_tag(a, x->tag, true))
@@ -455,6 +476,11 @@ static int parse_exec(agent *a, const request *rq, exec_params *x, tool_error *e
                 return tool_fail(e, TOOL_INVALID_ARGUMENT, "exec: 'env' must be an object of strings");
         if (build_env(a, json_is_object(env) ? env : NULL, &x->env, e) < 0)
                 return -1;
+        if (x->pty && env_missing(x->env, "TERM")) {
+                char *d = strdup("TERM=xterm-256color");
+                if (!d || strv_push(&x->env, d) < 0)
+                        return tool_fail(e, TOOL_INTERNAL, "out of memory");
+        }
         /* the cwd must be a directory: posix_spawn would report a missing one as ENOENT, which
          * reads as "command not found" */
         if (tool_path_normalize(&a->tctx, cwd, &x->cwd, e) < 0)
@@ -478,6 +504,47 @@ static char *join_argv(char *const *argv)
         return sb.buf ? sb.buf : strdup("");
 }
 
+/* The command's fds 0-2 as file actions: pipes (ours: in[1], out[0], err[0]), or a pty (ours:
+ * in[1] a dup of its master, out[0] the master; it has no stderr of its own). */
+static int command_stdio(const exec_params *x, posix_spawn_file_actions_t *fa, int in[2], int out[2], int err[2], tool_error *e)
+{
+        if (x->pty) {
+                char slave[64];
+                int m;
+                if (pty_open(x->cols, x->rows, &m, slave, sizeof(slave), e) < 0)
+                        return -1;
+                int d = fcntl(m, F_DUPFD_CLOEXEC, 3);
+                if (d < 0) {
+                        close(m);
+                        return tool_fail_errno(e, errno, "exec: dup");
+                }
+                in[1] = d;
+                out[0] = m;
+                posix_spawn_file_actions_init(fa);
+                /* after setsid, without O_NOCTTY: the new session's controlling terminal */
+                posix_spawn_file_actions_addopen(fa, 0, slave, O_RDWR, 0);
+                posix_spawn_file_actions_adddup2(fa, 0, 1);
+                posix_spawn_file_actions_adddup2(fa, 0, 2);
+                return 0;
+        }
+        bool want_stdin = x->stdin_data || x->background || x->stdin_open;
+        if ((want_stdin && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+                int saved = errno;
+                nsbox_close_pair(in);
+                nsbox_close_pair(out);
+                nsbox_close_pair(err);
+                return tool_fail_errno(e, saved, "exec: pipe");
+        }
+        posix_spawn_file_actions_init(fa);
+        if (want_stdin)
+                posix_spawn_file_actions_adddup2(fa, in[0], 0);
+        else
+                posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(fa, out[1], 1);
+        posix_spawn_file_actions_adddup2(fa, err[1], 2);
+        return 0;
+}
+
 static int start_command(agent *a, const request *rq, exec_params *x, proc **ret, tool_error *e)
 {
         if (a->n_procs >= MAX_PROCS) {
@@ -491,22 +558,9 @@ static int start_command(agent *a, const request *rq, exec_params *x, proc **ret
                 proc_free(a, old);
         }
         int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
-        bool want_stdin = x->stdin_data || x->background || x->stdin_open;
-        if ((want_stdin && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-                int saved = errno;
-                nsbox_close_pair(in);
-                nsbox_close_pair(out);
-                nsbox_close_pair(err);
-                return tool_fail_errno(e, saved, "exec: pipe");
-        }
         posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        if (want_stdin)
-                posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-        else
-                posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-        posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+        if (command_stdio(x, &fa, in, out, err, e) < 0)
+                return -1;
         posix_spawn_file_actions_addchdir_np(&fa, x->cwd);
         posix_spawnattr_t attr;
         spawn_attr_init(&attr);
@@ -520,14 +574,17 @@ static int start_command(agent *a, const request *rq, exec_params *x, proc **ret
         posix_spawn_file_actions_destroy(&fa);
         if (in[0] >= 0)
                 close(in[0]);
-        close(out[1]);
-        close(err[1]);
+        if (out[1] >= 0)
+                close(out[1]);
+        if (err[1] >= 0)
+                close(err[1]);
         proc *p = calloc(1, sizeof(*p));
         if (!p) {
                 if (in[1] >= 0)
                         close(in[1]);
                 close(out[0]);
-                close(err[0]);
+                if (err[0] >= 0)
+                        close(err[0]);
                 if (r == 0)
                         kill(-pid, SIGKILL);
                 return tool_fail(e, TOOL_INTERNAL, "out of memory");
@@ -541,6 +598,7 @@ static int start_command(agent *a, const request *rq, exec_params *x, proc **ret
         p->start_ns = now;
         p->started_at = time(NULL);
         p->detached = x->detach;
+        p->pty = x->pty;
         if (x->tag)
                 snprintf(p->tag, sizeof(p->tag), "%s", x->tag);
         p->deadline_ns = x->timeout_s > 0 ? now + (uint64_t)(x->timeout_s * 1e9) : 0;
@@ -581,7 +639,7 @@ static int start_command(agent *a, const request *rq, exec_params *x, proc **ret
         if (x->stdin_data) {
                 if (nsbox_queue_append(&p->stdin_q, x->stdin_data, x->stdin_len) < 0)
                         agent_exit(a, 125);
-                p->close_stdin_when_done = !x->background && !x->stdin_open;
+                p->close_stdin_when_done = !x->background && !x->stdin_open && !x->pty;
                 proc_write_stdin(a, p);
         }
         *ret = p;
@@ -712,7 +770,7 @@ static void handle_connect(agent *a, const request *rq, proc *p)
         t->truncated = p->tail_lost;
         for (int i = 1; i <= 2; i++)
                 if (p->tail_len[i])
-                        send_output(a, rq->id, p->pid, i, p->tail[i], p->tail_len[i]);
+                        send_output(a, rq->id, p, i, p->tail[i], p->tail_len[i]);
         if (!follow && !p->result) {
                 send_result(a, rq->id, json_pack("{sI sb sb}", "pid", (json_int_t)p->pid, "running", 1, "truncated", t->truncated), NULL, 0);
                 free(t);
@@ -737,7 +795,7 @@ void handle_process(agent *a, const request *rq)
                         strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&q->started_at, &tm));
                         json_t *o = json_pack("{sI ss sb sb so ss sb sb}", "pid", (json_int_t)q->pid, "command", q->command ? q->command : "",
                                               "running", !q->exited, "background", q->background, "tag",
-                                              q->tag[0] ? json_string(q->tag) : json_null(), "started_at", started, "pty", 0,
+                                              q->tag[0] ? json_string(q->tag) : json_null(), "started_at", started, "pty", q->pty,
                                               "detached", q->detached);
                         if (o && q->result)
                                 json_object_set(o, "exit_code", json_object_get(q->result, "exit_code"));
@@ -752,6 +810,10 @@ void handle_process(agent *a, const request *rq)
         }
         if (strcmp(t, "process_connect") == 0) {
                 handle_connect(a, rq, p);
+                return;
+        }
+        if (strcmp(t, "process_resize") == 0) {
+                handle_resize(a, rq, p);
                 return;
         }
         if (strcmp(t, "process_wait") == 0) {
@@ -786,6 +848,16 @@ void handle_process(agent *a, const request *rq)
         } else if (strcmp(t, "process_write_stdin") == 0) {
                 write_stdin(a, rq, p);
                 return;
+        } else if (p->pty) { /* process_close_stdin: a terminal's end of file is ^D (VEOF) */
+                if (p->fd[0] < 0) {
+                        tool_fail(&e, TOOL_CONFLICT, "process_close_stdin: the pty of process %d is closed", (int)p->pid);
+                } else {
+                        if (nsbox_queue_append(&p->stdin_q, "\x04", 1) < 0)
+                                agent_exit(a, 125);
+                        proc_write_stdin(a, p);
+                        send_result(a, rq->id, json_pack("{sI sb}", "pid", (json_int_t)p->pid, "eot", 1), NULL, 0);
+                        return;
+                }
         } else { /* process_close_stdin */
                 p->close_stdin_when_done = true;
                 proc_write_stdin(a, p);

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <termios.h>
 
 #include "error.h"
 #include "options.h"
@@ -79,6 +80,8 @@ static const char usage_run[] =
         "  --publish [127.0.0.1:]HOSTPORT[:PORT]\n"
         "                         forward a host loopback port to PORT inside (needs --net nat)\n"
         "  --from SNAPSHOT        start on a snapshot's filesystem (nsbox snapshot)\n"
+        "  -t, --tty              when stdin is a terminal: CMD on a terminal of its own (job control),\n"
+        "                         ours in raw mode until it ends (-i is accepted: -it, as docker)\n"
         "  --json                 print a result object on stderr after the run\n"
         "  -h, --help             this help\n"
         "\n"
@@ -140,6 +143,29 @@ static int run_from(const nsbox_run_options *o, nsbox_policy *p, nsbox_layers *l
         return r;
 }
 
+/* run -t: our terminal raw while the command has its own (the sandbox's init relays the bytes
+ * and the window size); restored when nsbox_run returns, whatever happened. */
+static struct termios tty_saved;
+static bool tty_raw;
+
+static void tty_restore(void)
+{
+        if (tty_raw)
+                tcsetattr(0, TCSADRAIN, &tty_saved);
+        tty_raw = false;
+}
+
+static unsigned tty_begin(const nsbox_run_options *o)
+{
+        if (!o->tty || !isatty(0) || tcgetattr(0, &tty_saved) < 0)
+                return 0;
+        struct termios raw = tty_saved;
+        cfmakeraw(&raw);
+        tty_raw = tcsetattr(0, TCSADRAIN, &raw) == 0;
+        atexit(tty_restore);
+        return NSBOX_RUN_TTY;
+}
+
 static int cmd_run(int argc, char **argv)
 {
         nsbox_layers layers = NSBOX_LAYERS_INIT;
@@ -158,7 +184,14 @@ static int cmd_run(int argc, char **argv)
                 goto out;
         }
         if (nsbox_run_options_policy(&o, &p, &err) < 0 || (o.from && run_from(&o, p, &layers, &err) < 0) ||
-            nsbox_policy_check_host(p, &err) < 0 || nsbox_run(p, o.argv, NSBOX_RUN_RETURN_AT_EXIT, &res, &err) < 0) {
+            nsbox_policy_check_host(p, &err) < 0) {
+                status = fail(&err, o.json);
+                goto out;
+        }
+        unsigned tty = tty_begin(&o);
+        int r = nsbox_run(p, o.argv, NSBOX_RUN_RETURN_AT_EXIT | tty, &res, &err);
+        tty_restore();
+        if (r < 0) {
                 status = fail(&err, o.json);
                 goto out;
         }

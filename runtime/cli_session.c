@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -181,6 +182,9 @@ static const char usage_exec[] =
         "  -d, --detach           start CMD in the background, print its pid (and tag) and return;\n"
         "                         it runs on after nsbox exits (see nsbox logs, nsbox attach)\n"
         "  -i, --interactive      forward our standard input to CMD's (default: /dev/null)\n"
+        "  -t, --tty              run CMD on a terminal (a pty of the sandbox's) of our window's size;\n"
+        "                         its output is one stream.  -it: our terminal raw, keys and window\n"
+        "                         size forwarded; Ctrl-P Ctrl-Q detaches and leaves CMD running\n"
         "  --tag TAG              name the process (1-64 of A-Z a-z 0-9 . _ -), unique among the\n"
         "                         sandbox's running processes\n"
         "  --json                 print the result object on stderr afterwards\n";
@@ -280,6 +284,16 @@ static void exec_event(json_t *params, void *ud)
         nsbox_cli_output_event(params, NULL);
 }
 
+/* exec -t's pty param: our terminal's size (stdout's, else stdin's), or 80x24 */
+static json_t *tty_size(void)
+{
+        struct winsize ws;
+        for (int fd = 1; fd >= 0; fd--)
+                if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row)
+                        return json_pack("{si si}", "cols", ws.ws_col > 1000 ? 1000 : ws.ws_col, "rows", ws.ws_row > 1000 ? 1000 : ws.ws_row);
+        return json_pack("{si si}", "cols", 80, "rows", 24);
+}
+
 int nsbox_cmd_exec(int argc, char **argv)
 {
         enum { OPT_TIMEOUT = 0x100, OPT_CWD, OPT_JSON, OPT_TAG };
@@ -288,18 +302,20 @@ int nsbox_cmd_exec(int argc, char **argv)
                 { "env", required_argument, NULL, 'e' },             { "json", no_argument, NULL, OPT_JSON },
                 { "detach", no_argument, NULL, 'd' },                { "tag", required_argument, NULL, OPT_TAG },
                 { "interactive", no_argument, NULL, 'i' },           { "help", no_argument, NULL, 'h' },
+                { "tty", no_argument, NULL, 't' },
                 {},
         };
         json_t *env = json_object();
         const char *cwd = NULL, *tag = NULL;
         uint64_t timeout_ms = 0;
-        bool json = false, detach = false, interactive = false;
+        bool json = false, detach = false, interactive = false, tty = false;
         int c;
         optind = 0;
-        while ((c = getopt_long(argc, argv, "+:de:hi", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:de:hit", opts, NULL)) != -1) {
                 switch (c) {
                 case 'd': detach = true; break;
                 case 'i': interactive = true; break;
+                case 't': tty = true; break;
                 case OPT_TAG: tag = optarg; break;
                 case OPT_TIMEOUT:
                         if (parse_duration_ms(optarg, &timeout_ms) < 0) {
@@ -354,6 +370,13 @@ int nsbox_cmd_exec(int argc, char **argv)
                 json_object_set_new(tparams, "tag", json_string(tag));
         if (detach)
                 json_object_set_new(tparams, "detach", json_true());
+        if (interactive && tty) {
+                if (json)
+                        fprintf(stderr, "nsbox: exec: --json is ignored with -it\n");
+                return nsbox_cli_exec_tty(id, tparams);
+        }
+        if (tty) /* the size of our window, when there is one */
+                json_object_set_new(tparams, "pty", tty_size());
         if (interactive)
                 json_object_set_new(tparams, "stdin_open", json_true());
         json_t *params = json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", tparams, "stream", !detach);

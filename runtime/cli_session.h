@@ -49,6 +49,8 @@ int nsbox_cli_create_params(const char *cmd, const struct nsbox_run_options *o, 
 /* cli_procs.c: logs, attach */
 int nsbox_cmd_logs(int argc, char **argv);
 int nsbox_cmd_attach(int argc, char **argv);
+/* exec -it: exec's params (taken) run on a pty with our terminal raw; the command's status */
+int nsbox_cli_exec_tty(const char *id, json_t *tparams);
 
 /* cli_mcp.c: nsbox mcp */
 int nsbox_cmd_mcp(int argc, char **argv);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 int connect_envelope(nsbox_queue *q, unsigned flags, const char *json, size_t len)
 {
@@ -65,4 +66,28 @@ const char *connect_code_of(const char *c)
                 if (!strcmp(map[i][0], c))
                         return map[i][1];
         return "internal";
+}
+
+int e2b_host_route(const char *host, const char *domain, unsigned *port, char id[33])
+{
+        if (!host || !domain || !*domain)
+                return 0;
+        size_t hl = strcspn(host, ":"), dl = strlen(domain);
+        if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, domain, dl))
+                return 0;
+        size_t label = hl - dl - 1, digits = strspn(host, "0123456789");
+        if (digits == 0 || digits > 5 || host[0] == '0' || digits + 1 >= label || host[digits] != '-')
+                return 0;
+        size_t idl = label - digits - 1;
+        if (idl > 32 || strspn(host + digits + 1, "0123456789abcdefghijklmnopqrstuvwxyz") < idl)
+                return 0;
+        unsigned p = 0;
+        for (size_t i = 0; i < digits; i++)
+                p = p * 10 + (unsigned)(host[i] - '0');
+        if (p == 0 || p > 65535)
+                return 0;
+        *port = p;
+        memcpy(id, host + digits + 1, idl);
+        id[idl] = 0;
+        return 1;
 }

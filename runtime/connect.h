@@ -22,3 +22,7 @@ int connect_unwrap(const char *buf, size_t len, const char **msg, size_t *msg_le
 unsigned connect_http_status(const char *code);
 /* The Connect code of one of nsbox's stable codes (codes.h). */
 const char *connect_code_of(const char *nsbox_code);
+
+/* A PORT-ID.DOMAIN host name (an optional :port after it): 1 with *port (1-65535) and id (1-32
+ * lowercase letters and digits); 0 when host is not one under domain. */
+int e2b_host_route(const char *host, const char *domain, unsigned *port, char id[33]);

@@ -138,7 +138,7 @@ static void on_event(void *ctx, nsbox_sup_call *c, const char *event, json_t *fr
 {
         (void)ctx, (void)frame;
         waiter *w = c->data;
-        int which = !strcmp(event, "stdout") ? 1 : !strcmp(event, "stderr") ? 2 : 0;
+        int which = !strcmp(event, "stdout") || !strcmp(event, "pty") ? 1 : !strcmp(event, "stderr") ? 2 : 0; /* a terminal: one stream */
         if (w && w->on_output && which && len)
                 w->on_output(which, data, len, w->userdata);
 }

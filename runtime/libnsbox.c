@@ -321,7 +321,7 @@ static void on_event(json_t *params, void *userdata)
         json_t *data = json_object_get(params, "data_b64");
         if (!st->fn || !event || !json_is_string(data))
                 return;
-        int stream = !strcmp(event, "stdout") ? 1 : !strcmp(event, "stderr") ? 2 : 0;
+        int stream = !strcmp(event, "stdout") || !strcmp(event, "pty") ? 1 : !strcmp(event, "stderr") ? 2 : 0; /* a terminal: one stream */
         if (!stream)
                 return;
         st->bytes.len = 0;

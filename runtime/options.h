@@ -39,6 +39,7 @@ typedef struct nsbox_run_options {
         uint64_t timeout_ms, disk, memory, pids;
         double cpus;
         bool json;
+        bool tty, interactive; /* run: -t, -i */
         bool help;
         char **argv; /* the command: points into the caller's argv, NULL-terminated */
         /* Strings point into the argv or the JSON params parsed (kept alive by the caller while

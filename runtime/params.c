@@ -145,6 +145,10 @@ const nsbox_param nsbox_params[] = {
           NULL, "create N sandboxes" },
         { NULL, "reuse", 0, NSBOX_PARAM_FLAG, NSBOX_CMD_CREATE | NSBOX_CMD_MCP, 0, F(reuse), 0, 0, 0, NULL, NULL, NULL,
           "get or create the sandbox with the labels" },
+        { NULL, "tty", 't', NSBOX_PARAM_FLAG, NSBOX_CMD_RUN, 0, F(tty), 0, 0, 0, NULL, NULL, NULL,
+          "run the command on a terminal of its own when stdin is one" },
+        { NULL, "interactive", 'i', NSBOX_PARAM_FLAG, NSBOX_CMD_RUN, 0, F(interactive), 0, 0, 0, NULL, NULL, NULL,
+          "keep stdin (always so: for -it as in docker)" },
         { NULL, "json", 0, NSBOX_PARAM_FLAG, ALL, 0, F(json), 0, 0, 0, NULL, NULL, NULL, "print JSON" },
         { NULL, "help", 'h', NSBOX_PARAM_FLAG, ALL, 0, F(help), 0, 0, 0, NULL, NULL, NULL, "print the usage" },
 };
@@ -343,6 +347,18 @@ static int parse_flags(int argc, char **argv, unsigned command, nsbox_run_option
                                 return nsbox_err(err, 0, "%s: unknown option '-%c' (see nsbox %s --help)", cmd, a[1], cmd);
                         if (a[2] && p->type != NSBOX_PARAM_FLAG)
                                 v = a + 2;
+                        /* -it: flags together, each a flag of its own (the last one is set below) */
+                        for (const char *c = a + 1; p->type == NSBOX_PARAM_FLAG && c[1]; c++) {
+                                const nsbox_param *q = short_flag(c[1]);
+                                if (!q || q->type != NSBOX_PARAM_FLAG || q->short_flag == 'h')
+                                        return nsbox_err(err, 0, "%s: unknown option '%s' (see nsbox %s --help)", cmd, a, cmd);
+                                if (!(p->commands & command))
+                                        break; /* refused below */
+                                int r = set_value(p, cmd, "", o, err);
+                                if (r < 0)
+                                        return r;
+                                p = q;
+                        }
                 }
                 if (p->type != NSBOX_PARAM_FLAG && !v) {
                         if (i + 1 >= argc)

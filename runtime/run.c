@@ -29,11 +29,13 @@
 static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 #define TIMEOUT_GRACE_MS 2000 /* after the agent was told to kill the command: kill the agent */
 
-static void forwarded_set(sigset_t *set)
+static void forwarded_set(sigset_t *set, bool tty)
 {
         sigemptyset(set);
         for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++)
                 sigaddset(set, forwarded_signals[i]);
+        if (tty) /* our window's size: init sets its pty's */
+                sigaddset(set, SIGWINCH);
 }
 
 /* A file given as standard input or output (`< file`, `> file`) could be reopened through
@@ -322,7 +324,8 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
 {
         int r;
         sigset_t fwd, old;
-        forwarded_set(&fwd);
+        nsbox_agent_run_tty = flags & NSBOX_RUN_TTY;
+        forwarded_set(&fwd, nsbox_agent_run_tty);
         sigprocmask(SIG_BLOCK, &fwd, &old);
         _cleanup_close_ int sigfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
         stdio_proxy proxy = { .sandbox_end = { -1, -1, -1 } };

@@ -30,6 +30,9 @@ typedef struct nsbox_result {
  * tearing down the namespaces (init is exiting and every process left is being SIGKILLed); the
  * caller must not need to reap.  For a command-line tool that exits right after. */
 #define NSBOX_RUN_RETURN_AT_EXIT 1u
+/* The command on a pty of the sandbox's devpts, relayed to and from our fds 0 and 1 (a
+ * terminal, put in raw mode by the caller), its size following SIGWINCH. */
+#define NSBOX_RUN_TTY 2u
 
 /* Run argv in a new sandbox built from p (checked by nsbox_policy_check_host, sandbox.h), with
  * the caller's stdin, stdout and stderr, and wait for it.  Returns 0 with *res filled when the

@@ -66,6 +66,7 @@ struct proc {
         size_t tail_len[3];
         bool tail_lost;       /* the tails no longer hold the output from its start */
         attach *attached;     /* process_connect calls waiting for its output and end */
+        bool pty;             /* a terminal: fd[1] is its master, fd[0] a dup of it, fd[2] unused */
 };
 
 typedef struct agent {
@@ -114,6 +115,11 @@ void proc_maybe_finish(agent *a, proc *p, uint64_t now);
 void reap(agent *a);
 void handle_exec(agent *a, const request *rq);
 void handle_process(agent *a, const request *rq);
+/* agent_pty.c: a command's terminal, on the sandbox's own devpts */
+#define PTY_MAX_SIZE 1000
+int pty_parse_size(json_t *v, const char *tool, unsigned short *cols, unsigned short *rows, tool_error *e);
+int pty_open(unsigned short cols, unsigned short rows, int *master, char *slave, size_t slave_size, tool_error *e);
+void handle_resize(agent *a, const request *rq, proc *p);
 
 /* agent_watch.c */
 void handle_watch(agent *a, const request *rq);

@@ -143,6 +143,58 @@ cleanup() {
         done
 }
 
+# npm packages for a test, installed once per machine (root: /var/cache/nsbox-test/NAME) or per
+# user ($HOME/.cache/nsbox-test/NAME, unless root's is there to read); echoes the directory whose
+# node_modules holds them.  MARKER (a path under that directory) shows a finished install.  WHAT
+# is either a directory with package.json and package-lock.json, installed exactly (npm ci; the
+# directory's name gets the lock's hash, so a changed lock installs afresh), or package specs for
+# npm install.  npm's output goes to stderr.
+npm_cache_dir() { # NAME MARKER WHAT...
+        local name=$1 marker=$2 pkgdir="" shared dir; shift 2
+        if [ $# = 1 ] && [ -d "$1" ]; then
+                pkgdir=$1
+                name="$name-$(sha256sum "$pkgdir/package-lock.json" | cut -c1-12)" || return 1
+        fi
+        shared=/var/cache/nsbox-test/$name
+        if [ "$(id -u)" = 0 ]; then
+                dir=$shared
+        elif [ -r "$shared/$marker" ]; then
+                echo "$shared"
+                return 0
+        else
+                dir=${XDG_CACHE_HOME:-$HOME/.cache}/nsbox-test/$name
+        fi
+        mkdir -p "$dir" || return 1
+        # --prefix would also move npm's global configuration (PREFIX/etc/npmrc): keep the machine's
+        # (its registry, proxy or cafile)
+        local global; global=$(npm config get globalconfig 2> /dev/null)
+        (
+                flock 9
+                [ -r "$dir/$marker" ] && exit 0
+                if [ -n "$pkgdir" ]; then
+                        cp "$pkgdir/package.json" "$pkgdir/package-lock.json" "$dir/" &&
+                                npm ci --prefix "$dir" --no-audit --no-fund --update-notifier=false --loglevel=error --cache "$dir/.npm-cache" \
+                                        ${global:+--globalconfig "$global"} >&2
+                else
+                        npm install --prefix "$dir" --no-audit --no-fund --update-notifier=false --loglevel=error --cache "$dir/.npm-cache" \
+                                ${global:+--globalconfig "$global"} "$@" >&2
+                fi
+        ) 9> "$dir/.lock" || return 1
+        [ -r "$dir/$marker" ] || return 1
+        echo "$dir"
+}
+
+# One result line of a test file, into $RESULTS and on stdout (run_tests' format; FAIL and SKIP
+# lines may carry a reason, shown on stdout only).
+record_result() { # PASS|FAIL|SKIP NAME [REASON]
+        case $1 in
+        SKIP) echo "SKIP $2: ${3:-}" ;;
+        FAIL) echo "FAIL $2"; [ -z "${3:-}" ] || printf '%s\n' "$3" | sed 's/^/    /' | tail -n 20 ;;
+        *) echo "$1 $2" ;;
+        esac
+        echo "$1 $2" >> "$RESULTS"
+}
+
 run_tests() {
         local t status pass=0 failn=0 skipn=0
         TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/nsbox-test.XXXXXX")

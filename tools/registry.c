@@ -39,7 +39,8 @@ static const tool_spec specs[] = {
                                 "max_output": {"type": "integer", "minimum": 0, "maximum": 16777216, "description": "Bytes of stdout and of stderr kept each; the rest is dropped and truncated is true (default 1048576, or the policy's output limit)."},
                                 "stream": {"type": "boolean", "description": "Send stdout and stderr as events while the command runs, instead of in the result (default false)."},
                                 "tag": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$", "description": "A name for the process, unique among the sandbox's running ones; process_* tools take it instead of pid."},
-                                "detach": {"type": "boolean", "description": "Background, and meant to outlive the connection that started it; re-attach with process_connect (default false)."}
+                                "detach": {"type": "boolean", "description": "Background, and meant to outlive the connection that started it; re-attach with process_connect (default false)."},
+                                "pty": {"type": ["boolean", "object"], "properties": {"cols": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Columns (default 80)."}, "rows": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Rows (default 24)."}}, "description": "Run the command on a terminal of its own, {cols, rows} (true: 80x24): its output is one stream, \"pty\" events or stdout; input goes through process_write_stdin; see process_resize (default false)."}
                         },
                         "required": []
                 }),
@@ -113,7 +114,8 @@ static const tool_spec specs[] = {
         {
                 "process_close_stdin",
                 "Close the standard input of a background process started with exec, once what was written is "
-                "read, so that it reads end of file. Returns {pid}.",
+                "read, so that it reads end of file; on a pty, write ^D (end of file at the start of a line) instead. "
+                "Returns {pid}.",
                 SCHEMA({
                         "type": "object",
                         "properties": {
@@ -121,6 +123,23 @@ static const tool_spec specs[] = {
                                 "tag": {"type": "string", "description": "The process's tag (exec's tag), instead of pid."}
                         },
                         "required": []
+                }),
+                no_aliases,
+                false,
+        },
+        {
+                "process_resize",
+                "Set the terminal size of a process started with exec with pty; it gets SIGWINCH. Returns {pid, "
+                "cols, rows}.",
+                SCHEMA({
+                        "type": "object",
+                        "properties": {
+                                "pid": {"type": "integer", "minimum": 1, "description": "Process id returned by exec."},
+                                "tag": {"type": "string", "description": "The process's tag (exec's tag), instead of pid."},
+                                "cols": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Columns, 1 to 1000."},
+                                "rows": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Rows, 1 to 1000."}
+                        },
+                        "required": ["cols", "rows"]
                 }),
                 no_aliases,
                 false,

@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
+#include "../connect.h"
 #include "../dlog.h"
 
 struct http_state {
@@ -23,6 +24,7 @@ struct http_state {
         unsigned n_reqs;
         bool dirty; /* replies wait in a client for room in its request's stream */
         bool woke;  /* a request was resumed: MHD_run must see it */
+        struct proxy_state *proxy; /* the port proxy (http_proxy.c) */
 };
 
 /* ---- what the services use ------------------------------------------------------------------ */
@@ -35,6 +37,17 @@ const char *http_header(hreq *r, const char *name)
 const char *http_arg(hreq *r, const char *name)
 {
         return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct proxy_state *http_proxy(daemon_state *d)
+{
+        return d->http ? d->http->proxy : NULL;
+}
+
+void http_kick(daemon_state *d)
+{
+        if (d->http)
+                d->http->woke = true;
 }
 
 void http_wake(hreq *r)
@@ -253,18 +266,15 @@ static bool key_auth(hreq *r)
 /* The data plane's sandbox: E2b-Sandbox-Id and E2b-Sandbox-Port, or a PORT-ID.DOMAIN host. */
 static int data_target(hreq *r)
 {
-        const char *id = http_header(r, "E2b-Sandbox-Id"), *port = http_header(r, "E2b-Sandbox-Port");
+        /* Novita's SDK names them Novita-Sandbox-Id and -Port */
+        const char *id = http_header(r, "E2b-Sandbox-Id") ?: http_header(r, "Novita-Sandbox-Id");
+        const char *port = http_header(r, "E2b-Sandbox-Port") ?: http_header(r, "Novita-Sandbox-Port");
         const char *domain = r->d->conf->http_domain, *host = http_header(r, "Host");
         char hostid[33] = "";
         unsigned hostport = 0;
-        if (!id && domain && *domain && host) {
-                size_t hl = strcspn(host, ":"), dl = strlen(domain);
-                int n = 0;
-                if (hl > dl + 1 && host[hl - dl - 1] == '.' && !strncasecmp(host + hl - dl, domain, dl) &&
-                    sscanf(host, "%5u-%32[0-9a-z]%n", &hostport, hostid, &n) == 2 && (size_t)n == hl - dl - 1) {
-                        id = hostid;
-                        r->port = hostport;
-                }
+        if (!id && e2b_host_route(host, domain, &hostport, hostid)) {
+                id = hostid;
+                r->port = hostport;
         }
         if (!id)
                 return 0;
@@ -298,8 +308,8 @@ static int data_auth(hreq *r)
                 r->uid = found->owner;
                 r->gid = found->host_gid;
         } else if (key_auth(r)) {
-                if (found && r->uid != 0 && r->uid != found->owner)
-                        found = NULL; /* another user's: as if it did not exist */
+                if (found && r->uid != found->owner)
+                        found = NULL; /* another user's (root's key too): as if it did not exist */
         } else if (found) {
                 control_error(r, 401, token ? "the access token is not this sandbox's" : "an access token (X-Access-Token) or an API key (X-API-KEY) is needed");
                 return -EACCES;
@@ -348,6 +358,8 @@ static void route(hreq *r)
         r->plane = r->port == HTTP_ENVD_PORT ? HR_ENVD : HR_PROXY;
         if (r->plane == HR_ENVD && !strcmp(r->url, "/files"))
                 files_request(r); /* sets on_body for an upload before its body comes */
+        else if (r->plane == HR_PROXY)
+                proxy_request(r); /* the same: the body streams to the port */
 }
 
 /* The body is in (or streamed): the service answers, now or later. */
@@ -360,9 +372,7 @@ static void start(hreq *r)
         }
         if (r->plane == HR_CONTROL)
                 control_request(r);
-        else if (r->plane == HR_PROXY)
-                proxy_request(r);
-        else if (strcmp(r->url, "/files"))
+        else if (r->plane == HR_ENVD && strcmp(r->url, "/files"))
                 envd_request(r);
 }
 
@@ -395,7 +405,9 @@ static enum MHD_Result respond(hreq *r)
                 return MHD_YES;
         struct MHD_Response *resp = NULL;
         if (r->answer || r->status) {
-                if (r->streaming)
+                if (r->upgrade)
+                        resp = MHD_create_response_for_upgrade(r->upgrade, r->upgrade_cls);
+                else if (r->streaming)
                         resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, r, NULL);
                 else {
                         resp = MHD_create_response_from_buffer(r->answer_len, r->answer, MHD_RESPMEM_MUST_FREE);
@@ -415,42 +427,63 @@ static enum MHD_Result respond(hreq *r)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
         if (r->next_token)
                 MHD_add_response_header(resp, "X-Next-Token", r->next_token);
+        if (r->on_response)
+                r->on_response(r, resp);
         enum MHD_Result ret = MHD_queue_response(r->conn, r->status, resp);
         MHD_destroy_response(resp);
-        r->queued = true;
+        r->queued = ret == MHD_YES;
         return ret;
+}
+
+/* The request's headers are in: routed, and refused at once where it can be (before a body
+ * that would only be thrown away is read). */
+static enum MHD_Result first_call(daemon_state *d, struct MHD_Connection *conn, const char *url, const char *method, void **con_cls)
+{
+        hreq *r = calloc(1, sizeof(*r));
+        if (!r)
+                return MHD_NO;
+        r->d = d;
+        r->conn = conn;
+        r->url = url;
+        r->method = method;
+        r->body_max = HTTP_BODY_MAX;
+        sb_init(&r->body, 0);
+        r->next = d->http->reqs;
+        if (r->next)
+                r->next->pprev = &r->next;
+        r->pprev = &d->http->reqs;
+        d->http->reqs = r;
+        d->http->n_reqs++;
+        *con_cls = r;
+        route(r);
+        const char *cl = http_header(r, "Content-Length"), *te = http_header(r, "Transfer-Encoding");
+        unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
+        if (!r->status && !r->on_body && len > r->body_max) {
+                r->body_too_large = true;
+                start(r);
+                return respond(r); /* before the body: curl's 100-continue gets it at once */
+        }
+        /* refused with a body coming: read (and drop) it first, as long as it is small, so that
+         * a client that does not wait for an answer before sending gets it rather than EPIPE */
+        if (r->status && (te || len) && len <= HTTP_BODY_MAX)
+                return MHD_YES;
+        return r->status ? respond(r) : MHD_YES;
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method, const char *version,
                                  const char *upload, size_t *upload_size, void **con_cls)
 {
         (void)version;
-        daemon_state *d = cls;
         hreq *r = *con_cls;
-        if (!r) {
-                r = calloc(1, sizeof(*r));
-                if (!r)
-                        return MHD_NO;
-                r->d = d;
-                r->conn = conn;
-                r->url = url;
-                r->method = method;
-                r->body_max = HTTP_BODY_MAX;
-                sb_init(&r->body, 0);
-                r->next = d->http->reqs;
-                if (r->next)
-                        r->next->pprev = &r->next;
-                r->pprev = &d->http->reqs;
-                d->http->reqs = r;
-                d->http->n_reqs++;
-                *con_cls = r;
-                route(r);
-                return r->status ? respond(r) : MHD_YES;
-        }
+        if (!r)
+                return first_call(cls, conn, url, method, con_cls);
         if (*upload_size) {
-                if (r->status) { /* answered already (refused): the rest is not read */
+                if (r->status) { /* answered already (refused): the rest is read and dropped, up to a bound */
+                        r->discarded += *upload_size;
                         *upload_size = 0;
-                        return MHD_YES;
+                        /* an upload refused half-way may be large: it is read and dropped (bytes
+                         * in, nothing kept) up to HTTP_DISCARD_MAX, then the connection closed */
+                        return r->discarded > (r->on_body ? HTTP_DISCARD_MAX : HTTP_BODY_MAX) ? MHD_NO : MHD_YES;
                 }
                 if (r->on_body) {
                         size_t took = r->on_body(r, upload, *upload_size);
@@ -459,13 +492,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                                 r->suspended = true;
                                 MHD_suspend_connection(conn);
                         }
-                        return r->status ? respond(r) : MHD_YES;
+                        /* an answer (a refusal) goes once the body is read: MHD sends none
+                         * queued in the middle of it (the rest is read and dropped, above) */
+                        return MHD_YES;
                 }
                 if (r->body.len + *upload_size > r->body_max) {
                         r->body_too_large = true;
-                        start(r);
+                        start(r); /* answered once the body is in: MHD queues nothing in the middle of one */
+                        r->discarded = *upload_size;
                         *upload_size = 0;
-                        return respond(r);
+                        return MHD_YES;
                 }
                 if (sb_append(&r->body, upload, *upload_size) < 0)
                         return MHD_NO;
@@ -474,7 +510,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         }
         if (!r->body_complete) {
                 r->body_complete = true;
-                if (r->on_body)
+                if (r->on_body && !r->status)
                         (void)r->on_body(r, NULL, 0); /* the end of the upload */
         }
         if (!r->started && !r->status)
@@ -573,7 +609,7 @@ int http_open(daemon_state *d, nsbox_error *err)
         if (fd < 0)
                 return fd;
         d->http->listen_fd = fd;
-        d->http->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access, d,
+        d->http->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access, d,
                                         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
                                         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
                                         (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
@@ -586,6 +622,11 @@ int http_open(daemon_state *d, nsbox_error *err)
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(d->http->mhd, MHD_DAEMON_INFO_EPOLL_FD);
         if (!info || nsbox_epoll_add(d->epfd, info->epoll_fd, KEY(0, K_HTTP), NULL, EPOLLIN) < 0)
                 return nsbox_err(err, errno ? errno : EIO, "http: epoll");
+        int pfd = proxy_open(d, &d->http->proxy, err); /* the proxy's own epoll, under the same kind */
+        if (pfd < 0)
+                return pfd;
+        if (nsbox_epoll_add(d->epfd, pfd, KEY(1, K_HTTP), NULL, EPOLLIN) < 0)
+                return nsbox_err(err, errno, "http: epoll");
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         char addr[INET6_ADDRSTRLEN] = "?";
@@ -606,8 +647,10 @@ int http_open(daemon_state *d, nsbox_error *err)
 
 void http_run(daemon_state *d)
 {
-        if (d->http)
-                MHD_run(d->http->mhd);
+        if (!d->http)
+                return;
+        MHD_run(d->http->mhd);
+        proxy_run(d->http->proxy);
 }
 
 /* Replies and events waiting in the requests' clients go to their requests, as far as their
@@ -617,6 +660,7 @@ void http_pump(daemon_state *d)
         if (!d->http) /* every request's client is looked at: replies come to them at any time */
                 return;
         d->http->dirty = false;
+        proxy_pump(d->http->proxy);
         for (hreq *r = d->http->reqs; r; r = r->next) {
                 client *c = r->c;
                 while (c && c->out.len && r->sout.len < HTTP_STREAM_HIGH) {
@@ -633,20 +677,23 @@ void http_pump(daemon_state *d)
                                 r->on_msg(r, msg);
                         json_decref(msg);
                 }
-                if (c && c->out.len)
-                        d->http->dirty = true;
+                /* what stays in c waits for room in r's stream: stream_read says when (dirty) */
         }
         fs_reap(d); /* watchers whose sandbox or watch ended, now that the walk is over */
-        /* MHD's own due work (a response to go on with, a connection to close) is done only in
-         * MHD_run: its epoll fd, edge-triggered, says nothing of it */
-        MHD_UNSIGNED_LONG_LONG ms;
-        if (MHD_get_timeout(d->http->mhd, &ms) == MHD_YES && ms == 0)
-                d->http->woke = true;
-        /* resumed requests proceed now (in external polling, nothing else would tell MHD) */
+        /* MHD's own work each round: resumed requests, its timeouts (idle connections, a request
+         * over its memory), data it has read but not processed; with external polling nothing
+         * else would make it look */
+        d->http->woke = false;
+        MHD_run(d->http->mhd);
         for (int round = 0; round < 8 && d->http->woke; round++) {
                 d->http->woke = false;
                 MHD_run(d->http->mhd);
         }
+        /* MHD's own timers (idle connections, a closed connection to complete, a resumed one
+         * still to serve) come due without an event on its epoll fd: its timeout says so */
+        MHD_UNSIGNED_LONG_LONG ms;
+        if (MHD_get_timeout(d->http->mhd, &ms) == MHD_YES && ms == 0)
+                MHD_run(d->http->mhd);
 }
 
 /* Requests' deadlines and keepalives; returns the loop's timeout for them and for MHD. */
@@ -664,6 +711,7 @@ int http_timeout(daemon_state *d, int timeout)
                 if (due && (!next || due < next))
                         next = due;
         }
+        timeout = proxy_timeout(d->http->proxy, timeout);
         if (d->http->dirty || d->http->woke)
                 return 0;
         MHD_UNSIGNED_LONG_LONG ms;
@@ -681,8 +729,10 @@ void http_close(daemon_state *d)
 {
         if (!d->http)
                 return;
+        proxy_close_pipes(d->http->proxy);
         MHD_stop_daemon(d->http->mhd); /* completes every request: their clients go */
         fs_close(d);                   /* and the internal ones of envd's watchers */
+        proxy_close(d->http->proxy);
         close(d->http->listen_fd);
         free(d->http);
         d->http = NULL;

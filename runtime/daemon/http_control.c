@@ -167,7 +167,7 @@ static int boolean(hreq *r, json_t *v, const char *name, bool *ret)
 static sandbox *find_visible(hreq *r, const char *id)
 {
         for (sandbox *s = r->d->sandboxes; s; s = s->next)
-                if (!s->pooled && (r->uid == 0 || r->uid == s->owner) && !strcmp(s->sup.id, id))
+                if (!s->pooled && r->uid == s->owner && !strcmp(s->sup.id, id))
                         return s;
         return NULL;
 }
@@ -231,20 +231,36 @@ static void create_done(hreq *r, control *k, json_t *msg)
         http_answer_json(r, 201, created_json(r, s));
 }
 
-/* metadata=k%3Dv&k2%3Dv2 (the query string's own escaping undone by MHD, this one here) */
+/* One form-encoded key or value: '+' is a space, then %XX undone (MHD_http_unescape). */
+static void form_decode(char *v)
+{
+        for (char *p = v; *p; p++)
+                if (*p == '+')
+                        *p = ' ';
+        MHD_http_unescape(v);
+}
+
+/* The SDKs' metadata filter: the query value (undone by MHD) is a form, k=v&k2=v2, whose keys
+ * and values are each URI-encoded once more (encodeURIComponent, then URLSearchParams). */
 static bool metadata_match(const char *filter, json_t *meta)
 {
-        char buf[2048];
+        char buf[4096];
+        if (strlen(filter) >= sizeof(buf))
+                return false;
         snprintf(buf, sizeof(buf), "%s", filter);
         char *save = NULL;
         for (char *kv = strtok_r(buf, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
-                MHD_http_unescape(kv);
                 char *eq = strchr(kv, '=');
                 if (!eq)
                         return false;
                 *eq = 0;
-                const char *have = json_string_value(json_object_get(meta, kv));
-                if (!have || strcmp(have, eq + 1))
+                char *k = kv, *v = eq + 1;
+                form_decode(k);
+                form_decode(v);
+                MHD_http_unescape(k);
+                MHD_http_unescape(v);
+                const char *have = json_string_value(json_object_get(meta, k));
+                if (!have || strcmp(have, v))
                         return false;
         }
         return true;
@@ -273,7 +289,7 @@ static void list(hreq *r, bool v2)
         unsigned long n = 0, more = 0;
         /* newest first in the list nsboxd keeps: walk it and page by serial, descending */
         for (sandbox *s = r->d->sandboxes; s && arr; s = s->next) {
-                if (s->pooled || !s->ready || (r->uid != 0 && r->uid != s->owner) || (from && s->serial >= from))
+                if (s->pooled || !s->ready || r->uid != s->owner || (from && s->serial >= from))
                         continue;
                 if ((s->paused && !paused) || (!s->paused && !running))
                         continue;
@@ -314,7 +330,8 @@ static void metrics(hreq *r, sandbox *s)
                                            disk_total));
 }
 
-/* /sandboxes/{id}[/what] with a sandbox the key's user may see */
+/* /sandboxes/{id}[/what] with a sandbox of the key's user.  A key reaches its own user's
+ * sandboxes and no other's, root's key too (root's reach over every sandbox is the socket's). */
 static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
 {
         const char *m = r->method;
@@ -384,8 +401,10 @@ static void on_msg(hreq *r, json_t *msg)
         case OP_KILL:
         case OP_PAUSE:
         case OP_TIMEOUT:
+                /* a pause nsboxd cannot do (no cgroup to freeze) is not E2B's 409, which the SDKs
+                 * read as "already paused" */
                 if (code)
-                        control_error(r, !strcmp(code, "not_found") ? 404 : !strcmp(code, "conflict") ? 409 : http_status_of(code), "%s", why);
+                        control_error(r, !strcmp(code, "not_found") ? 404 : k->op == OP_PAUSE ? 500 : http_status_of(code), "%s", why);
                 else
                         http_answer(r, 204, NULL, NULL, 0);
                 return;

@@ -117,6 +117,27 @@ static json_int_t keep_fd(int fd, nsbox_kept *k, bool *full)
 #define STR_OR_NULL(x) ((x) ? json_string(x) : json_null())
 
 /* What the next nsboxd needs to serve s as it was (its fds by index in k->fds). */
+/* A kept sandbox's HTTP state as http_control.c makes it: its token (hex), strings in its
+ * metadata and envs, a template name; anything else is dropped (the sandbox stays, unreachable
+ * by token, as one made through the socket). */
+static bool kept_http_ok(json_t *h)
+{
+        const char *tok = json_string_value(json_object_get(h, "token"));
+        if (!json_is_object(h) || !tok || strlen(tok) != 32 || !is_hex(tok, 32) || !json_is_string(json_object_get(h, "template")))
+                return false;
+        static const char *const maps[] = { "metadata", "envs" };
+        for (size_t i = 0; i < 2; i++) {
+                json_t *m = json_object_get(h, maps[i]), *v;
+                const char *k;
+                if (m && !json_is_object(m))
+                        return false;
+                json_object_foreach(m, k, v)
+                        if (!json_is_string(v))
+                                return false;
+        }
+        return true;
+}
+
 static int keep_record(const daemon_state *d, const sandbox *s, nsbox_kept *k)
 {
         bool full = false;
@@ -133,6 +154,7 @@ static int keep_record(const daemon_state *d, const sandbox *s, nsbox_kept *k)
         SET(o, "owner", json_integer((json_int_t)s->owner));
         SET(o, "policy_name", STR_OR_NULL(s->policy_name));
         SET(o, "labels", json_incref(s->labels));
+        SET(o, "http", s->http ? json_incref(s->http) : json_null());
         SET(o, "create_params", json_incref(s->create_params));
         SET(o, "created", json_integer((json_int_t)s->created));
         /* CLOCK_MONOTONIC is the machine's: the next nsboxd counts from the same time */
@@ -361,6 +383,8 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         s->host_gid = (gid_t)rec_u64(rec, "host_gid");
         json_t *labels = json_object_get(rec, "labels");
         s->labels = json_is_object(labels) ? json_deep_copy(labels) : json_object();
+        json_t *http = json_object_get(rec, "http");
+        s->http = kept_http_ok(http) ? json_deep_copy(http) : NULL;
         const char *tpl = json_string_value(json_object_get(rec, "template"));
         const nsbox_template *tp = tpl ? nsbox_dconfig_template(d->conf, tpl) : NULL;
         s->tpl = tp ? (int)(tp - d->conf->templates) : -1;

@@ -282,29 +282,10 @@ test_options_shape_the_default_sandbox() {
 
 # ---- the official TypeScript SDK client ------------------------------------------------------
 
-# @modelcontextprotocol/sdk, installed once per machine (root: /var/cache/nsbox-test/npm) or per
-# user ($HOME/.cache/nsbox-test/npm, unless root's is there to read); echoes its directory.
+# @modelcontextprotocol/sdk, installed once per machine or per user (npm_cache_dir in lib.sh);
+# echoes its directory.
 sdk_dir() {
-        local shared=/var/cache/nsbox-test/npm dir
-        if [ "$(id -u)" = 0 ]; then
-                dir=$shared
-        elif [ -r "$shared/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
-                echo "$shared"
-                return 0
-        else
-                dir=${XDG_CACHE_HOME:-$HOME/.cache}/nsbox-test/npm
-        fi
-        mkdir -p "$dir" || return 1
-        # --prefix would also move npm's global configuration (PREFIX/etc/npmrc): keep the machine's
-        # (its registry, proxy or cafile)
-        local global; global=$(npm config get globalconfig 2> /dev/null)
-        (
-                flock 9
-                [ -r "$dir/node_modules/@modelcontextprotocol/sdk/package.json" ] ||
-                        npm install --prefix "$dir" --no-audit --no-fund --loglevel=error --cache "$dir/.npm-cache" \
-                                ${global:+--globalconfig "$global"} '@modelcontextprotocol/sdk@^1' >&2
-        ) 9> "$dir/.lock" || return 1
-        echo "$dir"
+        npm_cache_dir npm node_modules/@modelcontextprotocol/sdk/package.json '@modelcontextprotocol/sdk@^1'
 }
 
 test_official_typescript_sdk_client_lists_and_calls_tools() {

@@ -59,6 +59,7 @@ test_sandbox_lifecycle_create_list_pause_connect_timeout_kill() { run_check life
 test_bad_input_raises_stable_codes_and_changes_nothing() { run_check errors; }
 test_run_code_runs_python_javascript_c_cpp() { run_check run_code; }
 test_files_watch_dir_sees_each_change_in_order() { run_check watch; }
+test_pty_create_takes_keys_resizes_and_ctrl_c() { run_check pty; }
 test_deepagents_backend_returns_deepagents_shapes() { run_check deepagents_shapes; }
 test_deepagents_backend_errors_use_deepagents_names() { run_check deepagents_errors; }
 

@@ -465,6 +465,52 @@ def t_watch():
         raises(lambda: s.files.watch_dir("w/c.txt", on_event), SandboxException, "not_a_directory", "a file")
 
 
+def t_pty():
+    from nsbox import PtySize
+    with Sandbox.create(metadata={"test": "pty"}) as s:
+        got, lock = bytearray(), threading.Lock()
+
+        def on_data(b):
+            check(isinstance(b, bytes), f"on_data gets bytes: {b!r}")
+            with lock:
+                got.extend(b)
+
+        def wait_for(needle, what):
+            for _ in range(100):
+                with lock:
+                    if needle in got:
+                        return
+                time.sleep(0.1)
+            sys.exit(f"check failed: {what}: {bytes(got)[-800:]!r}")
+
+        h = s.pty.create(cols=100, rows=30, on_data=on_data, cmd=["bash", "--norc", "-i"], envs={"PS1": "$ "})
+        check(any(p["pid"] == h.pid and p["pty"] for p in s.commands.list()), "process_list shows pty")
+        h.send_input(b"tty; set -- $(stty size); echo sz-$1x$2\n")
+        wait_for(b"sz-30x100", "stty size as created")
+        check(b"/dev/pts/" in got, f"tty: {bytes(got)!r}")
+        h.resize(120, 40)
+        h.send_input("set -- $(stty size); echo sz-$1x$2\n")
+        wait_for(b"sz-40x120", "stty size after resize")
+        h.send_input(b"sleep 100\n")
+        time.sleep(0.5)
+        h.send_input(b"\x03")
+        h.send_input(b"echo after-$((1+1))\n")
+        wait_for(b"after-2", "the shell after Ctrl-C")
+        h.send_input(b"exit 0\n")
+        r = h.wait(timeout=10)
+        check(r.exit_code == 0, f"exit status: {r}")
+        # E2B's shapes: a PtySize, and kill() of one still running
+        h2 = s.pty.create(PtySize(rows=10, cols=20), on_data=None, cmd=["sleep", "100"])
+        s.pty.resize(h2.pid, PtySize(rows=11, cols=21))
+        check(h2.kill() is True, "kill of a running pty command")
+        raises(lambda: h2.wait(timeout=10), CommandExitException, "command_exit", "wait after kill")
+        raises(lambda: s.pty.create(cols=0), InvalidArgumentException, "invalid_argument", "cols 0")
+        bg = s.commands.run("sleep 100", background=True)
+        raises(lambda: s.pty.resize(bg.pid, PtySize(rows=5, cols=5)), InvalidArgumentException, "invalid_argument",
+               "resize of a command without a pty")
+        bg.kill()
+
+
 CHECKS = {name[2:]: fn for name, fn in globals().items() if name.startswith("t_")}
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ int nsbox_fuzz_policy(const uint8_t *data, size_t size);
 int nsbox_fuzz_rpc(const uint8_t *data, size_t size);
 int nsbox_fuzz_dconfig(const uint8_t *data, size_t size);
 int nsbox_fuzz_apikeys(const uint8_t *data, size_t size);
+int nsbox_fuzz_connect(const uint8_t *data, size_t size);
 int nsbox_fuzz_path(const uint8_t *data, size_t size);
 int nsbox_fuzz_spec(const uint8_t *data, size_t size);
 
@@ -79,6 +80,7 @@ REPLAY_TEST(policy)
 REPLAY_TEST(rpc)
 REPLAY_TEST(dconfig)
 REPLAY_TEST(apikeys)
+REPLAY_TEST(connect)
 REPLAY_TEST(path)
 REPLAY_TEST(spec)
 
@@ -93,6 +95,7 @@ Suite *fuzz_suite(void)
         unit_add(tc, fuzz_rpc_seeds_and_regressions_replay_cleanly);
         unit_add(tc, fuzz_dconfig_seeds_and_regressions_replay_cleanly);
         unit_add(tc, fuzz_apikeys_seeds_and_regressions_replay_cleanly);
+        unit_add(tc, fuzz_connect_seeds_and_regressions_replay_cleanly);
         unit_add(tc, fuzz_path_seeds_and_regressions_replay_cleanly);
         unit_add(tc, fuzz_spec_seeds_and_regressions_replay_cleanly);
         return s;

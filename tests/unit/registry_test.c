@@ -17,12 +17,13 @@ static const struct {
         const char *params;   /* space-separated, exact */
         const char *required; /* space-separated, in order */
 } documented[] = {
-        { "exec", "cmd shell cwd env stdin stdin_open timeout background max_output stream tag detach", "" },
+        { "exec", "cmd shell cwd env stdin stdin_open timeout background max_output stream tag detach pty", "" },
         { "process_list", "", "" },
         { "process_wait", "pid tag timeout", "" },
         { "process_kill", "pid tag signal", "" },
         { "process_write_stdin", "pid tag data data_b64", "" },
         { "process_close_stdin", "pid tag", "" },
+        { "process_resize", "pid tag cols rows", "cols rows" },
         { "process_connect", "pid tag follow", "" },
         { "watch", "path recursive", "path" },
         { "read_file", "path offset limit encoding byte_offset byte_limit skip_holes", "path" },

@@ -13,13 +13,13 @@ from .exceptions import (CapacityException, CommandExitException, ConflictExcept
                          NotFoundException, PermissionDeniedException, SandboxException, TimeoutException,
                          TooLargeException, UnavailableException)
 from .sandbox import (CommandHandle, CommandResult, Commands, EntryInfo, Filesystem, FilesystemEvent,
-                      FilesystemEventType, FileType, Sandbox, SandboxInfo, SandboxQuery, WatchHandle, WriteInfo)
+                      FilesystemEventType, FileType, Pty, PtyHandle, PtySize, Sandbox, SandboxInfo, SandboxQuery, WatchHandle, WriteInfo)
 
 __version__ = "0.1.0"
 
 __all__ = ["Sandbox", "SandboxInfo", "SandboxQuery", "Filesystem", "Commands", "CommandHandle", "CommandResult",
            "EntryInfo", "FileType", "WriteInfo", "FilesystemEvent", "FilesystemEventType", "WatchHandle",
-           "Connection", "runtime_paths", "SandboxException",
+           "Pty", "PtyHandle", "PtySize", "Connection", "runtime_paths", "SandboxException",
            "NotFoundException", "InvalidArgumentException", "PermissionDeniedException", "ConflictException",
            "TooLargeException", "TimeoutException", "CapacityException", "UnavailableException",
            "CommandExitException"]

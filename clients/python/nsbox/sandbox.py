@@ -607,6 +607,114 @@ class Commands:
         return CommandHandle(self._sb, pid, on_stdout, on_stderr, timeout, tag=tag, stream_on_wait=True)
 
 
+# ---- pty --------------------------------------------------------------------------------------
+
+@dataclass
+class PtySize:
+    """A terminal's size (E2B's PtySize)."""
+    rows: int = 24
+    cols: int = 80
+
+
+class PtyHandle:
+    """A command on a terminal of its own (exec with pty), detached: send_input(), resize(),
+    kill(), wait().  Its output, one stream of bytes, goes to on_data as it comes from a
+    process_connect call on a thread of the handle's own."""
+
+    def __init__(self, sandbox: "Sandbox", pid: int, on_data: Optional[Callable[[bytes], None]] = None,
+                 tag: Optional[str] = None):
+        self._sb = sandbox
+        self.pid = pid
+        self.tag = tag
+        self._on_data = on_data
+        self._error: Optional[BaseException] = None
+        self._result: Optional[CommandResult] = None
+        self._thread = threading.Thread(target=self._follow, daemon=True)
+        self._thread.start()
+
+    def _event(self, ev: Dict[str, Any]) -> None:
+        if ev.get("event") == "pty" and "data_b64" in ev and self._on_data:
+            self._on_data(base64.b64decode(ev["data_b64"]))
+
+    def _follow(self) -> None:
+        try:
+            self._sb._call("process_connect", {"pid": self.pid}, on_event=self._event, stream=True)
+        except BaseException as e:  # given to wait()
+            self._error = e
+
+    def send_input(self, data: Union[str, bytes]) -> None:
+        """Keys for the terminal (bytes, or text as UTF-8): b"\\x03" is Ctrl-C."""
+        self._sb.pty.send_stdin(self.pid, data)
+
+    send_stdin = send_input
+
+    def resize(self, cols: Union[int, PtySize], rows: Optional[int] = None) -> None:
+        """The terminal's new size (process_resize); the command gets SIGWINCH."""
+        self._sb.pty.resize(self.pid, cols if isinstance(cols, PtySize) else PtySize(rows=rows or 0, cols=cols))
+
+    def kill(self) -> bool:
+        """SIGKILL to its process group; False when it had ended already."""
+        return self._sb.pty.kill(self.pid)
+
+    def wait(self, timeout: Optional[float] = None) -> CommandResult:
+        """Wait until it ends (its output has all reached on_data then); its result, whose
+        stdout is empty.  A non-zero exit raises CommandExitException; timeout (seconds) raises
+        TimeoutException and leaves it running."""
+        if self._result is None:
+            self._thread.join(timeout or None)
+            if self._thread.is_alive():
+                raise TimeoutException(f"process {self.pid} is still running", "timeout")
+            if self._error is not None:
+                raise self._error
+            self._result = _result(self._sb._call("process_wait", {"pid": self.pid, "timeout": timeout or 0}), "", "")
+        return _finish(self._result, None)
+
+
+class Pty:
+    """sandbox.pty: E2B's Pty over exec's pty param and process_resize."""
+
+    def __init__(self, sandbox: "Sandbox"):
+        self._sb = sandbox
+
+    def create(self, size: Optional[PtySize] = None, on_data: Optional[Callable[[bytes], None]] = None,
+               cwd: Optional[str] = None, envs: Optional[Dict[str, str]] = None,
+               cmd: Optional[List[str]] = None, cols: Optional[int] = None, rows: Optional[int] = None,
+               tag: Optional[str] = None, **_ignored) -> PtyHandle:
+        """Start cmd (default: an interactive bash) on a new terminal of size (or cols x rows;
+        default 80x24), detached: it runs on when this connection goes, and tag names it.
+        on_data gets the terminal's output as bytes as it comes."""
+        size = size or PtySize(rows=rows if rows is not None else 24, cols=cols if cols is not None else 80)
+        params: Dict[str, Any] = {"cmd": list(cmd or ["/bin/bash", "-i", "-l"]), "detach": True,
+                                  "pty": {"cols": size.cols, "rows": size.rows}}
+        if cwd:
+            params["cwd"] = cwd
+        if envs:
+            params["env"] = dict(envs)
+        if tag is not None:
+            _check_str("tag", tag)
+            params["tag"] = tag
+        r = self._sb._call("exec", params)
+        if not r.get("background"):  # it could not start: its result (127, 126) at once
+            _finish(_result(r), None)  # raises, with the status and why
+        return PtyHandle(self._sb, r["pid"], on_data, tag=r.get("tag"))
+
+    def send_stdin(self, pid: int, data: Union[str, bytes], **_ignored) -> None:
+        if isinstance(data, str):
+            data = data.encode()
+        if not isinstance(data, (bytes, bytearray)):
+            raise InvalidArgumentException("pty.send_stdin: data must be bytes or str", "invalid_argument")
+        self._sb._call("process_write_stdin", {"pid": pid, "data_b64": base64.b64encode(bytes(data)).decode()})
+
+    def resize(self, pid: int, size: PtySize, **_ignored) -> None:
+        self._sb._call("process_resize", {"pid": pid, "cols": size.cols, "rows": size.rows})
+
+    def kill(self, pid: int, **_ignored) -> bool:
+        try:
+            return bool(self._sb._call("process_kill", {"pid": pid, "signal": "KILL"})["signaled"])
+        except NotFoundException:
+            return False
+
+
 # ---- run_code ---------------------------------------------------------------------------------
 
 # language: (file name, command line run in the directory of the file, installer of libraries)
@@ -646,6 +754,7 @@ class Sandbox:
         self._conn = Connection(socket)
         self.files = Filesystem(self)
         self.commands = Commands(self)
+        self.pty = Pty(self)
         attach = create_params.pop("_attach", None)
         if attach is not None:
             self._info = attach

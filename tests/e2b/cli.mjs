@@ -1,0 +1,78 @@
+// E2B's CLI (@e2b/cli, which bundles its own copy of the e2b SDK): `e2b sandbox list` and
+// `e2b sandbox kill ID`.  It reads E2B_API_KEY, E2B_API_URL and E2B_SANDBOX_URL like the SDK; with
+// no key it would read ~/.e2b/config.json, so HOME is a scratch directory here, and its npm
+// update check is off (NO_UPDATE_NOTIFIER).
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { Sandbox, NotFoundError } from "e2b";
+import { check, assert, eq, throwsA, atEnd, done, RUN } from "./lib.mjs";
+
+const require = createRequire(import.meta.url);
+const CLI = join(dirname(require.resolve("@e2b/cli/package.json")), "dist", "index.js");
+const home = mkdtempSync(join(tmpdir(), "e2b-cli-home."));
+let sb;
+atEnd(async () => {
+        rmSync(home, { recursive: true, force: true });
+        if (sb) await sb.kill().catch(() => {});
+});
+
+// runs the CLI; resolves to {status, stdout, stderr}
+function e2b(...args) {
+        const env = { ...process.env, HOME: home, NO_UPDATE_NOTIFIER: "1", FORCE_COLOR: "0", NO_COLOR: "1" };
+        return new Promise((resolve) => {
+                execFile(process.execPath, [CLI, ...args], { env, timeout: 25000 }, (err, stdout, stderr) => {
+                        resolve({ status: err ? (err.code ?? err.signal) : 0, stdout, stderr });
+                });
+        });
+}
+const show = (r) => `status ${r.status}, stdout ${JSON.stringify(r.stdout).slice(0, 300)}, stderr ${JSON.stringify(r.stderr).slice(0, 300)}`;
+
+await check("cli_runs", async () => {
+        const r = await e2b("--version");
+        eq(0, r.status, "e2b --version: " + show(r));
+});
+
+await check("create_a_sandbox", async () => {
+        sb = await Sandbox.create({ metadata: { run: RUN, via: "cli" } });
+}, 60000);
+
+await check("cli_sandbox_list", async () => {
+        const j = await e2b("sandbox", "list", "--format", "json", "--metadata", `run=${RUN}`);
+        eq(0, j.status, "e2b sandbox list --format json: " + show(j));
+        const list = JSON.parse(j.stdout);
+        eq([sb.sandboxId], list.map((s) => s.sandboxId), "sandboxes in the JSON list");
+        eq([{ run: RUN, via: "cli" }, "running", "base"], [list[0].metadata, list[0].state, list[0].templateId], "metadata, state, templateId");
+        const p = await e2b("sandbox", "list");
+        eq(0, p.status, "e2b sandbox list: " + show(p));
+        assert(p.stdout.includes(sb.sandboxId), "the table of e2b sandbox list does not show the sandbox: " + show(p));
+        assert(p.stdout.includes("Running"), "the table of e2b sandbox list shows no Running state: " + show(p));
+});
+
+await check("cli_sandbox_kill", async () => {
+        const r = await e2b("sandbox", "kill", sb.sandboxId);
+        eq(0, r.status, "e2b sandbox kill: " + show(r));
+        assert(r.stdout.includes(`Sandbox ${sb.sandboxId} has been killed`), "e2b sandbox kill's message: " + show(r));
+        await throwsA(NotFoundError, () => Sandbox.getInfo(sb.sandboxId), "getInfo after e2b sandbox kill");
+        const again = await e2b("sandbox", "kill", sb.sandboxId);
+        assert(again.stderr.includes(`Sandbox ${sb.sandboxId} wasn't found`), "a second kill: " + show(again));
+        sb = undefined;
+        const none = await e2b("sandbox", "list", "--format", "json", "--metadata", `run=${RUN}`);
+        eq("[]", JSON.stringify(JSON.parse(none.stdout)), "the list after kill: " + show(none));
+});
+
+await check("cli_bad_key_fails", async () => {
+        const saved = process.env.E2B_API_KEY;
+        process.env.E2B_API_KEY = "e2b_" + "0".repeat(40);
+        try {
+                const r = await e2b("sandbox", "list");
+                assert(r.status !== 0, "e2b sandbox list with a bad key succeeded: " + show(r));
+                assert(/AuthenticationError|Unauthorized/.test(r.stderr), "the error of a bad key: " + show(r));
+        } finally {
+                process.env.E2B_API_KEY = saved;
+        }
+});
+
+await done();

@@ -1,0 +1,170 @@
+// The control plane through the e2b SDK: create, list (metadata filter, paging), connect, getInfo,
+// setTimeout, pause and resume, kill, and the errors (unknown id, bad key, another user's
+// sandbox).  Env: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY; E2B_OTHER_API_KEY, a key of another
+// user of the same nsboxd, when there is one.
+import { Sandbox, NotFoundError, AuthenticationError } from "e2b";
+import { check, assert, eq, throwsA, atEnd, done, Skip, RUN } from "./lib.mjs";
+
+const made = new Set();
+atEnd(async () => {
+        for (const id of made) await Sandbox.kill(id).catch(() => {});
+});
+const create = async (opts) => {
+        const sb = await Sandbox.create(opts);
+        made.add(sb.sandboxId);
+        return sb;
+};
+const UNKNOWN = "ffffffffffffffffffffffffffffffff";
+const META = { suite: "nsbox e2b", run: RUN, "free key/with=odd chars": "a value, with = & spaces" };
+// a page of Sandbox.list, all pages up to max
+async function listAll(opts, max = 10) {
+        const p = Sandbox.list(opts), out = [];
+        for (let i = 0; p.hasNext && i < max; i++) out.push(...(await p.nextItems()));
+        return out;
+}
+
+let sb, sb2;
+
+await check("create_with_metadata_envs_timeout", async () => {
+        const before = Date.now();
+        sb = await create({ metadata: META, envs: { GREETING: "hello from envs" }, timeoutMs: 120000 });
+        assert(/^\S+$/.test(sb.sandboxId), `sandboxId '${sb.sandboxId}'`);
+        const r = await sb.commands.run("echo $GREETING");
+        eq("hello from envs\n", r.stdout, "a command sees the sandbox's envs");
+        const info = await sb.getInfo();
+        eq(META, info.metadata, "metadata kept exactly");
+        const left = (info.endAt.getTime() - before) / 1000;
+        assert(left > 100 && left < 140, `endAt is ${left} s after create, for a 120 s timeout`);
+}, 60000);
+
+await check("get_info_fields", async () => {
+        const info = await sb.getInfo();
+        eq(sb.sandboxId, info.sandboxId, "sandboxId");
+        eq("base", info.templateId, "templateId (the default template)");
+        eq("running", info.state, "state");
+        assert(info.startedAt instanceof Date && !isNaN(info.startedAt), `startedAt ${info.startedAt}`);
+        assert(Math.abs(Date.now() - info.startedAt.getTime()) < 120000, `startedAt ${info.startedAt.toISOString()} is not now`);
+        assert(typeof info.envdVersion === "string" && /^\d+\.\d+\.\d+/.test(info.envdVersion), `envdVersion '${info.envdVersion}'`);
+        assert(Number.isInteger(info.cpuCount) && info.cpuCount > 0, `cpuCount ${info.cpuCount}`);
+        assert(Number.isInteger(info.memoryMB) && info.memoryMB > 0, `memoryMB ${info.memoryMB}`);
+});
+
+await check("list_with_a_metadata_filter", async () => {
+        sb2 = await create({ metadata: { run: RUN, second: "yes" } });
+        const all = (await listAll({ query: { metadata: { run: RUN } } })).map((s) => s.sandboxId).sort();
+        eq([sb.sandboxId, sb2.sandboxId].sort(), all, "sandboxes listed with metadata run=" + RUN);
+        const one = await listAll({ query: { metadata: { run: RUN, second: "yes" } } });
+        eq([sb2.sandboxId], one.map((s) => s.sandboxId), "sandboxes listed with two metadata pairs");
+        eq({ run: RUN, second: "yes" }, one[0].metadata, "metadata in the list");
+        eq("running", one[0].state, "state in the list");
+        const odd = await listAll({ query: { metadata: { "free key/with=odd chars": "a value, with = & spaces" } } });
+        assert(odd.some((s) => s.sandboxId === sb.sandboxId), "a filter on a key and value with odd characters does not find the sandbox");
+        eq([], await listAll({ query: { metadata: { run: RUN + "-none" } } }), "a filter no sandbox matches");
+}, 60000);
+
+await check("list_pages_with_next_token", async () => {
+        const p = Sandbox.list({ query: { metadata: { run: RUN } }, limit: 1 });
+        const first = await p.nextItems();
+        eq(1, first.length, "items on a page of limit 1");
+        assert(p.hasNext && p.nextToken, "a first page of 1 of 2 has a next token (X-Next-Token)");
+        const seen = [...first];
+        for (let i = 0; p.hasNext && i < 5; i++) seen.push(...(await p.nextItems()));
+        assert(!p.hasNext, "paging ends");
+        eq([sb.sandboxId, sb2.sandboxId].sort(), seen.map((s) => s.sandboxId).sort(), "sandboxes over all pages");
+});
+
+await check("connect_to_a_running_sandbox", async () => {
+        const c = await Sandbox.connect(sb.sandboxId);
+        eq(sb.sandboxId, c.sandboxId, "sandboxId");
+        eq("connected\n", (await c.commands.run("echo connected")).stdout, "a command through the connected sandbox");
+        eq("running", (await Sandbox.getInfo(sb.sandboxId)).state, "state after connect");
+});
+
+await check("set_timeout_moves_end_at", async () => {
+        await sb.setTimeout(300000);
+        const left = ((await sb.getInfo()).endAt.getTime() - Date.now()) / 1000;
+        assert(left > 270 && left < 330, `endAt is ${left} s away after setTimeout(300 s)`);
+        await sb.setTimeout(60000);
+        const left2 = ((await sb.getInfo()).endAt.getTime() - Date.now()) / 1000;
+        assert(left2 > 30 && left2 < 90, `endAt is ${left2} s away after setTimeout(60 s)`);
+        await sb.setTimeout(300000);
+});
+
+await check("pause_and_resume_keep_files", async () => {
+        await sb.files.write("/home/user/kept.txt", "kept across pause\n");
+        eq(true, await sb.pause(), "pause()");
+        eq("paused", (await Sandbox.getInfo(sb.sandboxId)).state, "state after pause");
+        eq(false, await sb.pause(), "pause() of a paused sandbox (409)");
+        const paused = await listAll({ query: { metadata: { run: RUN }, state: ["paused"] } });
+        eq([sb.sandboxId], paused.map((s) => s.sandboxId), "list with state paused");
+        const running = await listAll({ query: { metadata: { run: RUN }, state: ["running"] } });
+        eq([sb2.sandboxId], running.map((s) => s.sandboxId), "list with state running");
+        const r = await Sandbox.connect(sb.sandboxId, { timeoutMs: 120000 });
+        eq("running", (await Sandbox.getInfo(sb.sandboxId)).state, "state after connect (resume)");
+        eq("kept across pause\n", await r.files.read("/home/user/kept.txt"), "a file written before pause");
+        eq("after resume\n", (await r.commands.run("echo after resume")).stdout, "a command after resume");
+}, 90000);
+
+await check("kill_then_gone", async () => {
+        eq(true, await sb2.kill(), "kill()");
+        made.delete(sb2.sandboxId);
+        await throwsA(NotFoundError, () => Sandbox.getInfo(sb2.sandboxId), "getInfo of a killed sandbox");
+        eq(false, await Sandbox.kill(sb2.sandboxId), "Sandbox.kill of a killed sandbox");
+        const left = await listAll({ query: { metadata: { run: RUN } } });
+        eq([sb.sandboxId], left.map((s) => s.sandboxId), "sandboxes listed after kill");
+});
+
+await check("kill_of_an_unknown_id_is_false", async () => {
+        eq(false, await Sandbox.kill(UNKNOWN), "Sandbox.kill(unknown)");
+});
+
+await check("connect_to_an_unknown_id_is_not_found", async () => {
+        await throwsA(NotFoundError, () => Sandbox.connect(UNKNOWN), "Sandbox.connect(unknown)");
+        await throwsA(NotFoundError, () => Sandbox.getInfo(UNKNOWN), "Sandbox.getInfo(unknown)");
+        await throwsA(NotFoundError, () => Sandbox.setTimeout(UNKNOWN, 60000), "Sandbox.setTimeout(unknown)");
+        await throwsA(NotFoundError, () => Sandbox.pause(UNKNOWN), "Sandbox.pause(unknown)");
+});
+
+await check("bad_key_is_authentication_error", async () => {
+        const apiKey = "e2b_" + "0123456789abcdef".repeat(2) + "00000000";
+        await throwsA(AuthenticationError, () => Sandbox.create({ apiKey }), "Sandbox.create with a bad key");
+        await throwsA(AuthenticationError, () => Sandbox.list({ apiKey }).nextItems(), "Sandbox.list with a bad key");
+        await throwsA(AuthenticationError, () => Sandbox.connect(sb.sandboxId, { apiKey }), "Sandbox.connect with a bad key");
+        await throwsA(AuthenticationError, () => Sandbox.kill(sb.sandboxId, { apiKey }), "Sandbox.kill with a bad key");
+        eq("running", (await sb.getInfo()).state, "the sandbox after a kill with a bad key");
+});
+
+await check("another_users_sandbox_is_not_found_with_ones_own_key", async () => {
+        const other = process.env.E2B_OTHER_API_KEY;
+        if (!other) throw new Skip("no key of another user (only a root nsboxd serves two users)");
+        const theirs = await Sandbox.create({ apiKey: other, metadata: { run: RUN, owner: "other" } });
+        try {
+                await throwsA(NotFoundError, () => Sandbox.connect(theirs.sandboxId), "Sandbox.connect with one's own key");
+                await throwsA(NotFoundError, () => Sandbox.getInfo(theirs.sandboxId), "Sandbox.getInfo with one's own key");
+                eq(false, await Sandbox.kill(theirs.sandboxId), "Sandbox.kill with one's own key");
+                const mine = await listAll({ query: { metadata: { run: RUN } } });
+                assert(!mine.some((s) => s.sandboxId === theirs.sandboxId), "one's own list shows the other user's sandbox");
+                // the data plane: one's own sandbox handle retargeted at theirs
+                const mine1 = await Sandbox.connect(sb.sandboxId);
+                const forged = new Sandbox({ ...mine1.connectionConfig, sandboxId: theirs.sandboxId,
+                        envdVersion: mine1.envdApi.version, envdAccessToken: mine1.envdAccessToken });
+                let reached = false;
+                try {
+                        await forged.commands.run("true", { requestTimeoutMs: 10000, timeoutMs: 10000 });
+                        reached = true;
+                } catch (e) {}
+                assert(!reached, "one's own data-plane token ran a command in the other user's sandbox");
+                eq("running", (await Sandbox.getInfo(theirs.sandboxId, { apiKey: other })).state, "their sandbox, to them");
+        } finally {
+                await Sandbox.kill(theirs.sandboxId, { apiKey: other }).catch(() => {});
+        }
+}, 60000);
+
+await check("kill", async () => {
+        eq(true, await sb.kill(), "kill()");
+        made.delete(sb.sandboxId);
+        await throwsA(NotFoundError, () => Sandbox.connect(sb.sandboxId), "Sandbox.connect of a killed sandbox");
+        eq([], await listAll({ query: { metadata: { run: RUN } } }), "sandboxes listed at the end");
+});
+
+await done();

@@ -1,0 +1,161 @@
+// sandbox.files through the e2b SDK: GET/POST /files (text, bytes, 64 MiB, several files,
+// octet-stream and gzip uploads) and envd's filesystem.Filesystem (Stat, ListDir, MakeDir,
+// Move, Remove, WatchDir).  Env: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY.
+import { randomBytes } from "node:crypto";
+import { Sandbox, NotFoundError, FileNotFoundError } from "e2b";
+import { check, assert, eq, throwsA, atEnd, done, until, RUN } from "./lib.mjs";
+
+let sb;
+atEnd(async () => {
+        if (sb) await sb.kill().catch(() => {});
+});
+const H = "/home/user";
+const sameBytes = (a, b) => a.length === b.length && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0;
+
+await check("create_a_sandbox", async () => {
+        sb = await Sandbox.create({ metadata: { run: RUN }, timeoutMs: 300000 });
+}, 60000);
+
+// below 0.5.7 the SDK silently sends every upload as multipart, and closeStdin needs 0.5.2
+await check("envd_version_at_least_0_5_7", async () => {
+        const v = sb.envdApi.version;
+        const [a, b, c] = v.split(".").map(Number);
+        assert(a > 0 || b > 5 || (b === 5 && c >= 7), `envdVersion ${v}: octet-stream uploads (0.5.7) would not be used`);
+});
+
+await check("write_and_read_text", async () => {
+        const w = await sb.files.write(`${H}/a.txt`, "hello\nwörld\n");
+        eq([`${H}/a.txt`, "a.txt", "file"], [w.path, w.name, w.type], "write's answer (path, name, type)");
+        eq("hello\nwörld\n", await sb.files.read(`${H}/a.txt`), "read back");
+        eq("hello\nwörld\n", (await sb.commands.run(`cat ${H}/a.txt`)).stdout, "the file as a command sees it");
+        await sb.files.write(`${H}/empty.txt`, "");
+        eq("", await sb.files.read(`${H}/empty.txt`), "an empty file");
+});
+
+await check("relative_paths_are_in_home_and_parents_are_made", async () => {
+        const w = await sb.files.write("rel/dir/b.txt", "relative");
+        eq(`${H}/rel/dir/b.txt`, w.path, "the path of a relative write");
+        eq("relative", await sb.files.read(`${H}/rel/dir/b.txt`), "read by its absolute path");
+        eq("user user\n", (await sb.commands.run(`stat -c '%U %G' ${H}/rel/dir/b.txt`)).stdout, "owner of a written file");
+});
+
+await check("write_and_read_bytes", async () => {
+        const all = new Uint8Array(256).map((_, i) => i);
+        await sb.files.write(`${H}/bytes.bin`, all.buffer);
+        const back = await sb.files.read(`${H}/bytes.bin`, { format: "bytes" });
+        assert(back instanceof Uint8Array, "format bytes gives a Uint8Array");
+        assert(sameBytes(all, back), `the 256 byte values came back as ${Buffer.from(back).toString("hex").slice(0, 80)}...`);
+        const blob = await sb.files.read(`${H}/bytes.bin`, { format: "blob" });
+        assert(sameBytes(all, new Uint8Array(await blob.arrayBuffer())), "format blob");
+});
+
+await check("64_mib_random_round_trip", async () => {
+        const data = randomBytes(64 << 20);
+        await sb.files.write(`${H}/big.bin`, data);
+        eq(`${64 << 20}\n`, (await sb.commands.run(`stat -c %s ${H}/big.bin`)).stdout, "size in the sandbox");
+        const back = await sb.files.read(`${H}/big.bin`, { format: "bytes" });
+        eq(data.length, back.length, "bytes read back");
+        assert(sameBytes(data, back), "the 64 MiB read back differ from those written");
+        await sb.files.remove(`${H}/big.bin`);
+}, 180000);
+
+await check("write_octet_stream_and_gzip", async () => {
+        const data = randomBytes(3 << 20);
+        await sb.files.write(`${H}/oct.bin`, data, { useOctetStream: true });
+        assert(sameBytes(data, await sb.files.read(`${H}/oct.bin`, { format: "bytes" })), "an octet-stream upload read back");
+        const text = "gzip ".repeat(100000);
+        await sb.files.write(`${H}/gz.txt`, text, { gzip: true });
+        eq(text, await sb.files.read(`${H}/gz.txt`, { gzip: true }), "a gzip upload read back with gzip");
+        eq(text, await sb.files.read(`${H}/gz.txt`), "a gzip upload read back plain");
+        const stream = await sb.files.read(`${H}/oct.bin`, { format: "stream" });
+        const parts = [];
+        for await (const c of stream) parts.push(c);
+        assert(sameBytes(data, Buffer.concat(parts)), "a streamed read");
+}, 60000);
+
+await check("write_files_several", async () => {
+        const bin = new Uint8Array([0, 1, 2, 255]);
+        const got = await sb.files.writeFiles([
+                { path: `${H}/m/1.txt`, data: "one" },
+                { path: `${H}/m/2.txt`, data: "two" },
+                { path: `${H}/m/sub/3.bin`, data: bin },
+        ]);
+        eq([`${H}/m/1.txt`, `${H}/m/2.txt`, `${H}/m/sub/3.bin`], got.map((w) => w.path).sort(), "paths in the answer");
+        eq("one", await sb.files.read(`${H}/m/1.txt`), "1.txt");
+        eq("two", await sb.files.read(`${H}/m/2.txt`), "2.txt");
+        assert(sameBytes(bin, await sb.files.read(`${H}/m/sub/3.bin`, { format: "bytes" })), "sub/3.bin");
+});
+
+await check("list", async () => {
+        const l = (await sb.files.list(`${H}/m`)).map((e) => [e.name, e.type, e.path]).sort();
+        eq([["1.txt", "file", `${H}/m/1.txt`], ["2.txt", "file", `${H}/m/2.txt`], ["sub", "dir", `${H}/m/sub`]], l, "entries");
+        const deep = (await sb.files.list(`${H}/m`, { depth: 2 })).map((e) => e.path).sort();
+        eq([`${H}/m/1.txt`, `${H}/m/2.txt`, `${H}/m/sub`, `${H}/m/sub/3.bin`], deep, "entries to depth 2");
+        await throwsA(FileNotFoundError, () => sb.files.list(`${H}/no-such-dir`), "list of a missing directory");
+});
+
+await check("exists", async () => {
+        eq(true, await sb.files.exists(`${H}/m/1.txt`), "a file");
+        eq(true, await sb.files.exists(`${H}/m`), "a directory");
+        eq(false, await sb.files.exists(`${H}/m/none`), "a missing file");
+});
+
+await check("get_info_fields", async () => {
+        const f = await sb.files.getInfo(`${H}/m/2.txt`);
+        eq(["2.txt", "file", `${H}/m/2.txt`, 3], [f.name, f.type, f.path, f.size], "name, type, path, size");
+        assert(/^-[rwx-]{9}$/.test(f.permissions), `permissions '${f.permissions}'`);
+        eq(f.permissions.slice(1), permString(f.mode), `permissions '${f.permissions}' and mode ${f.mode}`);
+        eq(["user", "user"], [f.owner, f.group], "owner and group");
+        assert(f.modifiedTime instanceof Date && Math.abs(Date.now() - f.modifiedTime) < 600000, `modifiedTime ${f.modifiedTime}`);
+        const d = await sb.files.getInfo(`${H}/m/sub`);
+        eq(["sub", "dir"], [d.name, d.type], "a directory's name and type");
+        assert(/^d[rwx-]{9}$/.test(d.permissions), `a directory's permissions '${d.permissions}'`);
+        await throwsA(FileNotFoundError, () => sb.files.getInfo(`${H}/m/none`), "getInfo of a missing file");
+        await throwsA(NotFoundError, () => sb.files.read(`${H}/m/none`), "read of a missing file");
+});
+
+function permString(mode) {
+        const r = "rwxrwxrwx";
+        return [...r].map((c, i) => (mode & (1 << (8 - i)) ? c : "-")).join("");
+}
+
+await check("make_dir_true_then_false", async () => {
+        eq(true, await sb.files.makeDir(`${H}/made/deep/er`), "makeDir of a new path (parents too)");
+        eq(false, await sb.files.makeDir(`${H}/made/deep/er`), "makeDir of an existing directory");
+        eq("dir", (await sb.files.getInfo(`${H}/made/deep/er`)).type, "its type");
+});
+
+await check("rename", async () => {
+        const e = await sb.files.rename(`${H}/m/1.txt`, `${H}/m/renamed.txt`);
+        eq(["renamed.txt", `${H}/m/renamed.txt`, "file"], [e.name, e.path, e.type], "rename's entry");
+        eq(false, await sb.files.exists(`${H}/m/1.txt`), "the old name");
+        eq("one", await sb.files.read(`${H}/m/renamed.txt`), "the content under the new name");
+        await throwsA(FileNotFoundError, () => sb.files.rename(`${H}/m/none`, `${H}/m/x`), "rename of a missing file");
+});
+
+await check("remove", async () => {
+        await sb.files.remove(`${H}/m/2.txt`);
+        eq(false, await sb.files.exists(`${H}/m/2.txt`), "a removed file");
+        await sb.files.remove(`${H}/m`);
+        eq(false, await sb.files.exists(`${H}/m`), "a removed directory with files in it");
+});
+
+await check("watch_dir_create_write_remove_events", async () => {
+        await sb.files.makeDir(`${H}/w`);
+        const events = [];
+        const h = await sb.files.watchDir(`${H}/w`, (e) => events.push(e), { timeoutMs: 20000 });
+        try {
+                await sb.files.write(`${H}/w/f.txt`, "1");
+                await sb.commands.run(`echo more >> ${H}/w/f.txt`);
+                await sb.files.remove(`${H}/w/f.txt`);
+                const has = (t) => events.some((e) => e.name === "f.txt" && e.type === t);
+                const all = await until(10000, () => has("create") && has("write") && has("remove"));
+                assert(all, `events seen: ${JSON.stringify(events.map((e) => [e.name, e.type]))}`);
+                const order = events.filter((e) => e.name === "f.txt").map((e) => e.type);
+                assert(order.indexOf("create") < order.lastIndexOf("remove"), `order of events: ${order}`);
+        } finally {
+                await h.stop();
+        }
+});
+
+await done();

@@ -1,0 +1,327 @@
+#!/usr/bin/env bash
+# nsboxd's E2B-compatible control plane (nsboxd --http, nsboxd(8) HTTP API) with curl: keys,
+# create with metadata/envVars/timeout, get, list with metadata and state filters and paging,
+# setTimeout, connect, pause, metrics, kill; errors as JSON with an integer code; bad bodies and
+# smuggled framing refused with nothing changed; another user's sandbox unreachable with one's
+# own key; a sandbox's access token opening its data plane and no other's; kill -9 of nsboxd
+# leaving nothing.  The SDKs themselves run in integration/e2b.sh.
+. "$(dirname "$0")/../lib.sh"
+
+NSBOXD=${NSBOXD:-$(dirname "$NSBOX")/nsboxd}
+SESSION_DIR=$(mktemp -d /tmp/nsbox-http.XXXXXX) || exit 1
+chmod 0711 "$SESSION_DIR"
+export NSBOX_STORE="$SESSION_DIR/store"
+TENANT=${NSBOX_TEST_USER:-nsboxtest}
+MY_DAEMONS=""
+MY_PIDS=""
+
+new_dir() { local d; d=$(mktemp -d "$SESSION_DIR/t.XXXXXX") && chmod 0711 "$d" && echo "$d"; }
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# start_daemon DIR [MEMBERS]: nsboxd serving HTTP on a free port, MEMBERS (JSON, ", ..." ) added to
+# its configuration; sets DPID, PORT, URL, NSBOX_SOCKET, KEY
+start_daemon() {
+        local dir=$1 extra=${2:-} i clients=""
+        PORT=$(free_port)
+        URL=http://127.0.0.1:$PORT
+        [ "$TEST_AS" = root ] && clients=", \"clients\": {\"uids\": [$(id -u "$TENANT")]}"
+        printf '{"http": {"listen": "127.0.0.1:%s", "keys": "%s/keys.json"}%s%s}\n' "$PORT" "$dir" "$clients" "$extra" > "$dir/config.json"
+        NSBOX_STORE="$dir/store" "$NSBOXD" --config "$dir/config.json" --socket "$dir/d.sock" >> "$dir/log" 2>&1 < /dev/null &
+        DPID=$!
+        MY_DAEMONS="$MY_DAEMONS $DPID"
+        export NSBOX_SOCKET="$dir/d.sock"
+        for i in $(seq 300); do
+                [ "$(daemon_pid)" = "$DPID" ] && break
+                pid_alive "$DPID" || fail "nsboxd exited at start: $(tail -n 5 "$dir/log")"
+                sleep 0.1
+        done
+        [ "$(daemon_pid)" = "$DPID" ] || fail "nsboxd did not answer within 30 s"
+        KEY=$("$NSBOX" api-key create 2> /dev/null) || fail "api-key create"
+}
+
+# api METHOD PATH [BODY] [curl args...]: sets CODE (HTTP status) and BODY (the answer), with KEY
+api() {
+        local method=$1 path=$2 data=${3:-}
+        shift 3 2> /dev/null || shift $#
+        local args=(-s -o "$TEST_TMP/body" -w '%{http_code}' -X "$method" -H "X-API-KEY: $KEY" "$@")
+        [ -n "$data" ] && args+=(-H 'Content-Type: application/json' --data-binary "$data")
+        CODE=$(curl "${args[@]}" "$URL$path") || CODE=000
+        BODY=$(cat "$TEST_TMP/body" 2> /dev/null)
+}
+
+# jq-like: json EXPR reads BODY as j and prints EXPR
+json() { printf '%s' "$BODY" | python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"; }
+
+create() { # [BODY]: sets ID, TOKEN
+        api POST /v2/sandboxes "${1:-{\"templateID\": \"base\", \"timeout\": 300\}}"
+        assert_eq 201 "$CODE" "create: $BODY"
+        ID=$(json 'j["sandboxID"]')
+        TOKEN=$(json 'j["envdAccessToken"]')
+}
+
+test_keys_and_errors_are_json() {
+        trap cleanup EXIT
+        local d
+        d=$(new_dir)
+        start_daemon "$d"
+        local good=$KEY
+        KEY=""
+        api GET /v2/sandboxes
+        assert_eq 401 "$CODE" "no key"
+        assert_eq 401 "$(json 'j["code"]')" "the JSON code without a key"
+        KEY=e2b_0000000000000000000000000000000000000000
+        api GET /v2/sandboxes
+        assert_eq 401 "$CODE" "a wrong key"
+        KEY=not-a-key
+        api GET /v2/sandboxes
+        assert_eq 401 "$CODE" "a malformed key"
+        KEY=$good
+        api GET /v2/sandboxes
+        assert_eq 200 "$CODE" "the right key"
+        assert_eq "[]" "$BODY" "no sandboxes yet"
+        api GET /v2/nothing
+        assert_eq 404 "$CODE" "an unknown path"
+        assert_eq 404 "$(json 'j["code"]')" "its JSON code"
+        api GET /sandboxes/0123456789abcdef0123456789abcdef
+        assert_eq 404 "$CODE" "an unknown sandbox"
+        api DELETE /sandboxes/0123456789abcdef0123456789abcdef
+        assert_eq 404 "$CODE" "killing an unknown sandbox"
+}
+
+test_create_get_list_kill() {
+        trap cleanup EXIT
+        local d
+        d=$(new_dir)
+        start_daemon "$d"
+        create '{"templateID": "base", "timeout": 120, "metadata": {"user id": "a=b&c", "ünï": "çødé", "empty?": "x"}, "envVars": {"FOO": "bar"}}'
+        [[ $ID =~ ^[0-9a-f]{32}$ ]] || fail "sandboxID '$ID'"
+        [[ $TOKEN =~ ^[0-9a-f]{32}$ ]] || fail "envdAccessToken '$TOKEN'"
+        assert_eq "base nsbox 0.5.8" "$(json 'j["templateID"], j["clientID"], j["envdVersion"]')" "create's answer" 2> /dev/null ||
+                assert_eq "('base', 'nsbox', '0.5.8')" "$(json 'j["templateID"], j["clientID"], j["envdVersion"]')" "create's answer"
+        api GET "/sandboxes/$ID"
+        assert_eq 200 "$CODE" "get"
+        assert_eq '{"user id": "a=b&c", "\u00fcn\u00ef": "\u00e7\u00f8d\u00e9", "empty?": "x"}' "$(json 'json.dumps(j["metadata"])')" "metadata kept exactly"
+        assert_eq "running" "$(json 'j["state"]')" "state"
+        local left
+        left=$(json 'int((__import__("datetime").datetime.fromisoformat(j["endAt"].replace("Z", "+00:00")) - __import__("datetime").datetime.now(__import__("datetime").timezone.utc)).total_seconds())')
+        [ "$left" -gt 100 ] && [ "$left" -le 121 ] || fail "endAt is $left s away, not about 120"
+        local other=$ID
+        create
+        api GET "/v2/sandboxes"
+        assert_eq 2 "$(json 'len(j)')" "listed"
+        # as the SDKs send it: encodeURIComponent of each key and value, a form, the query's own escaping
+        api GET "/v2/sandboxes?metadata=user%252520id%3Da%25253Db%252526c"
+        assert_eq "$other" "$(json '" ".join(s["sandboxID"] for s in j)')" "listed by metadata"
+        api GET "/v2/sandboxes?metadata=user%2520id%3Dnope"
+        assert_eq "[]" "$BODY" "a metadata filter that matches nothing"
+        api GET "/v2/sandboxes?state=paused"
+        assert_eq "[]" "$BODY" "none paused"
+        api DELETE "/sandboxes/$ID"
+        assert_eq 204 "$CODE" "kill"
+        api DELETE "/sandboxes/$ID"
+        assert_eq 404 "$CODE" "kill again"
+        api GET "/sandboxes/$ID"
+        assert_eq 404 "$CODE" "get after kill"
+        api DELETE "/sandboxes/$other"
+        assert_eq 204 "$CODE" "kill the first"
+        assert_status 0 "$NSBOX" ls --json
+        assert_eq "[]" "$OUT" "nsbox ls after the kills"
+}
+
+test_paging() {
+        trap cleanup EXIT
+        local d i ids="" token
+        d=$(new_dir)
+        start_daemon "$d"
+        for i in 1 2 3; do
+                create
+                ids="$ids $ID"
+        done
+        local seen
+        CODE=$(curl -s -D "$TEST_TMP/h" -o "$TEST_TMP/body" -w '%{http_code}' -H "X-API-KEY: $KEY" "$URL/v2/sandboxes?limit=2")
+        BODY=$(cat "$TEST_TMP/body")
+        assert_eq 200 "$CODE" "the first page"
+        assert_eq 2 "$(json 'len(j)')" "the first page's length"
+        seen=$(json '" ".join(s["sandboxID"] for s in j)')
+        token=$(grep -i '^x-next-token:' "$TEST_TMP/h" | tr -d '\r' | cut -d' ' -f2)
+        [ -n "$token" ] || fail "no X-Next-Token: $(cat "$TEST_TMP/h")"
+        CODE=$(curl -s -D "$TEST_TMP/h" -o "$TEST_TMP/body" -w '%{http_code}' -H "X-API-KEY: $KEY" "$URL/v2/sandboxes?limit=2&nextToken=$token")
+        BODY=$(cat "$TEST_TMP/body")
+        assert_eq 1 "$(json 'len(j)')" "the second page's length"
+        seen="$seen $(json '" ".join(s["sandboxID"] for s in j)')"
+        assert_eq "" "$(grep -i '^x-next-token:' "$TEST_TMP/h")" "a token after the last page"
+        assert_eq "$(echo $ids | tr ' ' '\n' | sort | tr '\n' ' ')" "$(echo $seen | tr ' ' '\n' | sort | tr '\n' ' ')" "every sandbox once"
+        api GET "/v2/sandboxes?limit=0"
+        assert_eq 400 "$CODE" "limit 0"
+        api GET "/v2/sandboxes?nextToken=abc"
+        assert_eq 400 "$CODE" "a token not given"
+}
+
+test_timeout_connect_pause_metrics() {
+        trap cleanup EXIT
+        local d
+        d=$(new_dir)
+        start_daemon "$d"
+        create '{"templateID": "base", "timeout": 30}'
+        api POST "/sandboxes/$ID/timeout" '{"timeout": 600}'
+        assert_eq 204 "$CODE" "setTimeout"
+        api GET "/sandboxes/$ID"
+        local left
+        left=$(json 'int((__import__("datetime").datetime.fromisoformat(j["endAt"].replace("Z", "+00:00")) - __import__("datetime").datetime.now(__import__("datetime").timezone.utc)).total_seconds())')
+        [ "$left" -gt 500 ] || fail "endAt is $left s away after setTimeout 600"
+        api POST "/sandboxes/$ID/connect" '{"timeout": 300}'
+        assert_eq 200 "$CODE" "connect to a running sandbox"
+        assert_eq "$ID $TOKEN" "$(json 'j["sandboxID"] + " " + j["envdAccessToken"]')" "connect's answer"
+        api GET "/sandboxes/$ID/metrics"
+        assert_eq 200 "$CODE" "metrics"
+        assert_eq "True" "$(json 'all(k in j[0] for k in ("timestamp", "cpuCount", "cpuUsedPct", "memUsed", "memTotal", "diskUsed", "diskTotal"))')" "metrics fields"
+        api POST "/sandboxes/$ID/pause"
+        if [ "$CODE" = 204 ]; then
+                api POST "/sandboxes/$ID/pause"
+                assert_eq 409 "$CODE" "pause of a paused sandbox"
+                api GET "/v2/sandboxes?state=paused"
+                assert_eq "$ID" "$(json '" ".join(s["sandboxID"] for s in j)')" "listed as paused"
+                api POST "/sandboxes/$ID/connect" '{"timeout": 300}'
+                assert_eq 201 "$CODE" "connect resumes"
+                api GET "/sandboxes/$ID"
+                assert_eq running "$(json 'j["state"]')" "state after connect"
+        else
+                # no cgroup to freeze (an unprivileged user on cgroup v1): said, in JSON, nothing
+                # changed; not 409, which the SDKs read as "already paused"
+                assert_eq 500 "$CODE" "pause without a cgroup: $BODY"
+                assert_contains "$(json 'j["message"]')" "cannot pause" "why pause failed"
+                api GET "/sandboxes/$ID"
+                assert_eq running "$(json 'j["state"]')" "state after a failed pause"
+        fi
+}
+
+test_bad_bodies_change_nothing() {
+        trap cleanup EXIT
+        local d b
+        d=$(new_dir)
+        start_daemon "$d"
+        for b in 'nope' '[]' '{"timeout": "60"}' '{"timeout": -1}' '{"timeout": 1e12}' '{"metadata": {"a": 1}}' \
+                 '{"metadata": "x"}' '{"envVars": {"A": null}}' '{"autoPause": "yes"}' '{"templateID": 7}' \
+                 '{"allow_internet_access": 1}'; do
+                api POST /v2/sandboxes "$b"
+                assert_eq 400 "$CODE" "create with $b: $BODY"
+                assert_eq 400 "$(json 'j["code"]')" "its JSON code"
+                assert_eq 1 "$(printf '%s\n' "$(json 'j["message"]')" | grep -c .)" "a one-line message"
+        done
+        api POST /v2/sandboxes '{"templateID": "no-such-template"}'
+        assert_eq 404 "$CODE" "an unknown template"
+        # framing that could smuggle a request, a body too large
+        CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "X-API-KEY: $KEY" -H 'Transfer-Encoding: chunked' -H 'Content-Length: 4' \
+                --data-binary '{}' "$URL/v2/sandboxes")
+        assert_eq 400 "$CODE" "Content-Length with Transfer-Encoding"
+        head -c 2000000 /dev/zero | tr '\0' ' ' > "$TEST_TMP/big"
+        CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "X-API-KEY: $KEY" --data-binary @"$TEST_TMP/big" "$URL/v2/sandboxes")
+        assert_eq 413 "$CODE" "a 2 MB body"
+        # headers over libmicrohttpd's per-connection memory (128 KiB): refused, not buffered
+        printf 'X-Big: %s\r\n' "$(head -c 100000 /dev/zero | tr '\0' a)" > "$TEST_TMP/h1"
+        printf 'X-Big2: %s\r\n' "$(head -c 100000 /dev/zero | tr '\0' b)" >> "$TEST_TMP/h1"
+        CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-KEY: $KEY" -H @"$TEST_TMP/h1" "$URL/v2/sandboxes")
+        [ "$CODE" -ge 400 ] || [ "$CODE" = 000 ] || fail "200 KB of headers were answered $CODE"
+        api GET /v2/sandboxes
+        assert_eq "[]" "$BODY" "nothing was made"
+}
+
+test_tokens_open_their_own_sandbox_only() {
+        trap cleanup EXIT
+        local d a atok
+        d=$(new_dir)
+        start_daemon "$d"
+        create
+        a=$ID atok=$TOKEN
+        create
+        envd() { curl -s -o /dev/null -w '%{http_code}' -H "E2b-Sandbox-Id: $1" "${@:2}" "$URL/health"; }
+        assert_eq 204 "$(envd "$a" -H "X-Access-Token: $atok")" "its own token"
+        assert_eq 401 "$(envd "$ID" -H "X-Access-Token: $atok")" "another sandbox's token"
+        assert_eq 401 "$(envd "$a")" "no token"
+        assert_eq 204 "$(envd "$a" -H "X-API-KEY: $KEY")" "its owner's key"
+        assert_eq 502 "$(envd 0123456789abcdef0123456789abcdef -H "X-API-KEY: $KEY")" "an unknown sandbox"
+        assert_eq 400 "$(envd "$a" -H "X-Access-Token: $atok" -H 'E2b-Sandbox-Port: 99999')" "a bad port"
+}
+
+# A key acts as its user: another user's key does not reach root's sandboxes (root's nsboxd
+# serves the tenant; root only).
+test_another_users_key() {
+        [ "$TEST_AS" = root ] || skip "only a root nsboxd serves another user (the user run checks its own keys)"
+        trap cleanup EXIT
+        local d mine tkey
+        d=$(new_dir)
+        start_daemon "$d"
+        create
+        mine=$ID
+        tkey=$("$NSBOX" api-key create --uid "$(id -u "$TENANT")" --name tenant 2> /dev/null) || fail "a key for the tenant"
+        local rootkey=$KEY
+        KEY=$tkey
+        api GET /v2/sandboxes
+        assert_eq "[]" "$BODY" "the tenant's list"
+        api GET "/sandboxes/$mine"
+        assert_eq 404 "$CODE" "root's sandbox with the tenant's key"
+        api DELETE "/sandboxes/$mine"
+        assert_eq 404 "$CODE" "killing root's sandbox with the tenant's key"
+        assert_eq 502 "$(curl -s -o /dev/null -w '%{http_code}' -H "E2b-Sandbox-Id: $mine" -H "X-API-KEY: $tkey" "$URL/health")" "root's data plane"
+        create
+        KEY=$rootkey
+        api GET "/sandboxes/$ID"
+        assert_eq 404 "$CODE" "the tenant's sandbox with root's key (root's reach is the socket's)"
+        api GET /v2/sandboxes
+        assert_eq "$mine" "$(json '" ".join(s["sandboxID"] for s in j)')" "root's key lists root's sandboxes only"
+        assert_status 0 "$NSBOX" ls --json
+        assert_contains "$OUT" "\"uid\": $(id -u "$TENANT")" "the tenant's sandbox is the tenant's"
+}
+
+test_kill_9_leaves_nothing() {
+        trap cleanup EXIT
+        local d agents mounts
+        mounts=$(grep -c . /proc/self/mountinfo)
+        d=$(new_dir)
+        start_daemon "$d"
+        create
+        create
+        agents=$("$NSBOX" ls --json | python3 -c 'import json, sys; print(" ".join(str(s["pid"]) for s in json.load(sys.stdin)))')
+        # a request in flight when nsboxd dies
+        curl -s -m 20 -H "X-API-KEY: $KEY" -d '{"timeout": 60}' "$URL/v2/sandboxes" > /dev/null &
+        kill -KILL "$DPID"
+        wait_pids_gone 10 $agents > /dev/null || fail "agents left after kill -9 of nsboxd: $agents"
+        wait
+        assert_eq "$mounts" "$(grep -c . /proc/self/mountinfo)" "host mounts"
+        CODE=$(curl -s -o /dev/null -w '%{http_code}' "$URL/health") || true
+        assert_eq 000 "$CODE" "the port after nsboxd died"
+}
+
+# on_stop "keep": the next nsboxd serves the same sandbox with its metadata and access token
+test_kept_sandboxes_keep_their_token_and_metadata() {
+        trap cleanup EXIT
+        local d keeper tok
+        d=$(new_dir)
+        start_daemon "$d" ', "on_stop": "keep", "keep_timeout": 120'
+        create '{"templateID": "base", "timeout": 300, "metadata": {"who": "kept one"}}'
+        tok=$TOKEN
+        kill -TERM "$DPID"
+        wait_pids_gone 30 "$DPID" > /dev/null || fail "nsboxd did not stop"
+        keeper=$(sed -n 's/.*sandboxes kept for the next nsboxd by keeper \([0-9]*\) .*/\1/p' "$d/log" | tail -n 1)
+        [ -n "$keeper" ] || fail "no keeper: $(tail -n 3 "$d/log")"
+        MY_PIDS="$MY_PIDS $keeper"
+        start_daemon "$d" ', "on_stop": "keep", "keep_timeout": 120'
+        wait_pids_gone 10 "$keeper" > /dev/null || fail "the keeper still runs"
+        api GET "/sandboxes/$ID"
+        assert_eq 200 "$CODE" "get after the restart: $BODY"
+        assert_eq "kept one" "$(json 'j["metadata"]["who"]')" "metadata after the restart"
+        assert_eq "$tok" "$(json 'j["envdAccessToken"]')" "the token after the restart"
+        assert_eq 204 "$(curl -s -o /dev/null -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "X-Access-Token: $tok" "$URL/health")" "the token opens its data plane"
+        api DELETE "/sandboxes/$ID"
+        assert_eq 204 "$CODE" "kill after the restart"
+}
+
+test_zz_no_daemon_left() {
+        assert_no_nsboxd_of "$SESSION_DIR"
+}
+
+run_tests
+st=$?
+chmod -R u+rwX "$SESSION_DIR" 2> /dev/null
+rm -rf "$SESSION_DIR"
+exit $st
