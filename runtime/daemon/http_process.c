@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "../../tools/registry.h"
 #include "../connect.h"
 
 #define HOME_DIR "/home/user"
@@ -365,6 +366,12 @@ static void start(hreq *r, pstate *st, json_t *m)
         if (pty && !json_is_null(pty) && !(size = pty_size(pty, &bad))) {
                 json_decref(config);
                 envd_error(r, "invalid_argument", "'pty' must be {\"size\": {\"cols\": 1-1000, \"rows\": 1-1000}}");
+                return;
+        }
+        if (size && !tool_spec_find("process_resize")) { /* an agent without ptys would run it without one */
+                json_decref(config);
+                json_decref(size);
+                envd_error(r, "unimplemented", "ptys are not supported by this nsbox (its exec has no pty)");
                 return;
         }
         if ((tag && !json_is_null(tag) && (!json_is_string(tag) || json_string_length(tag) > E2B_TAG_MAX)) ||
