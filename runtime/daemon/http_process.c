@@ -3,7 +3,7 @@
  * SendSignal, Update (StreamInput, which the SDKs do not use, is not served).
  *
  * E2B's processes outlive the request that started them, so Start runs a detached exec and
- * follows it with process_connect; both name the process by a tag of nsboxd's own ("e2b.N"),
+ * follows it with process_connect; both name the process by a tag of nsboxd's own ("e2b.*"),
  * so that the three calls (exec, process_close_stdin unless stdin is wanted, process_connect)
  * go to the agent together and the reader is attached before the command's first output.
  * The E2B side of a process (its config and its tag, a free string) is kept in the sandbox's
@@ -381,8 +381,9 @@ static void start(hreq *r, pstate *st, json_t *m)
                 envd_error(r, "invalid_argument", "'tag' must be a string of at most %d bytes and 'stdin' a boolean", E2B_TAG_MAX);
                 return;
         }
-        char agent_tag[32];
-        snprintf(agent_tag, sizeof(agent_tag), "e2b.%llu", (unsigned long long)++next_tag);
+        /* unique across nsboxd restarts too (a kept sandbox's processes keep their tags) */
+        char agent_tag[48];
+        snprintf(agent_tag, sizeof(agent_tag), "e2b.%llx.%llu", (unsigned long long)now_ns(), (unsigned long long)++next_tag);
         st->pty = size != NULL;
         st->record = json_pack("{so ss}", "config", config, "agent_tag", agent_tag);
         if (st->record && json_is_string(tag))
