@@ -730,6 +730,16 @@ void http_close(daemon_state *d)
         if (!d->http)
                 return;
         proxy_close_pipes(d->http->proxy);
+        /* MHD aborts when stopped with suspended connections: each request is answered (or its
+         * stream ended) and resumed first, and MHD runs once to take them back */
+        for (hreq *r = d->http->reqs; r; r = r->next) {
+                if (r->streaming)
+                        r->stream_end = true;
+                else if (!r->status)
+                        http_answer(r, 503, "application/json", strdup("{\"code\":503,\"message\":\"nsboxd is stopping\"}"), 43);
+                http_wake(r);
+        }
+        MHD_run(d->http->mhd);
         MHD_stop_daemon(d->http->mhd); /* completes every request: their clients go */
         fs_close(d);                   /* and the internal ones of envd's watchers */
         proxy_close(d->http->proxy);
