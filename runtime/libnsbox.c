@@ -29,6 +29,7 @@
 
 struct nsbox {
         bool in_process; /* the sandboxes are ours (local), not nsboxd's (cl) */
+        bool autostart;  /* for the connection made again after a stopped call */
         nsbox_local local;
         nsbox_client cl;
         char code[64]; /* "" after a success */
@@ -111,18 +112,18 @@ static int local_failed(nsbox *nb, int r, const char *code, nsbox_error *err)
         return r;
 }
 
-/* One tool call of the in-process mode; params is taken. */
-static int local_call(nsbox *nb, const char *id, const char *tool, json_t *params, bool stream, nsbox_output_fn on_output,
+/* One tool call of the in-process mode; params is taken.  1: on_event stopped it. */
+static int local_call(nsbox *nb, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_event_fn on_event,
                       void *userdata, json_t **ret)
 {
         nsbox_error err = { 0 };
         const char *code = NULL;
-        int r = nsbox_local_call(&nb->local, id, tool, params, stream, on_output, userdata, ret, &code, &err);
+        int r = nsbox_local_call(&nb->local, id, tool, params, stream, on_event, userdata, ret, &code, &err);
         json_decref(params);
         if (r < 0)
                 return local_failed(nb, r, code, &err);
         clear_error(nb);
-        return 0;
+        return r;
 }
 
 static int dump(nsbox *nb, json_t *result, char **ret)
@@ -154,6 +155,7 @@ NSBOX_API int nsbox_connect(unsigned flags, nsbox **ret)
         if (!nb)
                 return -ENOMEM;
         nb->cl.fd = -1;
+        nb->autostart = !(flags & NSBOX_CONNECT_NO_AUTOSTART);
         if (flags & ~(NSBOX_CONNECT_NO_AUTOSTART | NSBOX_IN_PROCESS))
                 return fail(nb, EINVAL, "invalid_argument", "nsbox_connect: unknown flags 0x%x", flags);
         nsbox_error err = { 0 };
@@ -313,6 +315,23 @@ struct exec_stream {
         strbuf bytes;
 };
 
+/* exec's stream of an output event: 1 stdout (or a terminal's one stream), 2 stderr, else 0 */
+static int output_stream(const char *event)
+{
+        return !strcmp(event, "stdout") || !strcmp(event, "pty") ? 1 : !strcmp(event, "stderr") ? 2 : 0;
+}
+
+/* An event of the running exec, in process: its payload is the chunk already. */
+static bool on_local_output(const char *event, json_t *frame, const void *data, size_t len, void *userdata)
+{
+        (void)frame;
+        struct exec_stream *st = userdata;
+        int stream = output_stream(event);
+        if (st->fn && stream && len)
+                st->fn(stream, data, len, st->userdata);
+        return false;
+}
+
 /* An event notification of the running exec: decode its chunk and hand it on. */
 static void on_event(json_t *params, void *userdata)
 {
@@ -321,7 +340,7 @@ static void on_event(json_t *params, void *userdata)
         json_t *data = json_object_get(params, "data_b64");
         if (!st->fn || !event || !json_is_string(data))
                 return;
-        int stream = !strcmp(event, "stdout") || !strcmp(event, "pty") ? 1 : !strcmp(event, "stderr") ? 2 : 0; /* a terminal: one stream */
+        int stream = output_stream(event);
         if (!stream)
                 return;
         st->bytes.len = 0;
@@ -342,10 +361,10 @@ NSBOX_API int nsbox_exec(nsbox *nb, const char *id, const char *params_json, nsb
         int r = parse_object(nb, "exec", params_json, &params);
         if (r < 0)
                 return r;
+        struct exec_stream st = { .fn = on_output, .userdata = userdata };
         if (nb->in_process) {
-                r = local_call(nb, id, "exec", params, true, on_output, userdata, &res);
+                r = local_call(nb, id, "exec", params, true, on_local_output, &st, &res);
         } else {
-                struct exec_stream st = { .fn = on_output, .userdata = userdata };
                 sb_init(&st.bytes, 0);
                 r = call(nb, "call", json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", params, "stream", 1), on_event,
                          &st, &res);
@@ -363,6 +382,107 @@ NSBOX_API int nsbox_exec(nsbox *nb, const char *id, const char *params_json, nsb
                 if (ret_result)
                         *ret_result = text;
         }
+        json_decref(res);
+        return r;
+}
+
+struct call_stream {
+        nsbox *nb;
+        nsbox_event_fn fn;
+        void *userdata;
+        bool stop; /* fn asked for it */
+};
+
+/* One event to the caller as JSON text, the same in both modes: nsboxd's event params without
+ * "call".  An event that cannot be written (out of memory) is not passed on. */
+static void deliver(struct call_stream *st, json_t *ev)
+{
+        size_t len = 0;
+        char *text = ev ? nsbox_json_dumps(ev, &len) : NULL;
+        json_decref(ev);
+        if (!text)
+                return;
+        if (st->fn(text, len, st->userdata) != 0) {
+                st->stop = true;
+                st->nb->cl.stop = true; /* nsboxd's mode: the client gives up on the reply */
+        }
+        free(text);
+}
+
+/* An event notification from nsboxd: params is borrowed. */
+static void on_remote_event(json_t *params, void *userdata)
+{
+        struct call_stream *st = userdata;
+        if (!st->fn || st->stop)
+                return;
+        json_t *ev = json_copy(params);
+        if (ev)
+                json_object_del(ev, "call");
+        deliver(st, ev);
+}
+
+/* An event of the agent, in process: what nsboxd would send (runtime/daemon/calls.c). */
+static bool on_local_event(const char *event, json_t *frame, const void *data, size_t len, void *userdata)
+{
+        struct call_stream *st = userdata;
+        if (!st->fn || st->stop)
+                return st->stop;
+        json_t *ev = json_pack("{ss}", "event", event);
+        const char *k;
+        json_t *v;
+        json_object_foreach(frame, k, v) {
+                if (ev && strcmp(k, "id") && strcmp(k, "call") && strcmp(k, "data_b64"))
+                        json_object_set(ev, k, v);
+        }
+        char *enc = ev && len ? malloc(b64_encoded_len(len) + 1) : NULL;
+        if (enc) {
+                b64_encode(data, len, enc);
+                json_object_set_new(ev, "data_b64", json_stringn_nocheck(enc, b64_encoded_len(len)));
+                free(enc);
+        }
+        deliver(st, ev);
+        return st->stop;
+}
+
+/* A stopped call in nsboxd's mode left its reply unread: the connection is closed (nsboxd then
+ * cancels the call, as for any client that goes) and made again for the handle's next call. */
+static void reconnect(nsbox *nb)
+{
+        nsbox_client_close(&nb->cl);
+        nsbox_error err = { 0 };
+        if (nsbox_client_connect(nb->autostart, &nb->cl, &err) < 0)
+                nb->cl.fd = -1; /* the next call says the connection was lost */
+        nsbox_error_clear(&err);
+}
+
+NSBOX_API int nsbox_call_stream(nsbox *nb, const char *id, const char *tool, const char *params_json, nsbox_event_fn on_event,
+                                void *userdata, char **ret_result)
+{
+        if (!nb)
+                return -EINVAL;
+        CHECK_ARG(nb, id, "id");
+        CHECK_ARG(nb, tool, "tool");
+        json_t *params = NULL, *res = NULL;
+        int r = parse_object(nb, tool, params_json, &params);
+        if (r < 0)
+                return r;
+        struct call_stream st = { .nb = nb, .fn = on_event, .userdata = userdata };
+        if (nb->in_process) {
+                r = local_call(nb, id, tool, params, true, on_local_event, &st, &res);
+        } else {
+                r = call(nb, "call", json_pack("{ss ss so sb}", "sandbox", id, "tool", tool, "params", params, "stream", 1), on_remote_event,
+                         &st, &res);
+                nb->cl.stop = false;
+                if (st.stop) {
+                        json_decref(res);
+                        res = NULL;
+                        reconnect(nb);
+                        clear_error(nb);
+                        r = 1;
+                }
+        }
+        if (r == 0 && ret_result)
+                r = dump(nb, res, ret_result);
         json_decref(res);
         return r;
 }
