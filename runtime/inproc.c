@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "codes.h"
 #include "options.h"
@@ -167,8 +168,22 @@ static void agent_gone(nsbox_local *l, nsbox_local_sandbox *s)
         sandbox_free(s, why);
 }
 
+/* One round of the call's wait: nsbox_sup_poll's, but a readable wakefd stops the call. */
+static int poll_round(nsbox_supervisor *sup, int wakefd, waiter *w)
+{
+        if (wakefd < 0)
+                return nsbox_sup_poll(sup, -1);
+        struct pollfd p[2] = { { .fd = sup->sb.agentfd, .events = POLLIN | (sup->out.len ? POLLOUT : 0) }, { .fd = wakefd, .events = POLLIN } };
+        if (poll(p, 2, -1) < 0)
+                return errno == EINTR ? 0 : -errno;
+        uint64_t v;
+        if (p[1].revents && read(wakefd, &v, sizeof(v)) >= 0)
+                w->stop = true;
+        return p[0].revents ? nsbox_sup_poll(sup, 0) : 0;
+}
+
 int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_event_fn on_event,
-                     void *userdata, json_t **ret, const char **ret_code, nsbox_error *err)
+                     void *userdata, int wakefd, json_t **ret, const char **ret_code, nsbox_error *err)
 {
         nsbox_local_sandbox *s = find(l, id, ret_code, err);
         if (!s)
@@ -182,7 +197,7 @@ int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *p
                 r = nsbox_err_as(err, -r, "%s", why.buf ? why.buf : "out of memory");
         sb_release(&why);
         while (r == 0 && !w.done) {
-                r = nsbox_sup_poll(&s->sup, -1);
+                r = poll_round(&s->sup, wakefd, &w);
                 if (r == 0 && w.stop && !w.done) {
                         /* as nsboxd when its client goes: the answer, when it comes, is dropped */
                         c->data = NULL;

@@ -33,9 +33,10 @@ int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[33], const ch
  * params and results (content_b64 for write_file, read_file's base64 content in the result).
  * stream: its events go to on_event as they come (exec's output then is not in the result).
  * Returns 1 when on_event asked to stop: the call is cancelled (as when nsboxd's client goes:
- * a command killed, a watch ended, a process_connect detached) and its result not waited for. */
+ * a command killed, a watch ended, a process_connect detached) and its result not waited for.
+ * wakefd (-1: none): readable means stop too (another thread's nsbox_cancel). */
 int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_event_fn on_event,
-                     void *userdata, json_t **ret, const char **ret_code, nsbox_error *err);
+                     void *userdata, int wakefd, json_t **ret, const char **ret_code, nsbox_error *err);
 /* Kill everything in the sandbox, reap its agent, remove its cgroup; *ret_id gets its full id. */
 int nsbox_local_destroy(nsbox_local *l, const char *id, char ret_id[33], const char **ret_code, nsbox_error *err);
 /* Destroy every sandbox of l. */

@@ -7,12 +7,17 @@
 #include "../include/nsbox.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "base64.h"
 #include "client.h"
@@ -34,6 +39,12 @@ struct nsbox {
         nsbox_client cl;
         char code[64]; /* "" after a success */
         char *msg;
+        /* nsbox_cancel, from another thread: under lock, whether a streamed call is in flight
+         * and whether it was cancelled; it wakes the call by shutting the connection down, or
+         * in process through wakefd (an eventfd) */
+        pthread_mutex_t lock;
+        bool streaming, cancelled;
+        int wakefd;
 };
 
 
@@ -77,27 +88,38 @@ static int parse_object(nsbox *nb, const char *what, const char *text, json_t **
         return 0;
 }
 
+/* A call to nsboxd that failed (r < 0): with a code, the tool's or the method's error; without,
+ * the connection is lost, and closed. */
+static int call_failed(nsbox *nb, const char *method, int r, const char *code, nsbox_error *err)
+{
+        if (code) {
+                r = fail(nb, nsbox_code_errno(code), code, "%s", err->msg ? err->msg : "failed");
+        } else {
+                /* the connection is unusable now: later calls say so at once */
+                r = fail(nb, err->errnum ? err->errnum : EPIPE, "internal", "%s: %s", method, err->msg ? err->msg : "failed");
+                nsbox_client_close(&nb->cl);
+        }
+        nsbox_error_clear(err);
+        return r;
+}
+
+static int not_connected(nsbox *nb, const char *method)
+{
+        return fail(nb, ENOTCONN, "internal", "%s: not connected to nsboxd (the connection was lost)", method);
+}
+
 /* One call to nsboxd; params is taken. */
 static int call(nsbox *nb, const char *method, json_t *params, nsbox_client_event_fn ev, void *ud, json_t **ret)
 {
         if (nb->cl.fd < 0) {
                 json_decref(params);
-                return fail(nb, ENOTCONN, "internal", "%s: not connected to nsboxd (the connection was lost)", method);
+                return not_connected(nb, method);
         }
         nsbox_error err = { 0 };
         const char *code = NULL;
         int r = nsbox_client_call(&nb->cl, method, params, ev, ud, ret, &code, &err);
-        if (r < 0) {
-                if (code) {
-                        r = fail(nb, nsbox_code_errno(code), code, "%s", err.msg ? err.msg : "failed");
-                } else {
-                        /* the connection is unusable now: later calls say so at once */
-                        r = fail(nb, err.errnum ? err.errnum : EPIPE, "internal", "%s: %s", method, err.msg ? err.msg : "failed");
-                        nsbox_client_close(&nb->cl);
-                }
-                nsbox_error_clear(&err);
-                return r;
-        }
+        if (r < 0)
+                return call_failed(nb, method, r, code, &err);
         clear_error(nb);
         return 0;
 }
@@ -114,11 +136,11 @@ static int local_failed(nsbox *nb, int r, const char *code, nsbox_error *err)
 
 /* One tool call of the in-process mode; params is taken.  1: on_event stopped it. */
 static int local_call(nsbox *nb, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_event_fn on_event,
-                      void *userdata, json_t **ret)
+                      void *userdata, int wakefd, json_t **ret)
 {
         nsbox_error err = { 0 };
         const char *code = NULL;
-        int r = nsbox_local_call(&nb->local, id, tool, params, stream, on_event, userdata, ret, &code, &err);
+        int r = nsbox_local_call(&nb->local, id, tool, params, stream, on_event, userdata, wakefd, ret, &code, &err);
         json_decref(params);
         if (r < 0)
                 return local_failed(nb, r, code, &err);
@@ -155,6 +177,8 @@ NSBOX_API int nsbox_connect(unsigned flags, nsbox **ret)
         if (!nb)
                 return -ENOMEM;
         nb->cl.fd = -1;
+        nb->wakefd = -1;
+        pthread_mutex_init(&nb->lock, NULL);
         nb->autostart = !(flags & NSBOX_CONNECT_NO_AUTOSTART);
         if (flags & ~(NSBOX_CONNECT_NO_AUTOSTART | NSBOX_IN_PROCESS))
                 return fail(nb, EINVAL, "invalid_argument", "nsbox_connect: unknown flags 0x%x", flags);
@@ -167,6 +191,11 @@ NSBOX_API int nsbox_connect(unsigned flags, nsbox **ret)
                         r = fail(nb, -r, "unavailable", "%s", err.msg);
                         nsbox_error_clear(&err);
                         return r;
+                }
+                nb->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+                if (nb->wakefd < 0) {
+                        int e = errno;
+                        return fail(nb, e, "internal", "nsbox_connect: eventfd: %s", strerror(e));
                 }
                 return 0;
         }
@@ -186,6 +215,9 @@ NSBOX_API void nsbox_close(nsbox *nb)
                 return;
         nsbox_local_close(&nb->local);
         nsbox_client_close(&nb->cl);
+        if (nb->wakefd >= 0)
+                close(nb->wakefd);
+        pthread_mutex_destroy(&nb->lock);
         clear_error(nb);
         free(nb);
 }
@@ -300,7 +332,7 @@ NSBOX_API int nsbox_call(nsbox *nb, const char *id, const char *tool, const char
         json_t *params = NULL, *res = NULL;
         int r = parse_object(nb, tool, params_json, &params);
         if (r == 0 && nb->in_process)
-                r = local_call(nb, id, tool, params, false, NULL, NULL, &res);
+                r = local_call(nb, id, tool, params, false, NULL, NULL, -1, &res);
         else if (r == 0)
                 r = call(nb, "call", json_pack("{ss ss so}", "sandbox", id, "tool", tool, "params", params), NULL, NULL, &res);
         if (r == 0)
@@ -363,7 +395,7 @@ NSBOX_API int nsbox_exec(nsbox *nb, const char *id, const char *params_json, nsb
                 return r;
         struct exec_stream st = { .fn = on_output, .userdata = userdata };
         if (nb->in_process) {
-                r = local_call(nb, id, "exec", params, true, on_local_output, &st, &res);
+                r = local_call(nb, id, "exec", params, true, on_local_output, &st, -1, &res);
         } else {
                 sb_init(&st.bytes, 0);
                 r = call(nb, "call", json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", params, "stream", 1), on_event,
@@ -455,6 +487,74 @@ static void reconnect(nsbox *nb)
         nsbox_error_clear(&err);
 }
 
+/* The start and the end of a streamed call, for nsbox_cancel: at the end, whether it came. */
+static void stream_begin(nsbox *nb)
+{
+        pthread_mutex_lock(&nb->lock);
+        nb->streaming = true;
+        nb->cancelled = false;
+        uint64_t v;
+        if (nb->wakefd >= 0)
+                (void)!read(nb->wakefd, &v, sizeof(v)); /* a late cancel of the last call is not this one's */
+        pthread_mutex_unlock(&nb->lock);
+}
+
+static bool stream_end(nsbox *nb)
+{
+        pthread_mutex_lock(&nb->lock);
+        nb->streaming = false;
+        bool c = nb->cancelled;
+        pthread_mutex_unlock(&nb->lock);
+        return c;
+}
+
+NSBOX_API void nsbox_cancel(nsbox *nb)
+{
+        if (!nb)
+                return;
+        pthread_mutex_lock(&nb->lock);
+        if (nb->streaming && !nb->cancelled) {
+                nb->cancelled = true;
+                uint64_t one = 1;
+                if (nb->in_process)
+                        (void)!write(nb->wakefd, &one, sizeof(one)); /* a full counter wakes it all the same */
+                else if (nb->cl.fd >= 0)
+                        shutdown(nb->cl.fd, SHUT_RDWR); /* its read ends; nsboxd cancels the call as for a client gone */
+        }
+        pthread_mutex_unlock(&nb->lock);
+}
+
+/* The nsboxd half of nsbox_call_stream: params is taken.  The connection stays open until the
+ * call is over (call_failed closes it only after stream_end), so that nsbox_cancel never shuts
+ * down a descriptor reused meanwhile. */
+static int remote_stream(nsbox *nb, const char *id, const char *tool, json_t *params, struct call_stream *st, json_t **ret)
+{
+        if (nb->cl.fd < 0) {
+                json_decref(params);
+                return not_connected(nb, "call");
+        }
+        nsbox_error err = { 0 };
+        const char *code = NULL;
+        stream_begin(nb);
+        int r = nsbox_client_call(&nb->cl, "call", json_pack("{ss ss so sb}", "sandbox", id, "tool", tool, "params", params, "stream", 1),
+                                  on_remote_event, st, ret, &code, &err);
+        bool cancelled = stream_end(nb);
+        nb->cl.stop = false;
+        if (st->stop || cancelled) {
+                nsbox_error_clear(&err);
+                if (r == 0)
+                        json_decref(*ret);
+                *ret = NULL;
+                reconnect(nb);
+                clear_error(nb);
+                return 1;
+        }
+        if (r < 0)
+                return call_failed(nb, "call", r, code, &err);
+        clear_error(nb);
+        return 0;
+}
+
 NSBOX_API int nsbox_call_stream(nsbox *nb, const char *id, const char *tool, const char *params_json, nsbox_event_fn on_event,
                                 void *userdata, char **ret_result)
 {
@@ -468,18 +568,11 @@ NSBOX_API int nsbox_call_stream(nsbox *nb, const char *id, const char *tool, con
                 return r;
         struct call_stream st = { .nb = nb, .fn = on_event, .userdata = userdata };
         if (nb->in_process) {
-                r = local_call(nb, id, tool, params, true, on_local_event, &st, &res);
+                stream_begin(nb);
+                r = local_call(nb, id, tool, params, true, on_local_event, &st, nb->wakefd, &res);
+                stream_end(nb);
         } else {
-                r = call(nb, "call", json_pack("{ss ss so sb}", "sandbox", id, "tool", tool, "params", params, "stream", 1), on_remote_event,
-                         &st, &res);
-                nb->cl.stop = false;
-                if (st.stop) {
-                        json_decref(res);
-                        res = NULL;
-                        reconnect(nb);
-                        clear_error(nb);
-                        r = 1;
-                }
+                r = remote_stream(nb, id, tool, params, &st, &res);
         }
         if (r == 0 && ret_result)
                 r = dump(nb, res, ret_result);

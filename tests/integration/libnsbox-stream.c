@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* tests/integration/libnsbox.sh: nsbox_call_stream in either mode (--in-process, else through
  * nsboxd), as a C program sees it: a watch sees a file that a second call creates, a
- * process_connect gets a detached command's output then its result, a callback stops a call and
- * the handle goes on, bad input fails with no event.  Prints one "what: observation" line per
- * step, the same in both modes, which the test asserts on. */
+ * process_connect gets a detached command's output then its result, a callback or another
+ * thread's nsbox_cancel stops a call and the handle goes on, bad input fails with no event.
+ * Prints one "what: observation" line per step, the same in both modes, which the test asserts
+ * on. */
 #include <nsbox.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct seen {
         int events;
@@ -64,6 +68,17 @@ static int on_event(const char *json, size_t len, void *userdata)
         return s->stop_at_start && strstr(json, "\"event\":\"started\"") ? 1 : 0; /* a command stopped once it runs */
 }
 
+/* Another thread cancels the watch: again and again, since a cancel before it starts does nothing. */
+static atomic_int watch_over;
+static void *canceller(void *arg)
+{
+        while (!atomic_load(&watch_over)) {
+                usleep(200000);
+                nsbox_cancel(arg);
+        }
+        return NULL;
+}
+
 static char *field(const char *json, const char *key, char *buf, size_t size)
 {
         char pat[64];
@@ -106,6 +121,25 @@ int main(int argc, char **argv)
         printf("result untouched: %s\n", res ? "no" : "yes");
         r = nsbox_call(nb, id, "exec", "{\"shell\": \"echo still here\"}", &res);
         printf("a call after the stop: %d %s\n", r, res && strstr(res, "still here") ? "answered" : "NOT ANSWERED");
+        free(res);
+        res = NULL;
+
+        /* a watch that sees nothing, cancelled from another thread; a cancel with no call in
+         * flight does nothing to the next one */
+        r = nsbox_call(nb, id, "exec", "{\"shell\": \"mkdir /tmp/quiet\"}", &res);
+        free(res);
+        res = NULL;
+        memset(&s, 0, sizeof(s));
+        pthread_t th;
+        pthread_create(&th, NULL, canceller, nb);
+        r = nsbox_call_stream(nb, id, "watch", "{\"path\": \"/tmp/quiet\"}", on_event, &s, &res);
+        atomic_store(&watch_over, 1);
+        pthread_join(th, NULL);
+        show(nb, "watch cancelled by another thread", r, &s);
+        nsbox_cancel(nb);
+        memset(&s, 0, sizeof(s));
+        r = nsbox_call_stream(nb, id, "exec", "{\"shell\": \"printf after\"}", on_event, &s, &res);
+        printf("a streamed call after a cancel: %d [%s]\n", r, s.out);
         free(res);
         res = NULL;
 
