@@ -109,6 +109,9 @@ setup() {
         if [ "$TEST_AS" = root ]; then
                 OTHER_KEY=$(cd / && new_key setpriv --reuid="$TENANT" --regid="$TENANT" --init-groups env NSBOX_SOCKET="$NSBOX_SOCKET") || return 1
                 export E2B_OTHER_API_KEY=$OTHER_KEY
+        else
+                E2B_SECOND_API_KEY=$(new_key) || return 1
+                export E2B_SECOND_API_KEY
         fi
         export E2B_API_URL=http://127.0.0.1:$PORT E2B_SANDBOX_URL=http://127.0.0.1:$PORT E2B_API_KEY=$KEY
         export NOVITA_API_URL=$E2B_API_URL NOVITA_SANDBOX_URL=$E2B_SANDBOX_URL NOVITA_API_KEY=$KEY
