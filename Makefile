@@ -256,6 +256,7 @@ install: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/libnsbox.so.$(VERSION) $(B
 	$(Q)install -m 0755 $(B)/nsbox $(DESTDIR)$(BINDIR)/nsbox
 	$(Q)install -m 0755 $(B)/nsboxd $(DESTDIR)$(BINDIR)/nsboxd
 	$(Q)install -m 0755 $(B)/nsbox-agent $(DESTDIR)$(AGENTDIR)/nsbox-agent
+	$(Q)install -m 0755 rootfs/code-interpreter/server.py $(DESTDIR)$(AGENTDIR)/code-interpreter
 	$(Q)install -m 0644 policy/*.json $(DESTDIR)$(POLICYDIR)/
 	$(Q)install -m 0644 man/nsbox.1 $(DESTDIR)$(MANDIR)/man1/nsbox.1
 	$(Q)install -m 0644 man/nsbox-policy.5 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5

@@ -1,0 +1,492 @@
+#!/usr/bin/python3
+"""nsbox code interpreter: E2B's code-interpreter HTTP API inside a sandbox.
+
+Runs in the sandbox (nsboxd's built-in `code-interpreter` template starts it) and listens on
+127.0.0.1:49999, which nsboxd's port proxy reaches (E2b-Sandbox-Port: 49999).  A context is a
+live Jupyter kernel (ipykernel, Debian's python3-ipykernel); the API is what @e2b/code-interpreter
+2.8.0 sends and parses:
+
+  POST /execute {code, context_id?, language?, env_vars?, timeout?}
+       -> 200, one JSON object a line: stdout, stderr, result, error, number_of_executions,
+          end_of_execution
+  POST /contexts {language?, cwd?} -> {id, language, cwd};  GET /contexts
+  DELETE /contexts/ID;  POST /contexts/ID/restart;  GET /health
+
+Python only: other languages are refused with a clear 400 (man/nsbox-protocol.7).  Only the
+standard library and Debian's jupyter_client are used.
+"""
+
+import argparse
+import json
+import os
+import queue
+import select
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MAX_BODY = (1 << 20) + 65536      # the code (1 MiB) and the rest of the request
+MAX_CODE = 1 << 20
+MAX_CONTEXTS = 16
+MAX_OUTPUT = 32 << 20             # bytes of lines one execution may send
+MAX_ENV_VARS = 256
+KERNEL_START_S = 60
+INTERRUPT_GRACE_S = 5             # after an interrupt, how long the kernel has to go idle
+PYTHON_NAMES = ("python", "python3", "py", "ipython")
+
+
+class ApiError(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def _runtime_env():
+    """Kernels write connection files and caches: give them a private writable place."""
+    base = tempfile.mkdtemp(prefix="nsbox-ci-")
+    os.environ.setdefault("JUPYTER_RUNTIME_DIR", os.path.join(base, "runtime"))
+    home = os.environ.get("HOME", "")
+    if not home or not os.access(home, os.W_OK):
+        os.environ["IPYTHONDIR"] = os.path.join(base, "ipython")
+        os.environ["MPLCONFIGDIR"] = os.path.join(base, "mpl")
+        os.environ["JUPYTER_DATA_DIR"] = os.path.join(base, "data")
+    # charts come back as pictures, as in a notebook
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    # Debian's matplotlib reads /etc/matplotlibrc only, which the sandbox's host view leaves out
+    rc = "/usr/share/matplotlib/mpl-data/matplotlibrc"
+    if not os.path.exists("/etc/matplotlibrc") and os.path.exists(rc):
+        os.environ.setdefault("MATPLOTLIBRC", rc)
+    # nor /etc/fonts: a configuration of our own for fontconfig (matplotlib runs fc-list)
+    if not os.path.exists("/etc/fonts/fonts.conf") and "FONTCONFIG_FILE" not in os.environ:
+        conf = os.path.join(base, "fonts.conf")
+        with open(conf, "w") as f:
+            f.write("<?xml version=\"1.0\"?>\n<fontconfig><dir>/usr/share/fonts</dir>"
+                    "<cachedir>%s</cachedir></fontconfig>\n" % os.path.join(base, "fontconfig"))
+        os.environ["FONTCONFIG_FILE"] = conf
+
+
+class Context:
+    """One kernel.  `lock` serialises executions: a kernel runs one cell at a time."""
+
+    def __init__(self, language, cwd):
+        from jupyter_client import KernelManager
+        self.id = uuid.uuid4().hex
+        self.language = language
+        self.cwd = cwd
+        self.lock = threading.Lock()
+        self.km = KernelManager(kernel_name="python3")
+        # the kernel runs this very interpreter (Debian's, with ipykernel), not a PATH python3
+        self.km.kernel_spec.argv[0] = sys.executable
+        self.kc = None
+        self.start()
+
+    def start(self):
+        self.km.start_kernel(cwd=self.cwd, independent=False)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=KERNEL_START_S)
+
+    def restart(self):
+        if self.kc:
+            self.kc.stop_channels()
+        if self.km.has_kernel:
+            self.km.shutdown_kernel(now=True)
+        self.start()
+
+    def shutdown(self):
+        try:
+            if self.kc:
+                self.kc.stop_channels()
+            self.km.shutdown_kernel(now=True)
+        except Exception:  # a kernel already gone is shut down
+            pass
+
+    def alive(self):
+        return self.km.is_alive()
+
+    def json(self):
+        return {"id": self.id, "language": self.language, "cwd": self.cwd}
+
+
+class Contexts:
+    def __init__(self, cwd):
+        self.cwd = cwd
+        self.lock = threading.Lock()
+        self.all = {}
+        self.default = None
+
+    def create(self, language, cwd):
+        lang = normal_language(language)
+        cwd = cwd or self.cwd
+        if not isinstance(cwd, str) or not os.path.isdir(cwd):
+            raise ApiError(400, "'cwd' must be an existing directory: %r" % (cwd,))
+        with self.lock:
+            if len(self.all) >= MAX_CONTEXTS:
+                raise ApiError(429, "at most %d contexts per sandbox; delete one first" % MAX_CONTEXTS)
+            self.all[None] = None  # a place held while the kernel starts
+            ctx = None
+        try:
+            ctx = Context(lang, cwd)
+        finally:
+            with self.lock:
+                del self.all[None]
+                if ctx:
+                    self.all[ctx.id] = ctx
+        return ctx
+
+    def get(self, cid):
+        with self.lock:
+            ctx = self.all.get(cid) if isinstance(cid, str) else None
+        if not ctx:
+            raise ApiError(404, "context '%s' not found" % str(cid)[:100])
+        return ctx
+
+    def default_context(self):
+        with self.lock:
+            ctx = self.default if self.default and self.default.id in self.all else None
+        if not ctx:
+            ctx = self.create("python", None)
+            self.default = ctx
+        return ctx
+
+    def remove(self, cid):
+        ctx = self.get(cid)
+        with self.lock:
+            self.all.pop(ctx.id, None)
+        ctx.shutdown()
+
+    def list(self):
+        with self.lock:
+            return [c.json() for c in self.all.values() if c]
+
+    def shutdown(self):
+        with self.lock:
+            every = [c for c in self.all.values() if c]
+            self.all.clear()
+        for c in every:
+            c.shutdown()
+
+
+def normal_language(language):
+    if language is None or language == "":
+        return "python"
+    if not isinstance(language, str):
+        raise ApiError(400, "'language' must be a string")
+    if language.lower() in PYTHON_NAMES:
+        return "python"
+    raise ApiError(400, "language '%s' is not supported: nsbox's code interpreter runs python only"
+                   % language[:50])
+
+
+def result_line(data, main):
+    """A Jupyter MIME bundle as E2B's result line."""
+    data = dict(data)
+    out = {"type": "result", "is_main_result": main}
+    text = data.pop("text/plain", None)
+    if isinstance(text, str) and len(text) >= 2 and text[0] == "'" and text[-1] == "'":
+        text = text[1:-1]  # E2B shows a str result without its quotes
+    names = (("html", "text/html"), ("markdown", "text/markdown"), ("svg", "image/svg+xml"),
+             ("png", "image/png"), ("jpeg", "image/jpeg"), ("pdf", "application/pdf"),
+             ("latex", "text/latex"), ("json", "application/json"),
+             ("javascript", "application/javascript"), ("data", "e2b/data"), ("chart", "e2b/chart"))
+    if text is not None:
+        out["text"] = text
+    for key, mime in names:
+        if mime in data:
+            out[key] = data.pop(mime)
+    if data:
+        out["extra"] = data
+    return out
+
+
+class Execution:
+    """One cell: the kernel's iopub messages for it, as lines written by `emit`."""
+
+    def __init__(self, ctx, emit, gone, timeout):
+        self.ctx, self.emit, self.gone = ctx, emit, gone
+        self.deadline = time.monotonic() + timeout if timeout else None
+        self.sent = 0
+        self.truncated = False
+
+    def line(self, obj):
+        data = (json.dumps(obj) + "\n").encode()
+        if self.sent + len(data) > MAX_OUTPUT and obj.get("type") in ("stdout", "stderr", "result"):
+            if not self.truncated:
+                self.truncated = True
+                self.emit(b'{"type": "stderr", "text": "[nsbox: output over %d bytes left out]\\n"}\n' % MAX_OUTPUT)
+            return
+        self.sent += len(data)
+        self.emit(data)
+
+    def silent(self, code):
+        """Code of ours (environment variables): run, wait, show nothing."""
+        kc = self.ctx.kc
+        mid = kc.execute(code, silent=True, store_history=False)
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            try:
+                msg = kc.get_shell_msg(timeout=0.5)
+            except queue.Empty:
+                if not self.ctx.alive():
+                    return
+                continue
+            if msg["parent_header"].get("msg_id") == mid:
+                return
+
+    def run(self, code):
+        kc = self.ctx.kc
+        mid = kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+        interrupted_at = None
+        while True:
+            try:
+                msg = kc.get_iopub_msg(timeout=0.2)
+            except queue.Empty:
+                msg = None
+            if msg is not None and msg["parent_header"].get("msg_id") == mid:
+                if self.handle(msg):
+                    break
+                continue
+            if not self.ctx.alive():
+                self.line({"type": "error", "name": "DeadKernelError",
+                           "value": "the kernel of context %s died; restart it (POST /contexts/%s/restart)"
+                           % (self.ctx.id, self.ctx.id), "traceback": ""})
+                return
+            now = time.monotonic()
+            if interrupted_at is None and ((self.deadline and now > self.deadline) or self.gone()):
+                self.ctx.km.interrupt_kernel()
+                interrupted_at = now
+            elif interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_S:
+                # a cell that ignores SIGINT: the kernel is restarted, the context stays
+                self.ctx.restart()
+                self.line({"type": "error", "name": "TimeoutError",
+                           "value": "the cell did not stop when interrupted; the context was restarted",
+                           "traceback": ""})
+                return
+        # the shell reply, so the next cell's first message is its own
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            try:
+                if kc.get_shell_msg(timeout=0.5)["parent_header"].get("msg_id") == mid:
+                    break
+            except queue.Empty:
+                pass
+
+    def handle(self, msg):
+        kind, c = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            name = "stderr" if c.get("name") == "stderr" else "stdout"
+            self.line({"type": name, "text": c.get("text", ""), "timestamp": time.time()})
+        elif kind == "execute_input":
+            self.line({"type": "number_of_executions", "execution_count": c.get("execution_count")})
+        elif kind == "execute_result":
+            self.line(result_line(c.get("data", {}), True))
+        elif kind == "display_data":
+            self.line(result_line(c.get("data", {}), False))
+        elif kind == "error":
+            self.line({"type": "error", "name": c.get("ename", ""), "value": c.get("evalue", ""),
+                       "traceback": "\n".join(c.get("traceback", []))})
+        elif kind == "status" and c.get("execution_state") == "idle":
+            return True
+        return False
+
+
+def execute(contexts, req, emit, gone):
+    code = req.get("code")
+    if not isinstance(code, str):
+        raise ApiError(400, "'code' must be a string")
+    if len(code.encode()) > MAX_CODE:
+        raise ApiError(413, "'code' is over %d bytes" % MAX_CODE)
+    cid, language = req.get("context_id"), req.get("language")
+    if cid is not None and language is not None:
+        raise ApiError(400, "give 'context_id' or 'language', not both")
+    envs = req.get("env_vars") or {}
+    if not isinstance(envs, dict) or len(envs) > MAX_ENV_VARS or not all(
+            isinstance(k, str) and isinstance(v, str) and k and "=" not in k for k, v in envs.items()):
+        raise ApiError(400, "'env_vars' must be an object of at most %d strings" % MAX_ENV_VARS)
+    timeout = req.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+        raise ApiError(400, "'timeout' must be a number of seconds")
+    if cid is not None:
+        ctx = contexts.get(cid)
+    else:
+        normal_language(language)
+        ctx = contexts.default_context()
+    return ctx, code, envs, timeout
+
+
+def run_locked(ctx, code, envs, timeout, emit, gone):
+    with ctx.lock:
+        ex = Execution(ctx, emit, gone, timeout)
+        if not ctx.alive():
+            ex.line({"type": "error", "name": "DeadKernelError",
+                     "value": "the kernel of context %s is dead; restart it (POST /contexts/%s/restart)"
+                     % (ctx.id, ctx.id), "traceback": ""})
+        else:
+            if envs:
+                ex.silent("import os as __o; __nsbox_env = {k: __o.environ.get(k) for k in %r}; "
+                          "__o.environ.update(%r)" % (list(envs), envs))
+            try:
+                ex.run(code)
+            finally:
+                if envs and ctx.alive():
+                    ex.silent("import os as __o\nfor __k, __v in __nsbox_env.items():\n"
+                              "    __o.environ.pop(__k, None) if __v is None else __o.environ.__setitem__(__k, __v)\n"
+                              "del __nsbox_env, __o")
+        ex.line({"type": "end_of_execution"})
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "nsbox-code-interpreter"
+
+    def log_message(self, fmt, *args):  # quiet: nsboxd keeps the sandbox's own logs
+        pass
+
+    def answer(self, status, obj=None):
+        body = b"" if obj is None else (json.dumps(obj) + "\n").encode()
+        self.send_response(status)
+        if obj is not None:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            data = b""
+            while True:
+                size = int(self.rfile.readline(100).split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline(100)
+                    break
+                if len(data) + size > MAX_BODY:
+                    self.close_connection = True
+                    raise ApiError(413, "the request body is over %d bytes" % MAX_BODY)
+                data += self.rfile.read(size)
+                self.rfile.readline(100)
+        else:
+            n = int(self.headers.get("Content-Length") or 0)
+            if n < 0 or n > MAX_BODY:
+                self.close_connection = True
+                raise ApiError(413, "the request body is over %d bytes" % MAX_BODY)
+            data = self.rfile.read(n) if n else b""
+        if not data.strip():
+            return {}
+        try:
+            obj = json.loads(data)
+        except ValueError as e:
+            raise ApiError(400, "the body is not JSON: %s" % e)
+        if not isinstance(obj, dict):
+            raise ApiError(400, "the body must be a JSON object")
+        return obj
+
+    def route(self):
+        path = self.path.split("?", 1)[0].rstrip("/") or "/"
+        cs = self.server.contexts
+        m = self.command
+        if path == "/health" and m == "GET":
+            return self.answer(200, {"status": "ok"})
+        if path == "/execute" and m == "POST":
+            return self.execute(cs)
+        if path == "/contexts" and m == "POST":
+            b = self.body()
+            return self.answer(200, cs.create(b.get("language"), b.get("cwd")).json())
+        if path == "/contexts" and m == "GET":
+            return self.answer(200, cs.list())
+        parts = path.split("/")
+        if len(parts) == 3 and parts[1] == "contexts" and m == "DELETE":
+            cs.remove(parts[2])
+            return self.answer(204)
+        if len(parts) == 4 and parts[1] == "contexts" and parts[3] == "restart" and m == "POST":
+            ctx = cs.get(parts[2])
+            with ctx.lock:
+                ctx.restart()
+            return self.answer(204)
+        raise ApiError(404, "%s %s is not part of the code interpreter's API" % (m, path[:100]))
+
+    def gone(self):
+        """The client closed its connection (the SDK's timeoutMs aborts the request)."""
+        try:
+            r, _, _ = select.select([self.connection], [], [], 0)
+            return bool(r) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def execute(self, cs):
+        ctx, code, envs, timeout = execute(cs, self.body(), None, None)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        broken = [False]
+
+        def emit(data):
+            if broken[0]:
+                return
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            except OSError:
+                broken[0] = True
+
+        run_locked(ctx, code, envs, timeout, emit, lambda: broken[0] or self.gone())
+        if not broken[0]:
+            emit(b"")  # the last chunk
+        else:
+            self.close_connection = True
+
+    def dispatch(self):
+        try:
+            self.route()
+        except ApiError as e:
+            self.answer(e.status, {"error": str(e), "message": str(e)})
+        except Exception as e:  # a failure of ours (a kernel that would not start): said, not hidden
+            self.close_connection = True
+            try:
+                self.answer(500, {"error": "%s: %s" % (type(e).__name__, e), "message": str(e)})
+            except OSError:
+                pass
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = dispatch
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    ap = argparse.ArgumentParser(description="nsbox code interpreter (E2B's API on a port)")
+    ap.add_argument("--listen", default="127.0.0.1:49999", help="address:port (127.0.0.1:49999)")
+    ap.add_argument("--cwd", default=None, help="the default context's directory (/home/user, else the current one)")
+    ap.add_argument("--ready-file", default=None, help="written once the default context answers")
+    a = ap.parse_args()
+    host, _, port = a.listen.rpartition(":")
+    cwd = a.cwd or ("/home/user" if os.path.isdir("/home/user") else os.getcwd())
+    _runtime_env()
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    cs = Contexts(cwd)
+    t0 = time.monotonic()
+    cs.default_context()  # started before the server answers: healthy means ready
+    srv = Server((host or "127.0.0.1", int(port)), Handler)
+    srv.contexts = cs
+    if a.ready_file:
+        with open(a.ready_file + ".tmp", "w") as f:
+            f.write("%d %.3f\n" % (os.getpid(), time.monotonic() - t0))
+        os.rename(a.ready_file + ".tmp", a.ready_file)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cs.shutdown()
+
+
+if __name__ == "__main__":
+    main()
