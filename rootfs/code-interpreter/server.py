@@ -469,12 +469,26 @@ def main():
     a = ap.parse_args()
     host, _, port = a.listen.rpartition(":")
     cwd = a.cwd or ("/home/user" if os.path.isdir("/home/user") else os.getcwd())
-    _runtime_env()
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    cs = Contexts(cwd)
     t0 = time.monotonic()
-    cs.default_context()  # started before the server answers: healthy means ready
-    srv = Server((host or "127.0.0.1", int(port)), Handler)
+    cs = None
+    try:
+        _runtime_env()
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        cs = Contexts(cwd)
+        cs.default_context()  # started before the server answers: healthy means ready
+        srv = Server((host or "127.0.0.1", int(port)), Handler)
+    except Exception as e:
+        # said where the one starting us (nsboxd's template) looks, and on stderr
+        why = "the code interpreter did not start: %s: %s" % (type(e).__name__, e)
+        if isinstance(e, ImportError):
+            why += " (the host needs python3-ipykernel and python3-jupyter-client)"
+        if cs:
+            cs.shutdown()
+        print(why, file=sys.stderr)
+        if a.ready_file:
+            with open(a.ready_file + ".failed", "w") as f:
+                f.write(why + "\n")
+        sys.exit(1)
     srv.contexts = cs
     if a.ready_file:
         with open(a.ready_file + ".tmp", "w") as f:
