@@ -75,28 +75,30 @@ class Context:
     """One kernel.  `lock` serialises executions: a kernel runs one cell at a time."""
 
     def __init__(self, language, cwd):
-        from jupyter_client import KernelManager
         self.id = uuid.uuid4().hex
         self.language = language
         self.cwd = cwd
         self.lock = threading.Lock()
-        self.km = KernelManager(kernel_name="python3")
-        # the kernel runs this very interpreter (Debian's, with ipykernel), not a PATH python3
-        self.km.kernel_spec.argv[0] = sys.executable
-        self.kc = None
+        self.km = self.kc = None
         self.start()
 
     def start(self):
+        from jupyter_client import KernelManager
+        # a manager per kernel: shutting one down ends its ZeroMQ context for good
+        self.km = KernelManager(kernel_name="python3")
+        # the kernel runs this very interpreter (Debian's, with ipykernel), not a PATH python3
+        self.km.kernel_spec.argv[0] = sys.executable
         self.km.start_kernel(cwd=self.cwd, independent=False)
         self.kc = self.km.client()
         self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=KERNEL_START_S)
+        try:
+            self.kc.wait_for_ready(timeout=KERNEL_START_S)
+        except Exception:
+            self.shutdown()
+            raise
 
     def restart(self):
-        if self.kc:
-            self.kc.stop_channels()
-        if self.km.has_kernel:
-            self.km.shutdown_kernel(now=True)
+        self.shutdown()
         self.start()
 
     def shutdown(self):
