@@ -30,7 +30,7 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 # Every dependency comes through pkg-config; the nsbox binary links only what it uses, so a cold
 # start does not pay for libgit2's relocations.
-ALL_PKGS := libseccomp libcap libnl-3.0 libnl-route-3.0 jansson libgit2 libmicrohttpd
+ALL_PKGS := libseccomp libcap libnl-3.0 libnl-route-3.0 jansson libgit2 libmicrohttpd libcurl
 RUN_PKGS := libseccomp libcap jansson libnl-route-3.0 libnl-3.0
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
 MISSING := $(shell for p in $(ALL_PKGS) check; do $(PKG_CONFIG) --exists $$p || echo $$p; done)
@@ -51,8 +51,12 @@ endif
 GIT_CFLAGS := $(shell $(PKG_CONFIG) --cflags libgit2)
 GIT_LIBS := $(shell $(PKG_CONFIG) --libs libgit2)
 # libmicrohttpd: nsboxd's HTTP API (runtime/daemon/http*.c), in the programs that link nsboxd's rooms
+# (and zlib: a gzip upload to /files is inflated as it comes)
 MHD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd)
-MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd)
+MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd zlib)
+# libcurl: the HTTP API's port proxy (runtime/daemon/http_proxy.c), in the same programs
+CURL_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcurl)
+CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
@@ -85,7 +89,7 @@ endif
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -D_GNU_SOURCE -fPIE $(WARNINGS) $(HARDEN) -MMD -MP \
 	-DNSBOX_VERSION='"$(VERSION)"' -DNSBOX_POLICYDIR='"$(POLICYDIR)"' -DNSBOX_BINDIR='"$(BINDIR)"' \
-	-DNSBOX_AGENTDIR='"$(AGENTDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS) $(MHD_CFLAGS)
+	-DNSBOX_AGENTDIR='"$(AGENTDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS)
 override LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SAN_LDFLAGS)
 
 CLI_SRCS := runtime/cli.c runtime/cli_session.c runtime/cli_snapshot.c runtime/cli_service.c runtime/cli_mcp.c runtime/cli_procs.c
@@ -172,7 +176,7 @@ $(B)/nsbox: $(CLI_SRCS:%.c=$(B)/%.o) $(B)/libnsbox.a
 
 $(B)/nsboxd: $(B)/runtime/nsboxd.o $(B)/libnsbox.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
 
 # It serves the git tools too: libgit2.
 # the code interpreter's server, next to nsboxd as nsbox-agent is (nsboxd's code-interpreter template)
@@ -182,12 +186,12 @@ $(B)/code-interpreter: rootfs/code-interpreter/server.py
 
 $(B)/nsbox-agent: $(B)/runtime/agent_main.o $(B)/libnsbox.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
 
 $(B)/tests/unit: $(UNIT_OBJS) $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CHECK_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(CHECK_LIBS)
 $(B)/unit-obj/%.o: tests/unit/%.c $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(call say,CC,$(@:$(B)/%=%))
@@ -215,7 +219,7 @@ fuzz-binaries: $(FUZZ_NAMES:%=$(B)/fuzz/%)
 $(B)/fuzz/%: tests/fuzz/%.c $(B)/libnsbox.a $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(call say,CCLD,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libnsbox.a $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libnsbox.a $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
 
 # The unit tier in one process under valgrind (CK_FORK=no: one leak check for the whole run, not
 # one per forked test).  Also a tier of check, left out of a SANITIZE build (valgrind cannot run
@@ -242,12 +246,12 @@ check: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/tests/unit $(PROBES)
 $(B)/tests/bench-session: tests/bench/session.c $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
 	$(call say,CCLD,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
 
 $(B)/tests/bench-daemon: tests/bench/daemon.c $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
 	$(call say,CCLD,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
 
 bench: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/tests/bench-session $(B)/tests/bench-daemon
 	$(call say,BENCH,tests/bench/run)

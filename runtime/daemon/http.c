@@ -24,6 +24,7 @@ struct http_state {
         unsigned n_reqs;
         bool dirty; /* replies wait in a client for room in its request's stream */
         bool woke;  /* a request was resumed: MHD_run must see it */
+        struct proxy_state *proxy; /* the port proxy (http_proxy.c) */
 };
 
 /* ---- what the services use ------------------------------------------------------------------ */
@@ -36,6 +37,17 @@ const char *http_header(hreq *r, const char *name)
 const char *http_arg(hreq *r, const char *name)
 {
         return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct proxy_state *http_proxy(daemon_state *d)
+{
+        return d->http ? d->http->proxy : NULL;
+}
+
+void http_kick(daemon_state *d)
+{
+        if (d->http)
+                d->http->woke = true;
 }
 
 void http_wake(hreq *r)
@@ -306,6 +318,8 @@ static void route(hreq *r)
         r->plane = r->port == HTTP_ENVD_PORT ? HR_ENVD : HR_PROXY;
         if (r->plane == HR_ENVD && !strcmp(r->url, "/files"))
                 files_request(r); /* sets on_body for an upload before its body comes */
+        else if (r->plane == HR_PROXY)
+                proxy_request(r); /* the same: the body streams to the port */
 }
 
 /* The body is in (or streamed): the service answers, now or later. */
@@ -318,9 +332,7 @@ static void start(hreq *r)
         }
         if (r->plane == HR_CONTROL)
                 control_request(r);
-        else if (r->plane == HR_PROXY)
-                proxy_request(r);
-        else if (strcmp(r->url, "/files"))
+        else if (r->plane == HR_ENVD && strcmp(r->url, "/files"))
                 envd_request(r);
 }
 
@@ -353,7 +365,9 @@ static enum MHD_Result respond(hreq *r)
                 return MHD_YES;
         struct MHD_Response *resp = NULL;
         if (r->answer || r->status) {
-                if (r->streaming)
+                if (r->upgrade)
+                        resp = MHD_create_response_for_upgrade(r->upgrade, r->upgrade_cls);
+                else if (r->streaming)
                         resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, r, NULL);
                 else {
                         resp = MHD_create_response_from_buffer(r->answer_len, r->answer, MHD_RESPMEM_MUST_FREE);
@@ -373,6 +387,8 @@ static enum MHD_Result respond(hreq *r)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
         if (r->next_token)
                 MHD_add_response_header(resp, "X-Next-Token", r->next_token);
+        if (r->on_response)
+                r->on_response(r, resp);
         enum MHD_Result ret = MHD_queue_response(r->conn, r->status, resp);
         MHD_destroy_response(resp);
         r->queued = ret == MHD_YES;
@@ -425,7 +441,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                 if (r->status) { /* answered already (refused): the rest is read and dropped, up to a bound */
                         r->discarded += *upload_size;
                         *upload_size = 0;
-                        return r->discarded > HTTP_BODY_MAX ? MHD_NO : MHD_YES;
+                        /* an upload refused half-way may be large: it is read and dropped (bytes
+                         * in, nothing kept) up to HTTP_DISCARD_MAX, then the connection closed */
+                        return r->discarded > (r->on_body ? HTTP_DISCARD_MAX : HTTP_BODY_MAX) ? MHD_NO : MHD_YES;
                 }
                 if (r->on_body) {
                         size_t took = r->on_body(r, upload, *upload_size);
@@ -434,6 +452,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                                 r->suspended = true;
                                 MHD_suspend_connection(conn);
                         }
+                        /* an answer (a refusal) goes once the body is read: MHD sends none
+                         * queued in the middle of it (the rest is read and dropped, above) */
                         return MHD_YES;
                 }
                 if (r->body.len + *upload_size > r->body_max) {
@@ -549,7 +569,7 @@ int http_open(daemon_state *d, nsbox_error *err)
         if (fd < 0)
                 return fd;
         d->http->listen_fd = fd;
-        d->http->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access, d,
+        d->http->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access, d,
                                         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
                                         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
                                         (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
@@ -562,6 +582,11 @@ int http_open(daemon_state *d, nsbox_error *err)
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(d->http->mhd, MHD_DAEMON_INFO_EPOLL_FD);
         if (!info || nsbox_epoll_add(d->epfd, info->epoll_fd, KEY(0, K_HTTP), NULL, EPOLLIN) < 0)
                 return nsbox_err(err, errno ? errno : EIO, "http: epoll");
+        int pfd = proxy_open(d, &d->http->proxy, err); /* the proxy's own epoll, under the same kind */
+        if (pfd < 0)
+                return pfd;
+        if (nsbox_epoll_add(d->epfd, pfd, KEY(1, K_HTTP), NULL, EPOLLIN) < 0)
+                return nsbox_err(err, errno, "http: epoll");
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         char addr[INET6_ADDRSTRLEN] = "?";
@@ -582,8 +607,10 @@ int http_open(daemon_state *d, nsbox_error *err)
 
 void http_run(daemon_state *d)
 {
-        if (d->http)
-                MHD_run(d->http->mhd);
+        if (!d->http)
+                return;
+        MHD_run(d->http->mhd);
+        proxy_run(d->http->proxy);
 }
 
 /* Replies and events waiting in the requests' clients go to their requests, as far as their
@@ -593,6 +620,7 @@ void http_pump(daemon_state *d)
         if (!d->http) /* every request's client is looked at: replies come to them at any time */
                 return;
         d->http->dirty = false;
+        proxy_pump(d->http->proxy);
         for (hreq *r = d->http->reqs; r; r = r->next) {
                 client *c = r->c;
                 while (c && c->out.len && r->sout.len < HTTP_STREAM_HIGH) {
@@ -609,8 +637,7 @@ void http_pump(daemon_state *d)
                                 r->on_msg(r, msg);
                         json_decref(msg);
                 }
-                if (c && c->out.len)
-                        d->http->dirty = true;
+                /* what stays in c waits for room in r's stream: stream_read says when (dirty) */
         }
         /* MHD's own work each round: resumed requests, its timeouts (idle connections, a request
          * over its memory), data it has read but not processed; with external polling nothing
@@ -621,6 +648,11 @@ void http_pump(daemon_state *d)
                 d->http->woke = false;
                 MHD_run(d->http->mhd);
         }
+        /* MHD's own timers (idle connections, a closed connection to complete, a resumed one
+         * still to serve) come due without an event on its epoll fd: its timeout says so */
+        MHD_UNSIGNED_LONG_LONG ms;
+        if (MHD_get_timeout(d->http->mhd, &ms) == MHD_YES && ms == 0)
+                MHD_run(d->http->mhd);
 }
 
 /* Requests' deadlines and keepalives; returns the loop's timeout for them and for MHD. */
@@ -638,6 +670,7 @@ int http_timeout(daemon_state *d, int timeout)
                 if (due && (!next || due < next))
                         next = due;
         }
+        timeout = proxy_timeout(d->http->proxy, timeout);
         if (d->http->dirty || d->http->woke)
                 return 0;
         MHD_UNSIGNED_LONG_LONG ms;
@@ -655,7 +688,9 @@ void http_close(daemon_state *d)
 {
         if (!d->http)
                 return;
+        proxy_close_pipes(d->http->proxy);
         MHD_stop_daemon(d->http->mhd); /* completes every request: their clients go */
+        proxy_close(d->http->proxy);
         close(d->http->listen_fd);
         free(d->http);
         d->http = NULL;

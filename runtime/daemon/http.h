@@ -16,6 +16,7 @@
 #include "internal.h"
 
 #define HTTP_BODY_MAX (1u << 20)       /* a JSON request body */
+#define HTTP_DISCARD_MAX (64u << 20)   /* of a refused upload, read and dropped before closing */
 #define HTTP_STREAM_HIGH (1u << 20)    /* a stream's unsent bytes above which its replies wait */
 #define HTTP_MAX_CONNECTIONS 1024
 #define HTTP_MAX_PER_IP 512
@@ -71,6 +72,11 @@ struct hreq {
         void *state;
         void (*state_free)(void *state);
         void (*on_tick)(hreq *r, uint64_t now); /* deadlines and keepalives, when due */
+        /* the port proxy's answers: more headers on the response, a WebSocket upgrade (a
+         * status 101 answered with MHD_create_response_for_upgrade(upgrade, upgrade_cls)) */
+        void (*on_response)(hreq *r, struct MHD_Response *resp);
+        MHD_UpgradeHandler upgrade;
+        void *upgrade_cls;
 };
 
 /* http.c: what the services use */
@@ -121,5 +127,15 @@ void fs_request(hreq *r, const char *method);
 /* http_files.c: envd's GET and POST /files */
 void files_request(hreq *r);
 
-/* http_proxy.c: a port inside the sandbox */
+/* http_proxy.c: a port inside the sandbox.  proxy_request is called once the request's head is
+ * in (its body streams to the port); the rest is driven from http.c's own calls. */
+struct proxy_state;
 void proxy_request(hreq *r);
+struct proxy_state *http_proxy(daemon_state *d);
+void http_kick(daemon_state *d); /* MHD has work of its own (an upgraded socket closed) */
+int proxy_open(daemon_state *d, struct proxy_state **ret, nsbox_error *err); /* its epoll fd, for nsboxd's */
+void proxy_run(struct proxy_state *p);                 /* its epoll fd is readable */
+void proxy_pump(struct proxy_state *p);                /* streams with room again */
+int proxy_timeout(struct proxy_state *p, int timeout); /* its timers, and the loop's timeout */
+void proxy_close_pipes(struct proxy_state *p);         /* before MHD stops: its upgraded sockets */
+void proxy_close(struct proxy_state *p);

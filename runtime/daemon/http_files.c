@@ -1,8 +1,572 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* envd's GET and POST /files. */
+/* envd's GET and POST /files: a download is read_file calls (base64, FILES_CHUNK bytes each,
+ * one in flight) streamed out as raw bytes; an upload (application/octet-stream, or
+ * multipart/form-data parsed by libmicrohttpd's post processor; either may be gzip) is
+ * write_file calls of FILES_CHUNK bytes each to a hidden temporary beside the file (the first
+ * creates it and its parents, the next append), then a rename onto the file, so that a failed
+ * or interrupted upload leaves no half file.  Neither holds a whole file in memory: an upload
+ * takes the body's bytes only while its buffer has room (http.h, on_body). */
 #include "http.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <zlib.h>
+
+#include "../base64.h"
+
+#define FILES_CHUNK (4u << 20)   /* bytes of one read_file or write_file call */
+#define FILES_INFLIGHT 2        /* write_file calls in flight: encoding overlaps writing */
+#define FILES_STEP (64u << 10)   /* decoded bytes made at a time from the body */
+#define FILES_MAX 1000u          /* files in one multipart upload */
+#define FILES_PATH_MAX 4096u
+#define FILES_HOME "/home/user"  /* E2B's home: relative paths resolve in it */
+
+typedef struct upfile {
+        char *path, *tmp;  /* the file, and its temporary */
+        char *name;        /* as the part named it (multipart) */
+        char *buf;         /* bytes not yet written */
+        size_t len, cap;
+        uint64_t got;      /* bytes of it so far */
+        bool complete;     /* all of its bytes are in buf or written */
+        bool started;      /* a write_file was sent for tmp */
+        bool done;         /* renamed onto path */
+} upfile;
+
+typedef struct files_state {
+        hreq *r;
+        /* download */
+        uint64_t offset, asked;      /* bytes sent, and asked for */
+        /* upload */
+        upfile *files;
+        size_t n_files, cur;         /* cur: the first file not done */
+        size_t buffered;             /* bytes in every file's buf */
+        uint64_t total, max_total;   /* decoded bytes so far, and the bound (the disk limit) */
+        unsigned inflight;           /* calls in flight */
+        bool failed, eof, ended, answered;
+        bool gzip, zend;
+        z_stream z;
+        struct MHD_PostProcessor *pp;
+        const char *path_arg;        /* the path query parameter (MHD's) */
+        char step[FILES_STEP];
+} files_state;
+
+static void files_fail(files_state *st, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void advance(files_state *st);
+
+/* ---- paths ----------------------------------------------------------------------------------- */
+
+/* Absolute, or relative to E2B's home (and ~/): a new string, or NULL with why in msg. */
+static char *resolve_path(const char *p, const char **why)
+{
+        if (!p || !*p) {
+                *why = "a path is needed (the path query parameter, or a part's filename)";
+                return NULL;
+        }
+        if (strlen(p) > FILES_PATH_MAX) {
+                *why = "the path is too long";
+                return NULL;
+        }
+        char *out = NULL;
+        if (p[0] == '/')
+                out = strdup(p);
+        else if (!strcmp(p, "~"))
+                out = strdup(FILES_HOME);
+        else if (asprintf(&out, "%s/%s", FILES_HOME, !strncmp(p, "~/", 2) ? p + 2 : p) < 0)
+                out = NULL;
+        if (!out)
+                *why = "out of memory";
+        return out;
+}
+
+static const char *base_name(const char *path)
+{
+        const char *s = strrchr(path, '/');
+        return s ? s + 1 : path;
+}
+
+/* DIR/.NAME.upload-RANDOM: hidden, in the same directory (the rename stays in one file system) */
+static char *temp_path(const char *path)
+{
+        uint32_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+                rnd = (uint32_t)now_ns();
+        const char *base = base_name(path);
+        char *out = NULL;
+        if (asprintf(&out, "%.*s.%.200s.upload-%08x", (int)(base - path), path, base, rnd) < 0)
+                return NULL;
+        return out;
+}
+
+/* ---- answers ---------------------------------------------------------------------------------- */
+
+/* An error of a call: nsbox's code as envd's status; out of space (too_large) is 507. */
+static void fail_msg(files_state *st, json_t *msg, bool upload)
+{
+        const char *why = NULL, *code = rpc_error_code(msg, &why);
+        unsigned status = http_status_of(code);
+        if (upload && !strcmp(code, "too_large"))
+                status = 507;
+        files_fail(st, status, "%s", why);
+}
+
+static void remove_temps(files_state *st)
+{
+        for (size_t i = 0; i < st->n_files; i++)
+                if (st->files[i].started && !st->files[i].done) {
+                        (void)http_call(st->r, "remove", json_pack("{ss}", "path", st->files[i].tmp), false);
+                        st->files[i].started = false;
+                }
+}
+
+static void files_fail(files_state *st, unsigned status, const char *fmt, ...)
+{
+        if (st->failed || st->answered)
+                return;
+        st->failed = true;
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        /* the agent does calls in order: the temporaries are gone before anything asked later */
+        remove_temps(st);
+        if (st->r->streaming) { /* a download that failed after its first bytes: cut short */
+                http_stream_end(st->r);
+                return;
+        }
+        st->answered = true;
+        http_answer_json(st->r, status, json_pack("{si ss}", "code", (int)status, "message", msg));
+}
+
+static void files_free(void *p)
+{
+        files_state *st = p;
+        if (!st)
+                return;
+        if (!st->answered && !st->failed && st->r->c)
+                remove_temps(st); /* interrupted: the client went away */
+        for (size_t i = 0; i < st->n_files; i++) {
+                free(st->files[i].path);
+                free(st->files[i].name);
+                free(st->files[i].tmp);
+                free(st->files[i].buf);
+        }
+        free(st->files);
+        if (st->gzip)
+                inflateEnd(&st->z);
+        if (st->pp)
+                MHD_destroy_post_processor(st->pp);
+        free(st);
+}
+
+/* ---- download --------------------------------------------------------------------------------- */
+
+static void read_next(files_state *st)
+{
+        st->inflight++;
+        (void)http_call(st->r, "read_file",
+                        json_pack("{ss ss sI sI}", "path", st->files[0].path, "encoding", "base64", "byte_offset",
+                                  (json_int_t)st->asked, "byte_limit", (json_int_t)FILES_CHUNK),
+                        false);
+        st->asked += FILES_CHUNK;
+}
+
+/* A chunk came: out it goes, and the next are asked, FILES_INFLIGHT at most (the agent answers
+ * in order; on_msg is called only while the stream has room below HTTP_STREAM_HIGH: that is the
+ * backpressure). */
+static void download_msg(hreq *r, json_t *msg)
+{
+        files_state *st = r->state;
+        st->inflight--;
+        if (st->failed || st->answered)
+                return;
+        if (rpc_error_code(msg, NULL)) {
+                fail_msg(st, msg, false);
+                return;
+        }
+        json_t *res = json_object_get(msg, "result");
+        json_t *content = json_object_get(res, "content");
+        strbuf bytes;
+        sb_init(&bytes, FILES_CHUNK);
+        if (!json_is_string(content) || b64_decode(json_string_value(content), json_string_length(content), &bytes) < 0) {
+                sb_release(&bytes);
+                files_fail(st, 500, "read_file answered without its bytes");
+                return;
+        }
+        /* a short chunk is the end too (the file shrank): what was asked after it is dropped */
+        bool eof = json_is_true(json_object_get(res, "eof")) || bytes.len < FILES_CHUNK;
+        uint64_t size = (uint64_t)json_integer_value(json_object_get(res, "size"));
+        if (!r->streaming && http_stream_begin(r, 200, "application/octet-stream") < 0) {
+                sb_release(&bytes);
+                files_fail(st, 429, "too many streams of this user");
+                return;
+        }
+        int e = bytes.len ? http_stream_write(r, bytes.buf, bytes.len) : 0;
+        st->offset += bytes.len;
+        sb_release(&bytes);
+        if (e < 0 || eof) {
+                st->answered = true;
+                http_stream_end(r);
+                return;
+        }
+        while (st->inflight < FILES_INFLIGHT && st->asked < size)
+                read_next(st);
+        if (!st->inflight) /* the file grew: on to its size at the first chunk's read */
+                read_next(st);
+}
+
+static void download(hreq *r, files_state *st)
+{
+        const char *why = NULL;
+        char *path = resolve_path(http_arg(r, "path"), &why);
+        if (!path) {
+                files_fail(st, 400, "%s", why);
+                return;
+        }
+        st->files = calloc(1, sizeof(*st->files));
+        if (!st->files) {
+                free(path);
+                files_fail(st, 500, "out of memory");
+                return;
+        }
+        st->files[0].path = path;
+        st->n_files = 1;
+        r->on_msg = download_msg;
+        read_next(st);
+}
+
+/* ---- upload: the files' bytes ----------------------------------------------------------------- */
+
+static upfile *new_file(files_state *st, const char *name)
+{
+        if (st->n_files >= FILES_MAX) {
+                files_fail(st, 400, "at most %u files in one upload", FILES_MAX);
+                return NULL;
+        }
+        const char *why = NULL;
+        char *path = resolve_path(name, &why);
+        if (!path) {
+                files_fail(st, 400, "%s", why);
+                return NULL;
+        }
+        if (!*base_name(path)) {
+                files_fail(st, 400, "path '%s' is a directory", path);
+                free(path);
+                return NULL;
+        }
+        for (size_t i = 0; i < st->n_files; i++)
+                if (!strcmp(st->files[i].path, path)) {
+                        files_fail(st, 400, "you cannot upload multiple files to the same path '%s'", path);
+                        free(path);
+                        return NULL;
+                }
+        upfile *v = realloc(st->files, (st->n_files + 1) * sizeof(*v));
+        char *tmp = v ? temp_path(path) : NULL;
+        if (v)
+                st->files = v;
+        if (!tmp) {
+                free(path);
+                files_fail(st, 500, "out of memory");
+                return NULL;
+        }
+        upfile *f = &st->files[st->n_files++];
+        *f = (upfile){ .path = path, .tmp = tmp };
+        return f;
+}
+
+/* The last file's next bytes. */
+static void add_bytes(files_state *st, const char *data, size_t n)
+{
+        upfile *f = st->n_files ? &st->files[st->n_files - 1] : NULL;
+        if (!f || f->complete || !n)
+                return;
+        st->total += n;
+        f->got += n;
+        if (st->total > st->max_total) {
+                files_fail(st, 507, "not enough disk space: the upload is more than the sandbox's disk (%llu bytes)",
+                           (unsigned long long)st->max_total);
+                return;
+        }
+        if (f->len + n > f->cap) {
+                size_t cap = f->cap ? f->cap : FILES_STEP;
+                while (cap < f->len + n)
+                        cap *= 2;
+                char *b = realloc(f->buf, cap);
+                if (!b) {
+                        files_fail(st, 500, "out of memory");
+                        return;
+                }
+                f->buf = b;
+                f->cap = cap;
+        }
+        memcpy(f->buf + f->len, data, n);
+        f->len += n;
+        st->buffered += n;
+}
+
+/* multipart: each "file" part is a file, named by the path parameter or its filename */
+static enum MHD_Result part_data(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
+                                 const char *content_type, const char *transfer_encoding, const char *data,
+                                 uint64_t off, size_t size)
+{
+        (void)kind;
+        (void)content_type;
+        (void)transfer_encoding;
+        files_state *st = cls;
+        if (st->failed)
+                return MHD_NO;
+        if (!key || strcmp(key, "file"))
+                return MHD_YES; /* other fields are not files */
+        /* a new part starts at offset 0 (an empty one may be called once with no bytes) */
+        const char *name = st->path_arg && *st->path_arg ? st->path_arg : filename ? filename : "";
+        upfile *last = st->n_files ? &st->files[st->n_files - 1] : NULL;
+        if (off == 0 && (!last || last->got || strcmp(last->name, name))) {
+                if (last)
+                        last->complete = true;
+                if (!(last = new_file(st, name)))
+                        return MHD_NO;
+                if (!(last->name = strdup(name))) {
+                        files_fail(st, 500, "out of memory");
+                        return MHD_NO;
+                }
+        }
+        add_bytes(st, data, size);
+        return st->failed ? MHD_NO : MHD_YES;
+}
+
+/* Decoded bytes (after gzip) of the body. */
+static void body_bytes(files_state *st, const char *data, size_t n)
+{
+        if (!st->pp) {
+                add_bytes(st, data, n);
+                return;
+        }
+        if (MHD_post_process(st->pp, data, n) != MHD_YES)
+                files_fail(st, 400, "the multipart/form-data body is malformed");
+}
+
+/* Takes body bytes while the buffers have room; at the end (data NULL), drains gzip. */
+static size_t feed(files_state *st, const char *data, size_t len)
+{
+        size_t used = 0;
+        while (!st->failed && st->buffered < FILES_CHUNK) {
+                if (!st->gzip) {
+                        size_t n = len - used < FILES_STEP ? len - used : FILES_STEP;
+                        if (!n)
+                                break;
+                        body_bytes(st, data + used, n);
+                        used += n;
+                        continue;
+                }
+                if (st->zend) {
+                        if (used < len)
+                                files_fail(st, 400, "bytes after the end of the gzip stream");
+                        break;
+                }
+                st->z.next_in = (Bytef *)(uintptr_t)(data ? data + used : "");
+                st->z.avail_in = (uInt)(len - used);
+                st->z.next_out = (Bytef *)st->step;
+                st->z.avail_out = FILES_STEP;
+                int rc = inflate(&st->z, Z_NO_FLUSH);
+                used = len - st->z.avail_in;
+                size_t made = FILES_STEP - st->z.avail_out;
+                if (rc == Z_STREAM_END)
+                        st->zend = true;
+                else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+                        files_fail(st, 400, "the gzip body is malformed: %s", st->z.msg ? st->z.msg : "error");
+                        break;
+                }
+                if (made)
+                        body_bytes(st, st->step, made);
+                if (!made && !st->zend && used == len)
+                        break; /* more input is needed */
+        }
+        return used;
+}
+
+/* The body is all in and decoded: the last file is complete. */
+static void body_done(files_state *st)
+{
+        st->ended = true;
+        if (st->gzip && !st->zend) {
+                files_fail(st, 400, "the gzip body ends early");
+                return;
+        }
+        if (st->pp && MHD_destroy_post_processor(st->pp) != MHD_YES) {
+                st->pp = NULL;
+                files_fail(st, 400, "the multipart/form-data body ends early");
+                return;
+        }
+        st->pp = NULL;
+        if (!st->n_files) {
+                files_fail(st, 400, "no file in the upload (multipart parts named \"file\")");
+                return;
+        }
+        st->files[st->n_files - 1].complete = true;
+}
+
+/* ---- upload: the calls ------------------------------------------------------------------------ */
+
+static void write_chunk(files_state *st, upfile *f)
+{
+        size_t n = f->len < FILES_CHUNK ? f->len : FILES_CHUNK;
+        size_t elen = b64_encoded_len(n);
+        char *enc = malloc(elen + 1);
+        if (!enc) {
+                files_fail(st, 500, "out of memory");
+                return;
+        }
+        b64_encode(f->buf, n, enc);
+        /* base64 is ASCII: no UTF-8 check of megabytes */
+        json_t *p = json_pack("{ss so sb sb}", "path", f->tmp, "content_b64", json_stringn_nocheck(enc, elen), "append", f->started,
+                              "parents", true);
+        free(enc);
+        if (!p) {
+                files_fail(st, 500, "out of memory");
+                return;
+        }
+        if (f->len > n) /* an empty file has no buffer at all */
+                memmove(f->buf, f->buf + n, f->len - n);
+        f->len -= n;
+        st->buffered -= n;
+        f->started = true;
+        st->inflight++;
+        (void)http_call(st->r, "write_file", p, false);
+        if (st->buffered < FILES_CHUNK)
+                http_wake(st->r); /* room again for the body */
+}
+
+static void answer_files(files_state *st)
+{
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < st->n_files; i++)
+                json_array_append_new(arr, json_pack("{ss ss ss}", "path", st->files[i].path, "name", base_name(st->files[i].path),
+                                                     "type", "file"));
+        st->answered = true;
+        http_answer_json(st->r, 200, arr);
+}
+
+/* One call at a time: the current file's next chunk, or its rename once it is complete. */
+static void advance(files_state *st)
+{
+        while (st->inflight < FILES_INFLIGHT && !st->failed && !st->answered) {
+                if (st->eof && !st->ended && (!st->gzip || st->zend)) {
+                        body_done(st);
+                        continue;
+                }
+                if (st->eof && !st->ended && st->buffered < FILES_CHUNK) {
+                        uint64_t before = st->total;
+                        feed(st, NULL, 0); /* what inflate still holds */
+                        if (!st->zend && st->total == before)
+                                body_done(st); /* no progress: the gzip stream is cut short */
+                        continue;
+                }
+                if (st->cur >= st->n_files) {
+                        if (st->eof && st->n_files && st->files[st->n_files - 1].done)
+                                answer_files(st);
+                        return;
+                }
+                upfile *f = &st->files[st->cur];
+                /* a file's writes go in order (the agent does calls in order); the first must
+                 * make it, and its rename waits for them all */
+                if (f->started ? f->len >= FILES_CHUNK || (f->complete && f->len) : !st->inflight && (f->len >= FILES_CHUNK || f->complete)) {
+                        write_chunk(st, f);
+                } else if (f->complete && !f->len && !st->inflight) {
+                        st->inflight++;
+                        (void)http_call(st->r, "rename", json_pack("{ss ss sb}", "from", f->tmp, "to", f->path, "overwrite", true), false);
+                } else {
+                        return; /* more bytes are coming */
+                }
+        }
+}
+
+static void upload_msg(hreq *r, json_t *msg)
+{
+        files_state *st = r->state;
+        st->inflight--;
+        if (st->failed)
+                return;
+        if (rpc_error_code(msg, NULL)) {
+                fail_msg(st, msg, true);
+                return;
+        }
+        upfile *f = st->cur < st->n_files ? &st->files[st->cur] : NULL;
+        if (f && json_object_get(json_object_get(msg, "result"), "to")) { /* the rename */
+                f->done = true;
+                st->cur++;
+        }
+        advance(st);
+        if (st->buffered < FILES_CHUNK)
+                http_wake(r);
+}
+
+static size_t upload_body(hreq *r, const char *data, size_t len)
+{
+        files_state *st = r->state;
+        if (st->failed || st->answered)
+                return len;
+        if (!data) {
+                st->eof = true;
+                advance(st);
+                return 0;
+        }
+        size_t used = feed(st, data, len);
+        advance(st);
+        return st->failed ? len : used;
+}
+
+static void upload(hreq *r, files_state *st)
+{
+        const char *type = http_header(r, "Content-Type"), *enc = http_header(r, "Content-Encoding");
+        sandbox *s = http_sandbox(r);
+        st->max_total = s && s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK;
+        st->path_arg = http_arg(r, "path");
+        if (enc && *enc && strcasecmp(enc, "identity")) {
+                if (strcasecmp(enc, "gzip")) {
+                        files_fail(st, 400, "Content-Encoding '%.64s' is not supported (gzip or identity)", enc);
+                        return;
+                }
+                if (inflateInit2(&st->z, 15 + 16) != Z_OK) { /* gzip only */
+                        files_fail(st, 500, "out of memory");
+                        return;
+                }
+                st->gzip = true;
+        }
+        if (type && !strncasecmp(type, "multipart/form-data", 19)) {
+                st->pp = MHD_create_post_processor(r->conn, 64 * 1024, part_data, st);
+                if (!st->pp) {
+                        files_fail(st, 400, "the multipart/form-data Content-Type has no boundary");
+                        return;
+                }
+        } else if (!new_file(st, st->path_arg)) {
+                return; /* a raw body is one file: the path parameter names it */
+        }
+        r->on_msg = upload_msg;
+        r->on_body = upload_body;
+}
 
 void files_request(hreq *r)
 {
-        control_error(r, 501, "/files is not served yet");
+        files_state *st = calloc(1, sizeof(*st));
+        if (!st) {
+                control_error(r, 500, "out of memory");
+                return;
+        }
+        st->r = r;
+        r->state = st;
+        r->state_free = files_free;
+        const char *user = http_arg(r, "username");
+        if (user && *user && strcmp(user, "user")) {
+                files_fail(st, 401, "error looking up user '%.64s': sandboxes run as 'user'", user);
+                return;
+        }
+        if (!strcmp(r->method, "GET"))
+                download(r, st);
+        else if (!strcmp(r->method, "POST"))
+                upload(r, st);
+        else
+                files_fail(st, 405, "%s /files: GET downloads, POST uploads", r->method);
 }

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The E2B SDK against nsboxd's HTTP API (part of make bench): an nsboxd of its own, with a pooled
+# "base" template and a key, and tests/bench/e2b.mjs run with the pinned e2b package (the E2B
+# tier's npm cache).  As whoever runs it.
+#   tests/bench/e2b.sh [N]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(dirname "$(dirname "$here")")
+NSBOX=${NSBOX:-$src/build/nsbox}
+NSBOXD=${NSBOXD:-$(dirname "$NSBOX")/nsboxd}
+export NSBOX_POLICY_PATH=${NSBOX_POLICY_PATH:-$src/policy}
+N=${1:-50}
+# shellcheck disable=SC1091
+. "$src/tests/lib.sh"
+dir=$(mktemp -d /tmp/nsbox-bench-e2b.XXXXXX)
+chmod 0711 "$dir"
+trap 'kill -TERM $dpid 2>/dev/null; wait $dpid 2>/dev/null; rm -rf "$dir"' EXIT
+mods=$(npm_cache_dir e2b node_modules/.package-lock.json "$src/tests/e2b") || { echo "bench: npm ci of tests/e2b failed" >&2; exit 1; }
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat > "$dir/config.json" <<JSON
+{"http": {"listen": "127.0.0.1:$port", "keys": "$dir/keys.json", "internet": false},
+ "templates": {"base": {"create": {"workdir": "/home/user"}, "pool": 4}}}
+JSON
+NSBOX_STORE="$dir/store" "$NSBOXD" --config "$dir/config.json" --socket "$dir/d.sock" > "$dir/log" 2>&1 &
+dpid=$!
+export NSBOX_SOCKET=$dir/d.sock
+for _ in $(seq 100); do [ -S "$dir/d.sock" ] && break; sleep 0.1; done
+sleep 1 # the pool fills
+E2B_API_KEY=$("$NSBOX" api-key create 2>/dev/null)
+export E2B_API_KEY E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
+mkdir -p "$dir/js" && cp "$here/e2b.mjs" "$dir/js/" && ln -s "$mods/node_modules" "$dir/js/node_modules"
+node "$dir/js/e2b.mjs" "$N" "$dir/d.sock"
