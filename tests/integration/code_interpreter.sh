@@ -270,8 +270,22 @@ test_sdk_through_the_port_proxy() {
         trap '[ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
         body=$(curl -s -m 10 -H "E2b-Sandbox-Id: $sid" -H "X-Access-Token: $tok" -H "E2b-Sandbox-Port: 49999" "$URL/health")
         case "$body" in *'"status"'*) ;; *) skip "the port proxy does not reach port 49999 yet ($body): the SDK test waits for it" ;; esac
-        [ -x "$(dirname "$0")/../e2b/code_interpreter.mjs" ] || [ -f "$(dirname "$0")/../e2b/code_interpreter.mjs" ] ||
-                skip "tests/e2b/code_interpreter.mjs not written yet"
+        command -v node > /dev/null && command -v npm > /dev/null || skip "node and npm are needed for the SDK"
+        local v dir out st
+        v=$(node --version 2>&1)
+        [ "$(printf '%s\n%s\n' 20.18.1 "${v#v}" | sort -V | head -n 1)" = 20.18.1 ] || skip "node $v: the SDK needs 20.18.1 or later"
+        "$NSBOX" rm -f "$sid" > /dev/null 2>&1
+        dir=$(npm_cache_dir e2b node_modules/.package-lock.json "$NSBOX_SRC/tests/e2b" 2> "$TEST_TMP/npm.err") ||
+                fail "npm ci of tests/e2b: $(tail -n 5 "$TEST_TMP/npm.err")"
+        mkdir -p "$TEST_TMP/e2b" && cp "$NSBOX_SRC"/tests/e2b/lib.mjs "$NSBOX_SRC"/tests/e2b/code_interpreter.mjs "$TEST_TMP/e2b/" &&
+                ln -s "$dir/node_modules" "$TEST_TMP/e2b/node_modules" || fail "lay out $TEST_TMP/e2b"
+        out=$(cd "$TEST_TMP/e2b" && E2B_API_URL=$URL E2B_SANDBOX_URL=$URL E2B_API_KEY=$key E2B_DEBUG=false NO_UPDATE_NOTIFIER=1 \
+                timeout -k 10 300 node code_interpreter.mjs 2> "$TEST_TMP/node.err")
+        st=$?
+        printf '%s\n' "$out" "$(cat "$TEST_TMP/node.err")" | sed 's/^/    /' >&2
+        assert_not_contains "$out" "not ok" "the SDK's checks"
+        assert_contains "$out" "ok ci_timeout_interrupts" "the SDK's checks"
+        assert_eq 0 "$st" "node's exit status"
 }
 
 run_tests
