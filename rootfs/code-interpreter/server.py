@@ -20,9 +20,13 @@ import argparse
 import json
 import os
 import queue
+import re
 import select
+import shlex
+import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -38,7 +42,9 @@ MAX_ENV_VARS = 256
 KERNEL_START_S = 60
 INTERRUPT_GRACE_S = 5             # after an interrupt, how long the kernel has to go idle
 HEARTBEAT_S = 1                   # a silent cell's line every second
-PYTHON_NAMES = ("python", "python3", "py", "ipython")
+LANGUAGES = {"python": "python", "python3": "python", "py": "python", "ipython": "python",
+             "javascript": "javascript", "js": "javascript", "node": "javascript",
+             "bash": "bash", "sh": "bash", "shell": "bash"}
 
 
 class ApiError(Exception):
@@ -72,6 +78,164 @@ def _runtime_env():
         os.environ["FONTCONFIG_FILE"] = conf
 
 
+# The JavaScript context: node with a vm context of its own that keeps its globals between
+# cells; requests on stdin (a JSON line each), the cell's value or error on fd 3, then the marker
+# on stdout and on stderr, so that each stream is known to be complete.
+JS_DRIVER = r"""
+const vm = require('vm'), util = require('util'), fs = require('fs'), readline = require('readline');
+const out = fs.createWriteStream(null, { fd: Number(process.env.NSBOX_CI_FD) });
+delete process.env.NSBOX_CI_FD;
+const ctx = vm.createContext({ console, require, process, Buffer, URL, URLSearchParams, TextEncoder,
+  TextDecoder, setTimeout, setInterval, setImmediate, clearTimeout, clearInterval, clearImmediate,
+  queueMicrotask, structuredClone, fetch: globalThis.fetch, module: { exports: {} } });
+let interrupt = null;
+process.on('SIGINT', () => { if (interrupt) interrupt(); });
+const rl = readline.createInterface({ input: process.stdin });
+const queue = [];
+let busy = false;
+rl.on('line', (l) => { queue.push(l); pump(); });
+rl.on('close', () => process.exit(0));
+async function pump() {
+  if (busy) return;
+  busy = true;
+  while (queue.length) await run(JSON.parse(queue.shift()));
+  busy = false;
+}
+const mark = (stream, m) => new Promise((r) => stream.write(m + '\n', r));
+async function run(req) {
+  const saved = {};
+  for (const [k, v] of Object.entries(req.env || {})) { saved[k] = process.env[k]; process.env[k] = v; }
+  let msg = null;
+  try {
+    let v = vm.runInContext(req.code, ctx, { filename: 'cell', breakOnSigint: true });
+    if (v && typeof v.then === 'function')
+      v = await Promise.race([v, new Promise((_, rej) => { interrupt = () => rej({ name: 'Interrupted', message: 'the execution was interrupted', stack: '' }); })]);
+    if (v !== undefined) msg = { type: 'result', text: typeof v === 'string' ? v : util.inspect(v) };
+  } catch (e) {
+    const o = e !== null && typeof e === 'object';
+    msg = { type: 'error', name: (o && e.name) || 'Error', value: o ? String(e.message) : String(e), traceback: (o && e.stack) || '' };
+  } finally {
+    interrupt = null;
+    for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
+  }
+  if (msg) out.write(JSON.stringify(msg) + '\n');
+  out.write('{"type": "done"}\n');
+  await mark(process.stdout, req.marker);
+  await mark(process.stderr, req.marker);
+}
+"""
+
+
+class ProcKernel:
+    """A bash or node process that keeps its state between cells (not a Jupyter kernel)."""
+
+    def __init__(self, language, cwd):
+        self.language = language
+        self.events = queue.Queue()   # (kind, bytes): "stdout", "stderr", "msg" (fd 3), "eof"
+        self.count = 0
+        self.tmp = tempfile.mkdtemp(prefix="nsbox-ctx-")
+        env = dict(os.environ, TERM="dumb")
+        if language == "bash":
+            argv, fds = ["/bin/bash", "--norc", "--noprofile", "-s"], ()
+        else:
+            node = shutil.which("node")
+            if not node:
+                raise ApiError(400, "javascript contexts need node, which this sandbox has not")
+            r3, w3 = os.pipe()
+            argv, fds = [node, "-e", JS_DRIVER], (w3,)
+            env["NSBOX_CI_FD"] = str(w3)
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, cwd=cwd, env=env, pass_fds=fds,
+                                  start_new_session=True)
+        readers = [(self.p.stdout, "stdout"), (self.p.stderr, "stderr")]
+        if fds:
+            os.close(w3)
+            readers.append((os.fdopen(r3, "rb", buffering=0), "msg"))
+        for f, kind in readers:
+            threading.Thread(target=self._read, args=(f, kind), daemon=True).start()
+        # what a shell says as it starts (no job control, ...) is no cell's
+        marker = uuid.uuid4().hex
+        if language == "bash":
+            # a SIGINT ends the cell (the sourced file returns), not the shell
+            self.resync(marker, "trap 'return 130 2>/dev/null' INT")
+        else:
+            self.send((json.dumps({"code": "undefined", "marker": marker}) + "\n").encode())
+        if not self.wait(marker, time.monotonic() + KERNEL_START_S):
+            self.shutdown()
+            raise RuntimeError("the %s context did not start" % language)
+
+    def wait(self, marker, deadline):
+        """Drops output until the marker came on both streams (and fd 3's done for node)."""
+        need = {"stdout", "stderr"} | ({"msg"} if self.language != "bash" else set())
+        bufs = {"stdout": b"", "stderr": b""}
+        end = ("%s\n" % marker).encode()
+        while need and time.monotonic() < deadline:
+            try:
+                kind, data = self.events.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if kind == "eof":
+                return False
+            if kind == "msg":
+                need.discard("msg") if b'"done"' in data else None
+                continue
+            bufs[kind] += data
+            if end in bufs[kind]:
+                need.discard(kind)
+        return not need
+
+    def _read(self, f, kind):
+        while True:
+            data = f.readline() if kind == "msg" else os.read(f.fileno(), 65536)
+            if not data:
+                self.events.put(("eof", kind))
+                return
+            self.events.put((kind, data))
+
+    def send(self, data):
+        try:
+            self.p.stdin.write(data)
+            self.p.stdin.flush()
+        except OSError:
+            pass
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def interrupt(self):
+        try:
+            # bash: its cell's processes; node: breakOnSigint ends the running script
+            os.killpg(self.p.pid, signal.SIGINT) if self.language == "bash" else self.p.send_signal(signal.SIGINT)
+        except OSError:
+            pass
+
+    def shutdown(self):
+        try:
+            os.killpg(self.p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.p.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def cell(self, code, envs, marker):
+        """Sends one cell; its end is the marker on both streams (and, for node, fd 3's done)."""
+        self.count += 1
+        if self.language == "bash":
+            path = os.path.join(self.tmp, "cell.sh")
+            with open(path, "w") as f:
+                f.write(code + "\n")
+            pre = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in envs.items())
+            # the cell's standard input is not the shell's, which carries the cells
+            self.resync(marker, "%s source %s < /dev/null" % (pre, shlex.quote(path)))
+        else:
+            self.send((json.dumps({"code": code, "env": envs, "marker": marker}) + "\n").encode())
+
+    def resync(self, marker, before=""):
+        """bash: a command line, then the marker on stdout and stderr."""
+        line = "%s; printf '%%s\\n' %s; printf '%%s\\n' %s >&2\n" % (before or ":", marker, marker)
+        self.send(line.encode())
+
+
 class Context:
     """One kernel.  `lock` serialises executions: a kernel runs one cell at a time."""
 
@@ -80,11 +244,15 @@ class Context:
         self.language = language
         self.cwd = cwd
         self.lock = threading.Lock()
-        self.km = self.kc = None
+        self.km = self.kc = self.proc = None
         self.start()
 
     def start(self):
+        if self.language != "python":
+            self.proc = ProcKernel(self.language, self.cwd)
+            return
         from jupyter_client import KernelManager
+        self.proc = None
         # a manager per kernel: shutting one down ends its ZeroMQ context for good
         self.km = KernelManager(kernel_name="python3")
         # the kernel runs this very interpreter (Debian's, with ipykernel), not a PATH python3
@@ -104,6 +272,9 @@ class Context:
 
     def shutdown(self):
         try:
+            if self.proc:
+                self.proc.shutdown()
+                return
             if self.kc:
                 self.kc.stop_channels()
             self.km.shutdown_kernel(now=True)
@@ -111,7 +282,13 @@ class Context:
             pass
 
     def alive(self):
-        return self.km.is_alive()
+        return self.proc.alive() if self.proc else self.km.is_alive()
+
+    def interrupt(self):
+        if self.proc:
+            self.proc.interrupt()
+        else:
+            self.km.interrupt_kernel()
 
     def json(self):
         return {"id": self.id, "language": self.language, "cwd": self.cwd}
@@ -122,7 +299,7 @@ class Contexts:
         self.cwd = cwd
         self.lock = threading.Lock()
         self.all = {}
-        self.default = None
+        self.defaults = {}          # language -> its default context
 
     def create(self, language, cwd):
         lang = normal_language(language)
@@ -150,12 +327,13 @@ class Contexts:
             raise ApiError(404, "context '%s' not found" % str(cid)[:100])
         return ctx
 
-    def default_context(self):
+    def default_context(self, language="python"):
         with self.lock:
-            ctx = self.default if self.default and self.default.id in self.all else None
+            ctx = self.defaults.get(language)
+            ctx = ctx if ctx and ctx.id in self.all else None
         if not ctx:
-            ctx = self.create("python", None)
-            self.default = ctx
+            ctx = self.create(language, None)
+            self.defaults[language] = ctx
         return ctx
 
     def remove(self, cid):
@@ -181,10 +359,10 @@ def normal_language(language):
         return "python"
     if not isinstance(language, str):
         raise ApiError(400, "'language' must be a string")
-    if language.lower() in PYTHON_NAMES:
-        return "python"
-    raise ApiError(400, "language '%s' is not supported: nsbox's code interpreter runs python only"
-                   % language[:50])
+    if language.lower() not in LANGUAGES:
+        raise ApiError(400, "language '%s' is not supported: nsbox's code interpreter runs python, "
+                       "javascript and bash" % language[:50])
+    return LANGUAGES[language.lower()]
 
 
 def result_line(data, main):
@@ -269,7 +447,7 @@ class Execution:
                 # proxy closes our side once its write fails); the SDKs take the line again
                 self.line({"type": "number_of_executions", "execution_count": self.count})
             if interrupted_at is None and ((self.deadline and now > self.deadline) or self.gone()):
-                self.ctx.km.interrupt_kernel()
+                self.ctx.interrupt()
                 interrupted_at = now
             elif interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_S:
                 # a cell that ignores SIGINT: the kernel is restarted, the context stays
@@ -286,6 +464,67 @@ class Execution:
                     break
             except queue.Empty:
                 pass
+
+    def run_proc(self, code, envs):
+        """A bash or node cell: its streams as they come, up to the marker on each."""
+        k = self.ctx.proc
+        marker = uuid.uuid4().hex
+        markers = [marker]
+        k.cell(code, envs, marker)
+        self.count = k.count
+        self.line({"type": "number_of_executions", "execution_count": k.count})
+        need = {"stdout", "stderr"} | ({"msg"} if k.language != "bash" else set())
+        bufs = {"stdout": b"", "stderr": b""}
+        interrupted_at = None
+        while need:
+            try:
+                kind, data = k.events.get(timeout=0.2)
+            except queue.Empty:
+                kind = data = None
+            if kind == "msg":
+                msg = json.loads(data)
+                if msg.get("type") == "done":
+                    need.discard("msg")
+                elif msg.get("type") == "result":
+                    self.line({"type": "result", "is_main_result": True, "text": msg.get("text")})
+                else:
+                    self.line(msg)
+            elif kind in bufs:
+                bufs[kind] += data
+                for m in markers:
+                    end = ("%s\n" % m).encode()
+                    if end in bufs[kind]:
+                        bufs[kind] = bufs[kind].replace(end, b"")
+                        if m == markers[-1]:
+                            need.discard(kind)
+                # all but what could be the start of a marker goes now
+                b = bufs[kind]
+                cut = b.rfind(b"\n") + 1
+                if kind not in need or not markers[-1].encode().startswith(b[cut:]):
+                    cut = len(b)
+                text, bufs[kind] = b[:cut], b[cut:]
+                if text:
+                    self.line({"type": kind, "text": text.decode(errors="replace"), "timestamp": time.time()})
+            elif kind == "eof" or not k.alive():
+                self.line({"type": "error", "name": "DeadKernelError",
+                           "value": "the %s of context %s ended; restart it (POST /contexts/%s/restart)"
+                           % (k.language, self.ctx.id, self.ctx.id), "traceback": ""})
+                return
+            now = time.monotonic()
+            if now - self.last > HEARTBEAT_S:
+                self.line({"type": "number_of_executions", "execution_count": self.count})
+            if interrupted_at is None and ((self.deadline and now > self.deadline) or self.gone()):
+                k.interrupt()
+                interrupted_at = now
+                if k.language == "bash":
+                    # the shell's trap goes on with the cell's next command, then the markers
+                    self.line({"type": "error", "name": "KeyboardInterrupt", "value": "the cell was interrupted", "traceback": ""})
+            elif interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_S:
+                self.ctx.restart()
+                self.line({"type": "error", "name": "TimeoutError",
+                           "value": "the cell did not stop when interrupted; the context was restarted",
+                           "traceback": ""})
+                return
 
     def handle(self, msg):
         kind, c = msg["msg_type"], msg["content"]
@@ -318,7 +557,8 @@ def execute(contexts, req, emit, gone):
         raise ApiError(400, "give 'context_id' or 'language', not both")
     envs = req.get("env_vars") or {}
     if not isinstance(envs, dict) or len(envs) > MAX_ENV_VARS or not all(
-            isinstance(k, str) and isinstance(v, str) and k and "=" not in k for k, v in envs.items()):
+            isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)
+            for k, v in envs.items()):
         raise ApiError(400, "'env_vars' must be an object of at most %d strings" % MAX_ENV_VARS)
     timeout = req.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
@@ -326,8 +566,7 @@ def execute(contexts, req, emit, gone):
     if cid is not None:
         ctx = contexts.get(cid)
     else:
-        normal_language(language)
-        ctx = contexts.default_context()
+        ctx = contexts.default_context(normal_language(language))
     return ctx, code, envs, timeout
 
 
@@ -338,6 +577,8 @@ def run_locked(ctx, code, envs, timeout, emit, gone):
             ex.line({"type": "error", "name": "DeadKernelError",
                      "value": "the kernel of context %s is dead; restart it (POST /contexts/%s/restart)"
                      % (ctx.id, ctx.id), "traceback": ""})
+        elif ctx.proc:
+            ex.run_proc(code, envs)
         else:
             if envs:
                 ex.silent("import os as __o; __nsbox_env = {k: __o.environ.get(k) for k in %r}; "
@@ -485,6 +726,8 @@ def main():
     try:
         _runtime_env()
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        # a SIGINT ignored here (a background start) would be ignored by every kernel too
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         cs = Contexts(cwd)
         cs.default_context()  # started before the server answers: healthy means ready
         srv = Server((host or "127.0.0.1", int(port)), Handler)

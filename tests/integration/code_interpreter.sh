@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The code interpreter (issue 23): its server (rootfs/code-interpreter/server.py) in a sandbox,
 # started with nsbox exec -d and driven from inside the same sandbox with a urllib client:
-# state that persists, rich results (PNG, HTML), streamed prints, errors, isolated contexts,
-# timeouts that interrupt and leave the context alive, bad input; and nsboxd's built-in
-# code-interpreter template through the HTTP API.  Runs as root and as an unprivileged user.
+# state that persists, rich results (PNG, HTML), streamed prints, errors, isolated contexts
+# (python, bash, javascript), timeouts that interrupt and leave the context alive, bad input;
+# and nsboxd's built-in code-interpreter template through the HTTP API, with the real SDK.  Runs as root and as an unprivileged user.
 . "$(dirname "$0")/../lib.sh"
 
 NSBOXD=${NSBOXD:-$(dirname "$NSBOX")/nsboxd}
@@ -209,14 +209,36 @@ test_dead_kernel_is_reported_and_restartable() {
         assert_eq 4 "$(field 'main(l)["text"]')" "after the restart"
 }
 
+test_bash_and_javascript_contexts() {
+        local id
+        ci_sandbox id
+        run "$id" $'X=5; cd /tmp\necho "hi $X"' '{"language": "bash"}'
+        assert_eq "hi 5" "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "bash"
+        run "$id" 'echo "$X $PWD $ONE"' '{"language": "bash", "env_vars": {"ONE": "1"}}'
+        assert_eq "5 /tmp 1" "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "bash state and env_vars"
+        run "$id" 'sleep 100' '{"language": "bash", "timeout": 1}'
+        assert_eq KeyboardInterrupt "$(field 'of("error")[0]["name"]')" "bash interrupted"
+        run "$id" 'echo "[$X] [$ONE]"' '{"language": "bash"}'
+        assert_eq "[5] []" "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "bash after the interrupt"
+        command -v node > /dev/null || skip "no node on this host for javascript contexts"
+        run "$id" "let y = 41; console.log('hi'); y + 1" '{"language": "js"}'
+        assert_eq "hi 42" "$(field 'of("stdout")[0]["text"].strip() + " " + main(l)["text"]')" "javascript"
+        run "$id" "while (true) {}" '{"language": "javascript", "timeout": 1}'
+        assert_contains "$(field 'of("error")[0]["value"]')" "interrupted" "javascript interrupted"
+        run "$id" "null.x" '{"language": "js"}'
+        assert_eq TypeError "$(field 'of("error")[0]["name"]')" "javascript error"
+        run "$id" "Promise.resolve(y)" '{"language": "js"}'
+        assert_eq 41 "$(field 'main(l)["text"]')" "javascript after the interrupt, a promise's value"
+}
+
 test_bad_input_is_refused_clearly() {
         local id
         ci_sandbox id
         run "$id" "1" '{"language": "cobol"}'
         assert_contains "$OUT" "400" "unknown language"
         assert_contains "$OUT" "not supported" "unknown language"
-        req "$id" POST /contexts '{"language": "javascript"}'
-        assert_contains "$OUT" "400" "javascript context"
+        req "$id" POST /contexts '{"language": "r"}'
+        assert_contains "$OUT" "400" "an R context"
         run "$id" "1" '{"context_id": "nope"}'
         assert_contains "$OUT" "404" "unknown context"
         run "$id" "1" '{"context_id": "x", "language": "python"}'
