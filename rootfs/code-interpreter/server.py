@@ -177,7 +177,8 @@ class ProcKernel:
             if kind == "eof":
                 return False
             if kind == "msg":
-                need.discard("msg") if b'"done"' in data else None
+                if b'"done"' in data:
+                    need.discard("msg")
                 continue
             bufs[kind] += data
             if end in bufs[kind]:
@@ -469,7 +470,7 @@ class Execution:
         """A bash or node cell: its streams as they come, up to the marker on each."""
         k = self.ctx.proc
         marker = uuid.uuid4().hex
-        markers = [marker]
+        end = ("%s\n" % marker).encode()
         k.cell(code, envs, marker)
         self.count = k.count
         self.line({"type": "number_of_executions", "execution_count": k.count})
@@ -491,16 +492,13 @@ class Execution:
                     self.line(msg)
             elif kind in bufs:
                 bufs[kind] += data
-                for m in markers:
-                    end = ("%s\n" % m).encode()
-                    if end in bufs[kind]:
-                        bufs[kind] = bufs[kind].replace(end, b"")
-                        if m == markers[-1]:
-                            need.discard(kind)
+                if end in bufs[kind]:
+                    bufs[kind] = bufs[kind].replace(end, b"")
+                    need.discard(kind)
                 # all but what could be the start of a marker goes now
                 b = bufs[kind]
                 cut = b.rfind(b"\n") + 1
-                if kind not in need or not markers[-1].encode().startswith(b[cut:]):
+                if kind not in need or not end.startswith(b[cut:]):
                     cut = len(b)
                 text, bufs[kind] = b[:cut], b[cut:]
                 if text:
