@@ -17,7 +17,9 @@
  * a params text that is not a JSON object) fails with -EINVAL and "invalid_argument" before
  * anything is sent.  See libnsbox(3) for the codes and the errno each maps to.
  *
- * Threads: a connection is used by one thread at a time; use one connection per thread.
+ * Threads: a connection is used by one thread at a time (but for nsbox_cancel); use one
+ * connection per thread.  A callback (nsbox_output_fn, nsbox_event_fn) must not call the
+ * library on the same handle.
  * Strings returned through char ** are the caller's, to release with free(3). */
 #ifndef NSBOX_H
 #define NSBOX_H
@@ -83,6 +85,28 @@ typedef void (*nsbox_output_fn)(int stream, const char *data, size_t len, void *
  * its exit status as a shell reports it (128+N when killed by signal N). */
 NSBOX_API int nsbox_exec(nsbox *nb, const char *id, const char *params_json, nsbox_output_fn on_output, void *userdata,
                          int *ret_exit_code, char **ret_result);
+
+/* An event of a streamed call, as one JSON object (len bytes, NUL-terminated): the params of
+ * nsboxd's "event" notification without "call" (nsbox-protocol(7), EVENTS), e.g.
+ * {"event":"fs","op":"create","path":"/workspace/a","type":"file"} or
+ * {"event":"stdout","pid":8,"data_b64":"YQo="}.  The text is the library's: copy what you keep.
+ * Return 0 to go on, anything else to stop the call. */
+typedef int (*nsbox_event_fn)(const char *event_json, size_t len, void *userdata);
+
+/* Any tool call with its events streamed to on_event (may be NULL to drop them) as they come:
+ * exec (its output as events, not in the result), process_connect (a background process's
+ * output from then on, then its exit status), watch (file changes; it runs until stopped or
+ * its directory goes).  Returns 0 with *ret_result (may be NULL) the tool's result, as
+ * nsbox_call; or 1 when on_event stopped the call (or nsbox_cancel did): it is then cancelled as when nsboxd's
+ * client goes away (an exec's command killed, a watch ended, a process_connect detached, its
+ * process running on), its result not waited for, and *ret_result not set.  A call that fails
+ * before it starts (unknown tool or sandbox, bad params) gets no event. */
+NSBOX_API int nsbox_call_stream(nsbox *nb, const char *id, const char *tool, const char *params_json, nsbox_event_fn on_event,
+                                void *userdata, char **ret_result);
+/* Stop the nsbox_call_stream in flight on nb, as its on_event returning non-zero would: it
+ * returns 1.  The one function that may be called from another thread while nb is in use (not
+ * from a signal handler); with no such call in flight, it does nothing. */
+NSBOX_API void nsbox_cancel(nsbox *nb);
 
 /* Any method of nsboxd (nsbox-protocol(7), METHODS: list, pause, resume, snapshot, reset,
  * set_timeout, stats, ...) with params_json (NULL: {}); *ret_result gets its result as JSON text. */

@@ -263,6 +263,10 @@ int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox
                         if (on_event && json_is_object(json_object_get(msg, "params")))
                                 on_event(json_object_get(msg, "params"), userdata);
                         json_decref(msg);
+                        if (c->stop) {
+                                c->stop = false;
+                                return nsbox_err(err, ECANCELED, "%s: stopped by its caller", method);
+                        }
                         continue;
                 }
                 if (!json_is_integer(mid) || json_integer_value(mid) != id) {

@@ -18,6 +18,8 @@ typedef struct nsbox_client {
         char *rbuf;     /* bytes read from fd, not yet consumed (RBUF_SIZE, made on first read) */
         size_t rhave, rat;
         char code[64];  /* the stable code of the last error reply */
+        bool stop;      /* set by an event callback: the call gives up at once (-ECANCELED, no
+                         * code), leaving its reply unread: the connection is then unusable */
 } nsbox_client;
 
 /* autostart: start nsboxd when nothing listens: the one next to this executable, else the

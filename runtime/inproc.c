@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "codes.h"
 #include "options.h"
@@ -130,17 +131,17 @@ typedef struct waiter {
         json_t *result;
         const char *code;
         char *msg;
-        nsbox_local_output_fn on_output;
+        bool stop; /* on_event asked for it */
+        nsbox_local_event_fn on_event;
         void *userdata;
 } waiter;
 
 static void on_event(void *ctx, nsbox_sup_call *c, const char *event, json_t *frame, const void *data, size_t len)
 {
-        (void)ctx, (void)frame;
+        (void)ctx;
         waiter *w = c->data;
-        int which = !strcmp(event, "stdout") || !strcmp(event, "pty") ? 1 : !strcmp(event, "stderr") ? 2 : 0; /* a terminal: one stream */
-        if (w && w->on_output && which && len)
-                w->on_output(which, data, len, w->userdata);
+        if (w && w->on_event && !w->stop && w->on_event(event, frame, data, len, w->userdata))
+                w->stop = true;
 }
 
 static void on_done(void *ctx, nsbox_sup_call *c, json_t *result, const char *code, const char *msg)
@@ -167,13 +168,27 @@ static void agent_gone(nsbox_local *l, nsbox_local_sandbox *s)
         sandbox_free(s, why);
 }
 
-int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_output_fn on_output,
-                     void *userdata, json_t **ret, const char **ret_code, nsbox_error *err)
+/* One round of the call's wait: nsbox_sup_poll's, but a readable wakefd stops the call. */
+static int poll_round(nsbox_supervisor *sup, int wakefd, waiter *w)
+{
+        if (wakefd < 0)
+                return nsbox_sup_poll(sup, -1);
+        struct pollfd p[2] = { { .fd = sup->sb.agentfd, .events = POLLIN | (sup->out.len ? POLLOUT : 0) }, { .fd = wakefd, .events = POLLIN } };
+        if (poll(p, 2, -1) < 0)
+                return errno == EINTR ? 0 : -errno;
+        uint64_t v;
+        if (p[1].revents && read(wakefd, &v, sizeof(v)) >= 0)
+                w->stop = true;
+        return p[0].revents ? nsbox_sup_poll(sup, 0) : 0;
+}
+
+int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_event_fn on_event,
+                     void *userdata, int wakefd, json_t **ret, const char **ret_code, nsbox_error *err)
 {
         nsbox_local_sandbox *s = find(l, id, ret_code, err);
         if (!s)
                 return -ESRCH;
-        waiter w = { .on_output = on_output, .userdata = userdata };
+        waiter w = { .on_event = on_event, .userdata = userdata };
         nsbox_sup_call *c = NULL;
         strbuf why;
         sb_init(&why, 256);
@@ -182,7 +197,15 @@ int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *p
                 r = nsbox_err_as(err, -r, "%s", why.buf ? why.buf : "out of memory");
         sb_release(&why);
         while (r == 0 && !w.done) {
-                r = nsbox_sup_poll(&s->sup, -1);
+                r = poll_round(&s->sup, wakefd, &w);
+                if (r == 0 && w.stop && !w.done) {
+                        /* as nsboxd when its client goes: the answer, when it comes, is dropped */
+                        c->data = NULL;
+                        nsbox_sup_cancel(&s->sup, c);
+                        nsbox_sup_flush(&s->sup); /* the cancel goes now, not with the next call */
+                        *ret_code = NULL;
+                        return 1;
+                }
                 if (r == -EPIPE) {
                         agent_gone(l, s); /* answers the call */
                         r = 0;
@@ -195,6 +218,12 @@ int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *p
         }
         if (r < 0)
                 return r;
+        if (w.stop) { /* it ended in the same round: the caller still said stop */
+                json_decref(w.result);
+                free(w.msg);
+                *ret_code = NULL;
+                return 1;
+        }
         if (w.result) {
                 *ret = w.result;
                 *ret_code = NULL;

@@ -21,8 +21,9 @@ typedef struct nsbox_local {
         json_int_t next_call;           /* request ids on the agent sockets */
 } nsbox_local;
 
-/* Output of a streamed exec: stream 1 stdout, 2 stderr. */
-typedef void (*nsbox_local_output_fn)(int stream, const char *data, size_t len, void *userdata);
+/* An event of a streamed call ("started", "stdout", "pty", "fs", ...): frame is the agent's
+ * JSON (borrowed), data/len its payload.  Returns true to stop the call. */
+typedef bool (*nsbox_local_event_fn)(const char *event, json_t *frame, const void *data, size_t len, void *userdata);
 
 /* Start a sandbox from create's params (NULL: {}), wait until its agent serves; *ret_id (33
  * bytes) gets its id.  Params that only nsboxd can honour (lifetimes, labels, templates,
@@ -30,9 +31,12 @@ typedef void (*nsbox_local_output_fn)(int stream, const char *data, size_t len, 
 int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[33], const char **ret_code, nsbox_error *err);
 /* One tool call in sandbox id (or a unique prefix of at least 4 characters), with nsboxd's
  * params and results (content_b64 for write_file, read_file's base64 content in the result).
- * stream (exec only): the output goes to on_output as it comes, not into the result. */
-int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_output_fn on_output,
-                     void *userdata, json_t **ret, const char **ret_code, nsbox_error *err);
+ * stream: its events go to on_event as they come (exec's output then is not in the result).
+ * Returns 1 when on_event asked to stop: the call is cancelled (as when nsboxd's client goes:
+ * a command killed, a watch ended, a process_connect detached) and its result not waited for.
+ * wakefd (-1: none): readable means stop too (another thread's nsbox_cancel). */
+int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_event_fn on_event,
+                     void *userdata, int wakefd, json_t **ret, const char **ret_code, nsbox_error *err);
 /* Kill everything in the sandbox, reap its agent, remove its cgroup; *ret_id gets its full id. */
 int nsbox_local_destroy(nsbox_local *l, const char *id, char ret_id[33], const char **ret_code, nsbox_error *err);
 /* Destroy every sandbox of l. */

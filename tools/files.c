@@ -47,7 +47,7 @@ static json_t *path_json(const char *path)
 }
 
 
-/* {type, size, mode, mtime[, target]}, and uid/gid for stat. */
+/* {type, size, mode, mtime[, target]}, and uid/gid (stat, list_dir: envd's owner and group). */
 static json_t *stat_json(const struct stat *st, const char *target, size_t target_len, bool owner)
 {
         json_t *o = json_pack("{s:s, s:I, s:i, s:f}", "type", type_name(st->st_mode), "size",
@@ -855,7 +855,7 @@ static int list_walk(int dirfd, const char *dir, unsigned depth, listing *l)
                 ssize_t tlen = S_ISLNK(st.st_mode) ? readlinkat(dirfd, *np, target, sizeof(target)) : -1;
                 if (tlen >= (ssize_t)sizeof(target))
                         tlen = sizeof(target) - 1;
-                json_t *entry = stat_json(&st, tlen >= 0 ? target : NULL, tlen >= 0 ? (size_t)tlen : 0, false);
+                json_t *entry = stat_json(&st, tlen >= 0 ? target : NULL, tlen >= 0 ? (size_t)tlen : 0, true);
                 char *path = tool_path_join(dir, *np);
                 if (!entry || !path || json_object_set_new(entry, "name", nsbox_json_text(*np, strlen(*np), NULL)) < 0 ||
                     json_object_set_new(entry, "path", path_json(path)) < 0 || list_add(l, path, entry) < 0) {

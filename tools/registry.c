@@ -276,7 +276,7 @@ static const tool_spec specs[] = {
         {
                 "list_dir",
                 "List a directory's entries down to depth levels, sorted by path; symbolic links are not "
-                "followed. Returns {path, entries: [{name, path, type, size, mode, mtime, target}], truncated}.",
+                "followed. Returns {path, entries: [{name, path, type, size, mode, mtime, uid, gid, target}], truncated}.",
                 SCHEMA({
                         "type": "object",
                         "properties": {

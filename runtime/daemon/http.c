@@ -200,6 +200,46 @@ unsigned http_status_of(const char *code)
         return 500;
 }
 
+/* A request with no HTTP connection, for state that outlives HTTP requests (envd's polling
+ * watchers): like's sandbox and user, its replies pumped to its on_msg like any request's. */
+hreq *http_internal_new(hreq *like)
+{
+        hreq *r = calloc(1, sizeof(*r));
+        if (!r)
+                return NULL;
+        r->d = like->d;
+        r->plane = like->plane;
+        r->uid = like->uid;
+        r->gid = like->gid;
+        r->sandbox = like->sandbox;
+        memcpy(r->sandbox_id, like->sandbox_id, sizeof(r->sandbox_id));
+        r->next = r->d->http->reqs;
+        if (r->next)
+                r->next->pprev = &r->next;
+        r->pprev = &r->d->http->reqs;
+        r->d->http->reqs = r;
+        return r;
+}
+
+/* Its calls cancelled, as a closed request's.  Not from its own on_msg (http_pump walks the
+ * requests): envd's watchers free theirs from fs_reap, after the walk. */
+void http_internal_free(hreq *r)
+{
+        if (!r)
+                return;
+        *r->pprev = r->next;
+        if (r->next)
+                r->next->pprev = r->pprev;
+        if (r->state_free)
+                r->state_free(r->state);
+        if (r->c) {
+                r->c->http = NULL;
+                client_remove(r->d, r->c);
+        }
+        nsbox_queue_release(&r->sout);
+        free(r);
+}
+
 /* ---- routing and authentication -------------------------------------------------------------- */
 
 static bool same_secret(const char *a, const char *b, size_t n)
@@ -639,6 +679,7 @@ void http_pump(daemon_state *d)
                 }
                 /* what stays in c waits for room in r's stream: stream_read says when (dirty) */
         }
+        fs_reap(d); /* watchers whose sandbox or watch ended, now that the walk is over */
         /* MHD's own work each round: resumed requests, its timeouts (idle connections, a request
          * over its memory), data it has read but not processed; with external polling nothing
          * else would make it look */
@@ -689,7 +730,18 @@ void http_close(daemon_state *d)
         if (!d->http)
                 return;
         proxy_close_pipes(d->http->proxy);
+        /* MHD aborts when stopped with suspended connections: each request is answered (or its
+         * stream ended) and resumed first, and MHD runs once to take them back */
+        for (hreq *r = d->http->reqs; r; r = r->next) {
+                if (r->streaming)
+                        r->stream_end = true;
+                else if (!r->status)
+                        http_answer(r, 503, "application/json", strdup("{\"code\":503,\"message\":\"nsboxd is stopping\"}"), 43);
+                http_wake(r);
+        }
+        MHD_run(d->http->mhd);
         MHD_stop_daemon(d->http->mhd); /* completes every request: their clients go */
+        fs_close(d);                   /* and the internal ones of envd's watchers */
         proxy_close(d->http->proxy);
         close(d->http->listen_fd);
         free(d->http);

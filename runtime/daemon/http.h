@@ -91,6 +91,8 @@ int http_stream_write(hreq *r, const void *data, size_t len);
 void http_stream_end(hreq *r);
 void http_wake(hreq *r);
 sandbox *http_sandbox(hreq *r);      /* r's sandbox, if it is still there */
+hreq *http_internal_new(hreq *like); /* no connection: like's sandbox and user (http.c) */
+void http_internal_free(hreq *r);
 int http_sandbox_token(sandbox *s);  /* its data-plane access token, made anew */
 /* a JSON-RPC error message's stable code and message (NULL: not an error) */
 const char *rpc_error_code(json_t *msg, const char **message);
@@ -123,6 +125,8 @@ void process_request(hreq *r, const char *method);
 
 /* http_fs.c: filesystem.Filesystem's methods (after /filesystem.Filesystem/) */
 void fs_request(hreq *r, const char *method);
+void fs_reap(daemon_state *d);  /* polling watchers whose watch ended: freed (http_pump) */
+void fs_close(daemon_state *d); /* every polling watcher freed (http_close) */
 
 /* http_files.c: envd's GET and POST /files */
 void files_request(hreq *r);

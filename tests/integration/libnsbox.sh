@@ -241,4 +241,48 @@ EXPECTED
         assert_eq "$before" "$(host_leftovers)" "nsbox processes and mounts of the host"
 }
 
+# nsbox_call_stream, in both modes alike (libnsbox-stream.c): a watch sees a file a second call
+# makes, process_connect gets a detached command's output then its result, a callback's stop
+# cancels the call and the handle goes on, so does nsbox_cancel from another thread, bad input
+# fails with no event.
+test_call_stream_watches_and_attaches_in_both_modes() {
+        install_library
+        cc_installed "$NSBOX_SRC/tests/integration/libnsbox-stream.c" "$TEST_TMP/stream"
+        local mode out_daemon
+        for mode in daemon --in-process; do
+                OUT=$(cd / && NSBOX_SOCKET="$SESSION_DIR/stream.sock" LD_LIBRARY_PATH="$TEST_TMP/prefix/lib" timeout 120 "$TEST_TMP/stream" $mode 2>&1)
+                assert_eq 0 "$?" "stream program ($mode) exit status; output: $OUT"
+                local line
+                while IFS= read -r line; do
+                        assert_contains "$OUT" "$line" "$mode"
+                done <<'EXPECTED'
+exec: 0 - NO-MESSAGE events 2
+exec first event: started with pid
+exec output: [hi] exit 0 stdout in result: no
+watch stopped: 1 - NO-MESSAGE events 2
+watch first event: {"event":"started"}
+watch saw: a file the other call made
+result untouched: yes
+a call after the stop: 0 answered
+watch cancelled by another thread: 1 - NO-MESSAGE events 1
+a streamed call after a cancel: 0 [after]
+exec stopped: 1 - NO-MESSAGE events 1
+stopped command killed: yes
+process_connect: 0 - NO-MESSAGE events 2
+process_connect output: [a b] exit 0
+unknown tool: -3 not_found one-line events 0
+bad json: -22 invalid_argument one-line events 0
+missing directory: -2 file_not_found one-line events 0
+unknown process: -3 not_found one-line events 0
+unknown sandbox: -3 not_found one-line events 0
+NULL tool: -22 invalid_argument one-line events 0
+destroy: 0 - NO-MESSAGE events 0
+EXPECTED
+                assert_not_contains "$OUT" "event length: WRONG" "$mode"
+                [ "$mode" = daemon ] && out_daemon=$OUT
+        done
+        assert_eq "$out_daemon" "$OUT" "the same in both modes"
+        assert_eq "" "$(NSBOX_SOCKET="$SESSION_DIR/stream.sock" sandboxes)" "sandboxes left"
+}
+
 run_tests

@@ -1302,6 +1302,8 @@ START_TEST(test_list_dir_gives_sorted_typed_entries)
         ck_assert_int_eq(I(b, "mode"), 0644);
         ck_assert(json_is_real(field(b, "mtime")) && json_real_value(field(b, "mtime")) > 1e9);
         ck_assert_ptr_null(json_object_get(b, "target"));
+        ck_assert_int_eq(I(b, "uid"), getuid()); /* envd's owner and group come from these */
+        ck_assert_int_eq(I(b, "gid"), getgid());
         ck_assert_str_eq(S(entry_named(entries, "/w/a"), "type"), "directory");
         ck_assert_str_eq(S(entry_named(entries, "/w/fifo"), "type"), "other");
         json_t *l = entry_named(entries, "/w/link");
