@@ -239,7 +239,7 @@ $(B)/tests/%: tests/escape/%.c $(B)/.flags
 	$(call say,CCLD,$@)
 	$(Q)$(CC) $(PROBE_CFLAGS) $(PROBE_LDFLAGS) -o $@ $<
 
-check: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/tests/unit $(PROBES)
+check: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/code-interpreter $(B)/tests/unit $(PROBES)
 	$(call say,TEST,tests/run)
 	$(Q)NSBOX=$(abspath $(B)/nsbox) NSBOX_BUILD=$(abspath $(B)) $(if $(SANITIZE),TIERS="$${TIERS:-unit integration escape vm}") tests/run
 
