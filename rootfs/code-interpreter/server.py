@@ -76,6 +76,7 @@ def _runtime_env():
             f.write("<?xml version=\"1.0\"?>\n<fontconfig><dir>/usr/share/fonts</dir>"
                     "<cachedir>%s</cachedir></fontconfig>\n" % os.path.join(base, "fontconfig"))
         os.environ["FONTCONFIG_FILE"] = conf
+    return base
 
 
 # The JavaScript context: node with a vm context of its own that keeps its globals between
@@ -720,9 +721,9 @@ def main():
     host, _, port = a.listen.rpartition(":")
     cwd = a.cwd or ("/home/user" if os.path.isdir("/home/user") else os.getcwd())
     t0 = time.monotonic()
-    cs = None
+    cs = base = None
     try:
-        _runtime_env()
+        base = _runtime_env()
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         # a SIGINT ignored here (a background start) would be ignored by every kernel too
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -736,6 +737,8 @@ def main():
             why += " (the host needs python3-ipykernel and python3-jupyter-client)"
         if cs:
             cs.shutdown()
+        if base:
+            shutil.rmtree(base, ignore_errors=True)
         print(why, file=sys.stderr)
         if a.ready_file:
             with open(a.ready_file + ".failed", "w") as f:
@@ -752,6 +755,7 @@ def main():
         pass
     finally:
         cs.shutdown()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
