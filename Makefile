@@ -108,7 +108,7 @@ PROBE_SRCS := $(wildcard tests/escape/*.c)
 PROBES := $(PROBE_SRCS:tests/escape/%.c=$(B)/tests/%)
 
 .PHONY: all check unit integration escape vm bench install uninstall clean fuzz fuzz-binaries valgrind
-all: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/libnsbox.so $(B)/examples/nsbox-example
+all: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/code-interpreter $(B)/libnsbox.so $(B)/examples/nsbox-example
 
 # Objects depend on the flags they were built with: `make install PREFIX=/usr` after a plain
 # `make` recompiles with the right policy directory instead of installing a stale binary.
@@ -179,6 +179,11 @@ $(B)/nsboxd: $(B)/runtime/nsboxd.o $(B)/libnsbox.a
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
 
 # It serves the git tools too: libgit2.
+# the code interpreter's server, next to nsboxd as nsbox-agent is (nsboxd's code-interpreter template)
+$(B)/code-interpreter: rootfs/code-interpreter/server.py
+	$(call say,CP,$@)
+	$(Q)install -m 0755 $< $@
+
 $(B)/nsbox-agent: $(B)/runtime/agent_main.o $(B)/libnsbox.a
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
@@ -234,7 +239,7 @@ $(B)/tests/%: tests/escape/%.c $(B)/.flags
 	$(call say,CCLD,$@)
 	$(Q)$(CC) $(PROBE_CFLAGS) $(PROBE_LDFLAGS) -o $@ $<
 
-check: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/tests/unit $(PROBES)
+check: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/code-interpreter $(B)/tests/unit $(PROBES)
 	$(call say,TEST,tests/run)
 	$(Q)NSBOX=$(abspath $(B)/nsbox) NSBOX_BUILD=$(abspath $(B)) $(if $(SANITIZE),TIERS="$${TIERS:-unit integration escape vm}") tests/run
 
@@ -252,7 +257,7 @@ bench: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/tests/bench-session $(B)/tes
 	$(call say,BENCH,tests/bench/run)
 	$(Q)NSBOX=$(abspath $(B)/nsbox) NSBOXD=$(abspath $(B)/nsboxd) NSBOX_BUILD=$(abspath $(B)) tests/bench/run
 
-install: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/libnsbox.so.$(VERSION) $(B)/nsbox.pc
+install: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/code-interpreter $(B)/libnsbox.so.$(VERSION) $(B)/nsbox.pc
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(AGENTDIR) $(DESTDIR)$(POLICYDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
@@ -260,6 +265,7 @@ install: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/libnsbox.so.$(VERSION) $(B
 	$(Q)install -m 0755 $(B)/nsbox $(DESTDIR)$(BINDIR)/nsbox
 	$(Q)install -m 0755 $(B)/nsboxd $(DESTDIR)$(BINDIR)/nsboxd
 	$(Q)install -m 0755 $(B)/nsbox-agent $(DESTDIR)$(AGENTDIR)/nsbox-agent
+	$(Q)install -m 0755 $(B)/code-interpreter $(DESTDIR)$(AGENTDIR)/code-interpreter
 	$(Q)install -m 0644 policy/*.json $(DESTDIR)$(POLICYDIR)/
 	$(Q)install -m 0644 man/nsbox.1 $(DESTDIR)$(MANDIR)/man1/nsbox.1
 	$(Q)install -m 0644 man/nsbox-policy.5 $(DESTDIR)$(MANDIR)/man5/nsbox-policy.5

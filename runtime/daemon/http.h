@@ -103,6 +103,11 @@ void control_request(hreq *r);
 json_t *control_sandbox_json(daemon_state *d, sandbox *s);
 void control_error(hreq *r, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* http_interp.c: the built-in code-interpreter template (its server started in a sandbox) */
+bool interp_template(const char *name);
+json_t *interp_start_params(uint64_t serial, json_t *envs, char *why, size_t whylen);
+json_t *interp_wait_params(uint64_t serial, json_int_t pid);
+
 /* http_envd.c: envd (Connect protocol): process.Process, filesystem.Filesystem, /health, and
  * what the two services share */
 void envd_request(hreq *r);

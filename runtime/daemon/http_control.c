@@ -17,7 +17,8 @@
 #define CONTROL_MAX_ENVS 256
 #define CONTROL_LIST_MAX 1000
 
-enum { OP_NONE, OP_CREATE, OP_KILL, OP_PAUSE, OP_CONNECT, OP_TIMEOUT, OP_SNAPSHOT };
+/* OP_INTERP_*: the code-interpreter template's steps after create (http_interp.c) */
+enum { OP_NONE, OP_CREATE, OP_KILL, OP_PAUSE, OP_CONNECT, OP_TIMEOUT, OP_SNAPSHOT, OP_INTERP_START, OP_INTERP_WAIT, OP_INTERP_FAILED };
 
 typedef struct control {
         int op;
@@ -28,6 +29,9 @@ typedef struct control {
         char template_id[128];
         uint64_t timeout_s;
         bool auto_pause, internet;
+        bool interp;        /* the code-interpreter template: its server started before the answer */
+        char sandbox_id[33];
+        char why[512];      /* why the code interpreter did not start, said once it is destroyed */
 } control;
 
 static void control_free(void *p)
@@ -192,9 +196,10 @@ static void create_start(hreq *r, control *k)
                  * base image as nsbox has it: the user's home as the working directory */
                 json_t *p = json_pack("{sI ss}", "timeout", (json_int_t)(k->timeout_s ? k->timeout_s : CONTROL_MAX_TIMEOUT_S), "on_expiry",
                                       k->auto_pause ? "pause" : "destroy");
+                k->interp = interp_template(k->template_id);
                 if (nsbox_dconfig_template(r->d->conf, k->template_id))
                         json_object_set_new(p, "template", json_string(k->template_id));
-                else if (strcmp(k->template_id, "base")) {
+                else if (strcmp(k->template_id, "base") && !k->interp) {
                         control_error(r, 404, "template '%.100s' not found (templates are nsboxd's: nsboxd(8), TEMPLATES)", k->template_id);
                         json_decref(p);
                         json_decref(b);
@@ -209,6 +214,8 @@ static void create_start(hreq *r, control *k)
         }
         json_decref(b);
 }
+
+static void interp_fail(hreq *r, control *k);
 
 static void create_done(hreq *r, control *k, json_t *msg)
 {
@@ -228,7 +235,57 @@ static void create_done(hreq *r, control *k, json_t *msg)
         json_object_set_new(s->http, "metadata", k->meta ? json_incref(k->meta) : json_object());
         json_object_set_new(s->http, "envs", k->envs ? json_incref(k->envs) : json_object());
         json_object_set_new(s->http, "internet", json_boolean(k->internet));
+        if (k->interp) {
+                snprintf(k->sandbox_id, sizeof(k->sandbox_id), "%s", s->sup.id);
+                json_t *p = interp_start_params(s->serial, k->envs, k->why, sizeof(k->why));
+                if (!p) {
+                        interp_fail(r, k);
+                        return;
+                }
+                k->op = OP_INTERP_START;
+                k->step_id = http_rpc(r, "call", json_pack("{ss ss so sb}", "sandbox", s->sup.id, "tool", "exec", "params", p, "stream", 0));
+                return;
+        }
         http_answer_json(r, 201, created_json(r, s));
+}
+
+/* The code interpreter did not start: its sandbox is destroyed, then the why said. */
+static void interp_fail(hreq *r, control *k)
+{
+        k->op = OP_INTERP_FAILED;
+        k->step_id = http_rpc(r, "destroy", json_pack("{ss}", "sandbox", k->sandbox_id));
+}
+
+/* The server started (OP_INTERP_START: its pid), then ready (OP_INTERP_WAIT: the wait's exit). */
+static void interp_step(hreq *r, control *k, json_t *msg)
+{
+        const char *why, *code = rpc_error_code(msg, &why);
+        json_t *res = json_object_get(msg, "result");
+        sandbox *s = find_visible(r, k->sandbox_id);
+        if (k->op == OP_INTERP_FAILED) {
+                control_error(r, 500, "%s", k->why);
+                return;
+        }
+        if (!s) {
+                control_error(r, 500, "the sandbox went away as its code interpreter started");
+                return;
+        }
+        if (code) {
+                snprintf(k->why, sizeof(k->why), "the code interpreter did not start: %s", why);
+                interp_fail(r, k);
+        } else if (k->op == OP_INTERP_START) {
+                k->op = OP_INTERP_WAIT;
+                k->step_id = http_rpc(r, "call", json_pack("{ss ss so sb}", "sandbox", k->sandbox_id, "tool", "exec", "params",
+                                                           interp_wait_params(s->serial, json_integer_value(json_object_get(res, "pid"))),
+                                                           "stream", 0));
+        } else if (json_integer_value(json_object_get(res, "exit_code")) != 0 || json_is_true(json_object_get(res, "timed_out"))) {
+                const char *out = json_string_value(json_object_get(res, "stdout"));
+                snprintf(k->why, sizeof(k->why), "%.*s", (int)strcspn(out && *out ? out : "the code interpreter did not start", "\n"),
+                         out && *out ? out : "the code interpreter did not start");
+                interp_fail(r, k);
+        } else {
+                http_answer_json(r, 201, created_json(r, s));
+        }
 }
 
 /* One form-encoded key or value: '+' is a space, then %XX undone (MHD_http_unescape). */
@@ -397,6 +454,11 @@ static void on_msg(hreq *r, json_t *msg)
         switch (k->op) {
         case OP_CREATE:
                 create_done(r, k, msg);
+                return;
+        case OP_INTERP_START:
+        case OP_INTERP_WAIT:
+        case OP_INTERP_FAILED:
+                interp_step(r, k, msg);
                 return;
         case OP_KILL:
         case OP_PAUSE:

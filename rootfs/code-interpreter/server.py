@@ -1,0 +1,762 @@
+#!/usr/bin/python3
+"""nsbox code interpreter: E2B's code-interpreter HTTP API inside a sandbox.
+
+Runs in the sandbox (nsboxd's built-in `code-interpreter` template starts it) and listens on
+127.0.0.1:49999, which nsboxd's port proxy reaches (E2b-Sandbox-Port: 49999).  A context is a
+live Jupyter kernel (ipykernel, Debian's python3-ipykernel); the API is what @e2b/code-interpreter
+2.8.0 sends and parses:
+
+  POST /execute {code, context_id?, language?, env_vars?, timeout?}
+       -> 200, one JSON object a line: stdout, stderr, result, error, number_of_executions,
+          end_of_execution
+  POST /contexts {language?, cwd?} -> {id, language, cwd};  GET /contexts
+  DELETE /contexts/ID;  POST /contexts/ID/restart;  GET /health
+
+Python only: other languages are refused with a clear 400 (man/nsbox-protocol.7).  Only the
+standard library and Debian's jupyter_client are used.
+"""
+
+import argparse
+import json
+import os
+import queue
+import re
+import select
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MAX_BODY = (1 << 20) + 65536      # the code (1 MiB) and the rest of the request
+MAX_CODE = 1 << 20
+MAX_CONTEXTS = 16
+MAX_OUTPUT = 32 << 20             # bytes of lines one execution may send
+MAX_ENV_VARS = 256
+KERNEL_START_S = 60
+INTERRUPT_GRACE_S = 5             # after an interrupt, how long the kernel has to go idle
+HEARTBEAT_S = 1                   # a silent cell's line every second
+LANGUAGES = {"python": "python", "python3": "python", "py": "python", "ipython": "python",
+             "javascript": "javascript", "js": "javascript", "node": "javascript",
+             "bash": "bash", "sh": "bash", "shell": "bash"}
+
+
+class ApiError(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def _runtime_env():
+    """Kernels write connection files and caches: give them a private writable place."""
+    base = tempfile.mkdtemp(prefix="nsbox-ci-")
+    os.environ.setdefault("JUPYTER_RUNTIME_DIR", os.path.join(base, "runtime"))
+    home = os.environ.get("HOME", "")
+    if not home or not os.access(home, os.W_OK):
+        os.environ["IPYTHONDIR"] = os.path.join(base, "ipython")
+        os.environ["MPLCONFIGDIR"] = os.path.join(base, "mpl")
+        os.environ["JUPYTER_DATA_DIR"] = os.path.join(base, "data")
+    # charts come back as pictures, as in a notebook
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    # Debian's matplotlib reads /etc/matplotlibrc only, which the sandbox's host view leaves out
+    rc = "/usr/share/matplotlib/mpl-data/matplotlibrc"
+    if not os.path.exists("/etc/matplotlibrc") and os.path.exists(rc):
+        os.environ.setdefault("MATPLOTLIBRC", rc)
+    # nor /etc/fonts: a configuration of our own for fontconfig (matplotlib runs fc-list)
+    if not os.path.exists("/etc/fonts/fonts.conf") and "FONTCONFIG_FILE" not in os.environ:
+        conf = os.path.join(base, "fonts.conf")
+        with open(conf, "w") as f:
+            f.write("<?xml version=\"1.0\"?>\n<fontconfig><dir>/usr/share/fonts</dir>"
+                    "<cachedir>%s</cachedir></fontconfig>\n" % os.path.join(base, "fontconfig"))
+        os.environ["FONTCONFIG_FILE"] = conf
+    return base
+
+
+# The JavaScript context: node with a vm context of its own that keeps its globals between
+# cells; requests on stdin (a JSON line each), the cell's value or error on fd 3, then the marker
+# on stdout and on stderr, so that each stream is known to be complete.
+JS_DRIVER = r"""
+const vm = require('vm'), util = require('util'), fs = require('fs'), readline = require('readline');
+const out = fs.createWriteStream(null, { fd: Number(process.env.NSBOX_CI_FD) });
+delete process.env.NSBOX_CI_FD;
+const ctx = vm.createContext({ console, require, process, Buffer, URL, URLSearchParams, TextEncoder,
+  TextDecoder, setTimeout, setInterval, setImmediate, clearTimeout, clearInterval, clearImmediate,
+  queueMicrotask, structuredClone, fetch: globalThis.fetch, module: { exports: {} } });
+let interrupt = null;
+process.on('SIGINT', () => { if (interrupt) interrupt(); });
+const rl = readline.createInterface({ input: process.stdin });
+const queue = [];
+let busy = false;
+rl.on('line', (l) => { queue.push(l); pump(); });
+rl.on('close', () => process.exit(0));
+async function pump() {
+  if (busy) return;
+  busy = true;
+  while (queue.length) await run(JSON.parse(queue.shift()));
+  busy = false;
+}
+const mark = (stream, m) => new Promise((r) => stream.write(m + '\n', r));
+async function run(req) {
+  const saved = {};
+  for (const [k, v] of Object.entries(req.env || {})) { saved[k] = process.env[k]; process.env[k] = v; }
+  let msg = null;
+  try {
+    let v = vm.runInContext(req.code, ctx, { filename: 'cell', breakOnSigint: true });
+    if (v && typeof v.then === 'function')
+      v = await Promise.race([v, new Promise((_, rej) => { interrupt = () => rej({ name: 'Interrupted', message: 'the execution was interrupted', stack: '' }); })]);
+    if (v !== undefined) msg = { type: 'result', text: typeof v === 'string' ? v : util.inspect(v) };
+  } catch (e) {
+    const o = e !== null && typeof e === 'object';
+    msg = { type: 'error', name: (o && e.name) || 'Error', value: o ? String(e.message) : String(e), traceback: (o && e.stack) || '' };
+  } finally {
+    interrupt = null;
+    for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
+  }
+  if (msg) out.write(JSON.stringify(msg) + '\n');
+  out.write('{"type": "done"}\n');
+  await mark(process.stdout, req.marker);
+  await mark(process.stderr, req.marker);
+}
+"""
+
+
+class ProcKernel:
+    """A bash or node process that keeps its state between cells (not a Jupyter kernel)."""
+
+    def __init__(self, language, cwd):
+        self.language = language
+        self.events = queue.Queue()   # (kind, bytes): "stdout", "stderr", "msg" (fd 3), "eof"
+        self.count = 0
+        self.tmp = tempfile.mkdtemp(prefix="nsbox-ctx-")
+        env = dict(os.environ, TERM="dumb")
+        if language == "bash":
+            argv, fds = ["/bin/bash", "--norc", "--noprofile", "-s"], ()
+        else:
+            node = shutil.which("node")
+            if not node:
+                raise ApiError(400, "javascript contexts need node, which this sandbox has not")
+            r3, w3 = os.pipe()
+            argv, fds = [node, "-e", JS_DRIVER], (w3,)
+            env["NSBOX_CI_FD"] = str(w3)
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, cwd=cwd, env=env, pass_fds=fds,
+                                  start_new_session=True)
+        readers = [(self.p.stdout, "stdout"), (self.p.stderr, "stderr")]
+        if fds:
+            os.close(w3)
+            readers.append((os.fdopen(r3, "rb", buffering=0), "msg"))
+        for f, kind in readers:
+            threading.Thread(target=self._read, args=(f, kind), daemon=True).start()
+        # what a shell says as it starts (no job control, ...) is no cell's
+        marker = uuid.uuid4().hex
+        if language == "bash":
+            # a SIGINT ends the cell (the sourced file returns), not the shell
+            self.resync(marker, "trap 'return 130 2>/dev/null' INT")
+        else:
+            self.send((json.dumps({"code": "undefined", "marker": marker}) + "\n").encode())
+        if not self.wait(marker, time.monotonic() + KERNEL_START_S):
+            self.shutdown()
+            raise RuntimeError("the %s context did not start" % language)
+
+    def wait(self, marker, deadline):
+        """Drops output until the marker came on both streams (and fd 3's done for node)."""
+        need = {"stdout", "stderr"} | ({"msg"} if self.language != "bash" else set())
+        bufs = {"stdout": b"", "stderr": b""}
+        end = ("%s\n" % marker).encode()
+        while need and time.monotonic() < deadline:
+            try:
+                kind, data = self.events.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if kind == "eof":
+                return False
+            if kind == "msg":
+                if b'"done"' in data:
+                    need.discard("msg")
+                continue
+            bufs[kind] += data
+            if end in bufs[kind]:
+                need.discard(kind)
+        return not need
+
+    def _read(self, f, kind):
+        while True:
+            data = f.readline() if kind == "msg" else os.read(f.fileno(), 65536)
+            if not data:
+                self.events.put(("eof", kind))
+                return
+            self.events.put((kind, data))
+
+    def send(self, data):
+        try:
+            self.p.stdin.write(data)
+            self.p.stdin.flush()
+        except OSError:
+            pass
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def interrupt(self):
+        try:
+            # bash: its cell's processes; node: breakOnSigint ends the running script
+            os.killpg(self.p.pid, signal.SIGINT) if self.language == "bash" else self.p.send_signal(signal.SIGINT)
+        except OSError:
+            pass
+
+    def shutdown(self):
+        try:
+            os.killpg(self.p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.p.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def cell(self, code, envs, marker):
+        """Sends one cell; its end is the marker on both streams (and, for node, fd 3's done)."""
+        self.count += 1
+        if self.language == "bash":
+            path = os.path.join(self.tmp, "cell.sh")
+            with open(path, "w") as f:
+                f.write(code + "\n")
+            pre = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in envs.items())
+            # the cell's standard input is not the shell's, which carries the cells
+            self.resync(marker, "%s source %s < /dev/null" % (pre, shlex.quote(path)))
+        else:
+            self.send((json.dumps({"code": code, "env": envs, "marker": marker}) + "\n").encode())
+
+    def resync(self, marker, before=""):
+        """bash: a command line, then the marker on stdout and stderr."""
+        line = "%s; printf '%%s\\n' %s; printf '%%s\\n' %s >&2\n" % (before or ":", marker, marker)
+        self.send(line.encode())
+
+
+class Context:
+    """One kernel.  `lock` serialises executions: a kernel runs one cell at a time."""
+
+    def __init__(self, language, cwd):
+        self.id = uuid.uuid4().hex
+        self.language = language
+        self.cwd = cwd
+        self.lock = threading.Lock()
+        self.km = self.kc = self.proc = None
+        self.start()
+
+    def start(self):
+        if self.language != "python":
+            self.proc = ProcKernel(self.language, self.cwd)
+            return
+        from jupyter_client import KernelManager
+        self.proc = None
+        # a manager per kernel: shutting one down ends its ZeroMQ context for good
+        self.km = KernelManager(kernel_name="python3")
+        # the kernel runs this very interpreter (Debian's, with ipykernel), not a PATH python3
+        self.km.kernel_spec.argv[0] = sys.executable
+        self.km.start_kernel(cwd=self.cwd, independent=False)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        try:
+            self.kc.wait_for_ready(timeout=KERNEL_START_S)
+        except Exception:
+            self.shutdown()
+            raise
+
+    def restart(self):
+        self.shutdown()
+        self.start()
+
+    def shutdown(self):
+        try:
+            if self.proc:
+                self.proc.shutdown()
+                return
+            if self.kc:
+                self.kc.stop_channels()
+            self.km.shutdown_kernel(now=True)
+        except Exception:  # a kernel already gone is shut down
+            pass
+
+    def alive(self):
+        return self.proc.alive() if self.proc else self.km.is_alive()
+
+    def interrupt(self):
+        if self.proc:
+            self.proc.interrupt()
+        else:
+            self.km.interrupt_kernel()
+
+    def json(self):
+        return {"id": self.id, "language": self.language, "cwd": self.cwd}
+
+
+class Contexts:
+    def __init__(self, cwd):
+        self.cwd = cwd
+        self.lock = threading.Lock()
+        self.all = {}
+        self.defaults = {}          # language -> its default context
+
+    def create(self, language, cwd):
+        lang = normal_language(language)
+        cwd = cwd or self.cwd
+        if not isinstance(cwd, str) or not os.path.isdir(cwd):
+            raise ApiError(400, "'cwd' must be an existing directory: %r" % (cwd,))
+        with self.lock:
+            if len(self.all) >= MAX_CONTEXTS:
+                raise ApiError(429, "at most %d contexts per sandbox; delete one first" % MAX_CONTEXTS)
+            self.all[None] = None  # a place held while the kernel starts
+            ctx = None
+        try:
+            ctx = Context(lang, cwd)
+        finally:
+            with self.lock:
+                del self.all[None]
+                if ctx:
+                    self.all[ctx.id] = ctx
+        return ctx
+
+    def get(self, cid):
+        with self.lock:
+            ctx = self.all.get(cid) if isinstance(cid, str) else None
+        if not ctx:
+            raise ApiError(404, "context '%s' not found" % str(cid)[:100])
+        return ctx
+
+    def default_context(self, language="python"):
+        with self.lock:
+            ctx = self.defaults.get(language)
+            ctx = ctx if ctx and ctx.id in self.all else None
+        if not ctx:
+            ctx = self.create(language, None)
+            self.defaults[language] = ctx
+        return ctx
+
+    def remove(self, cid):
+        ctx = self.get(cid)
+        with self.lock:
+            self.all.pop(ctx.id, None)
+        ctx.shutdown()
+
+    def list(self):
+        with self.lock:
+            return [c.json() for c in self.all.values() if c]
+
+    def shutdown(self):
+        with self.lock:
+            every = [c for c in self.all.values() if c]
+            self.all.clear()
+        for c in every:
+            c.shutdown()
+
+
+def normal_language(language):
+    if language is None or language == "":
+        return "python"
+    if not isinstance(language, str):
+        raise ApiError(400, "'language' must be a string")
+    if language.lower() not in LANGUAGES:
+        raise ApiError(400, "language '%s' is not supported: nsbox's code interpreter runs python, "
+                       "javascript and bash" % language[:50])
+    return LANGUAGES[language.lower()]
+
+
+def result_line(data, main):
+    """A Jupyter MIME bundle as E2B's result line."""
+    data = dict(data)
+    out = {"type": "result", "is_main_result": main}
+    text = data.pop("text/plain", None)
+    if isinstance(text, str) and len(text) >= 2 and text[0] == "'" and text[-1] == "'":
+        text = text[1:-1]  # E2B shows a str result without its quotes
+    names = (("html", "text/html"), ("markdown", "text/markdown"), ("svg", "image/svg+xml"),
+             ("png", "image/png"), ("jpeg", "image/jpeg"), ("pdf", "application/pdf"),
+             ("latex", "text/latex"), ("json", "application/json"),
+             ("javascript", "application/javascript"), ("data", "e2b/data"), ("chart", "e2b/chart"))
+    if text is not None:
+        out["text"] = text
+    for key, mime in names:
+        if mime in data:
+            out[key] = data.pop(mime)
+    if data:
+        out["extra"] = data
+    return out
+
+
+class Execution:
+    """One cell: the kernel's iopub messages for it, as lines written by `emit`."""
+
+    def __init__(self, ctx, emit, gone, timeout):
+        self.ctx, self.emit, self.gone = ctx, emit, gone
+        self.deadline = time.monotonic() + timeout if timeout else None
+        self.sent = 0
+        self.truncated = False
+        self.count = None           # the cell's execution count, once the kernel said it
+        self.last = time.monotonic()
+
+    def line(self, obj):
+        data = (json.dumps(obj) + "\n").encode()
+        if self.sent + len(data) > MAX_OUTPUT and obj.get("type") in ("stdout", "stderr", "result"):
+            if not self.truncated:
+                self.truncated = True
+                self.emit(b'{"type": "stderr", "text": "[nsbox: output over %d bytes left out]\\n"}\n' % MAX_OUTPUT)
+            return
+        self.sent += len(data)
+        self.last = time.monotonic()
+        self.emit(data)
+
+    def silent(self, code):
+        """Code of ours (environment variables): run, wait, show nothing."""
+        kc = self.ctx.kc
+        mid = kc.execute(code, silent=True, store_history=False)
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            try:
+                msg = kc.get_shell_msg(timeout=0.5)
+            except queue.Empty:
+                if not self.ctx.alive():
+                    return
+                continue
+            if msg["parent_header"].get("msg_id") == mid:
+                return
+
+    def run(self, code):
+        kc = self.ctx.kc
+        mid = kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+        interrupted_at = None
+        while True:
+            try:
+                msg = kc.get_iopub_msg(timeout=0.2)
+            except queue.Empty:
+                msg = None
+            if msg is not None and msg["parent_header"].get("msg_id") == mid:
+                if self.handle(msg):
+                    break
+                continue
+            if not self.ctx.alive():
+                self.line({"type": "error", "name": "DeadKernelError",
+                           "value": "the kernel of context %s died; restart it (POST /contexts/%s/restart)"
+                           % (self.ctx.id, self.ctx.id), "traceback": ""})
+                return
+            now = time.monotonic()
+            if self.count is not None and now - self.last > HEARTBEAT_S:
+                # a silent cell still writes: a client gone behind a proxy is found out (the
+                # proxy closes our side once its write fails); the SDKs take the line again
+                self.line({"type": "number_of_executions", "execution_count": self.count})
+            if interrupted_at is None and ((self.deadline and now > self.deadline) or self.gone()):
+                self.ctx.interrupt()
+                interrupted_at = now
+            elif interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_S:
+                # a cell that ignores SIGINT: the kernel is restarted, the context stays
+                self.ctx.restart()
+                self.line({"type": "error", "name": "TimeoutError",
+                           "value": "the cell did not stop when interrupted; the context was restarted",
+                           "traceback": ""})
+                return
+        # the shell reply, so the next cell's first message is its own
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            try:
+                if kc.get_shell_msg(timeout=0.5)["parent_header"].get("msg_id") == mid:
+                    break
+            except queue.Empty:
+                pass
+
+    def run_proc(self, code, envs):
+        """A bash or node cell: its streams as they come, up to the marker on each."""
+        k = self.ctx.proc
+        marker = uuid.uuid4().hex
+        end = ("%s\n" % marker).encode()
+        k.cell(code, envs, marker)
+        self.count = k.count
+        self.line({"type": "number_of_executions", "execution_count": k.count})
+        need = {"stdout", "stderr"} | ({"msg"} if k.language != "bash" else set())
+        bufs = {"stdout": b"", "stderr": b""}
+        interrupted_at = None
+        while need:
+            try:
+                kind, data = k.events.get(timeout=0.2)
+            except queue.Empty:
+                kind = data = None
+            if kind == "msg":
+                msg = json.loads(data)
+                if msg.get("type") == "done":
+                    need.discard("msg")
+                elif msg.get("type") == "result":
+                    self.line({"type": "result", "is_main_result": True, "text": msg.get("text")})
+                else:
+                    self.line(msg)
+            elif kind in bufs:
+                bufs[kind] += data
+                if end in bufs[kind]:
+                    bufs[kind] = bufs[kind].replace(end, b"")
+                    need.discard(kind)
+                # all but what could be the start of a marker goes now
+                b = bufs[kind]
+                cut = b.rfind(b"\n") + 1
+                if kind not in need or not end.startswith(b[cut:]):
+                    cut = len(b)
+                text, bufs[kind] = b[:cut], b[cut:]
+                if text:
+                    self.line({"type": kind, "text": text.decode(errors="replace"), "timestamp": time.time()})
+            elif kind == "eof" or not k.alive():
+                self.line({"type": "error", "name": "DeadKernelError",
+                           "value": "the %s of context %s ended; restart it (POST /contexts/%s/restart)"
+                           % (k.language, self.ctx.id, self.ctx.id), "traceback": ""})
+                return
+            now = time.monotonic()
+            if now - self.last > HEARTBEAT_S:
+                self.line({"type": "number_of_executions", "execution_count": self.count})
+            if interrupted_at is None and ((self.deadline and now > self.deadline) or self.gone()):
+                k.interrupt()
+                interrupted_at = now
+                if k.language == "bash":
+                    # the shell's trap goes on with the cell's next command, then the markers
+                    self.line({"type": "error", "name": "KeyboardInterrupt", "value": "the cell was interrupted", "traceback": ""})
+            elif interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_S:
+                self.ctx.restart()
+                self.line({"type": "error", "name": "TimeoutError",
+                           "value": "the cell did not stop when interrupted; the context was restarted",
+                           "traceback": ""})
+                return
+
+    def handle(self, msg):
+        kind, c = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            name = "stderr" if c.get("name") == "stderr" else "stdout"
+            self.line({"type": name, "text": c.get("text", ""), "timestamp": time.time()})
+        elif kind == "execute_input":
+            self.count = c.get("execution_count")
+            self.line({"type": "number_of_executions", "execution_count": c.get("execution_count")})
+        elif kind == "execute_result":
+            self.line(result_line(c.get("data", {}), True))
+        elif kind == "display_data":
+            self.line(result_line(c.get("data", {}), False))
+        elif kind == "error":
+            self.line({"type": "error", "name": c.get("ename", ""), "value": c.get("evalue", ""),
+                       "traceback": "\n".join(c.get("traceback", []))})
+        elif kind == "status" and c.get("execution_state") == "idle":
+            return True
+        return False
+
+
+def execute(contexts, req, emit, gone):
+    code = req.get("code")
+    if not isinstance(code, str):
+        raise ApiError(400, "'code' must be a string")
+    if len(code.encode()) > MAX_CODE:
+        raise ApiError(413, "'code' is over %d bytes" % MAX_CODE)
+    cid, language = req.get("context_id"), req.get("language")
+    if cid is not None and language is not None:
+        raise ApiError(400, "give 'context_id' or 'language', not both")
+    envs = req.get("env_vars") or {}
+    if not isinstance(envs, dict) or len(envs) > MAX_ENV_VARS or not all(
+            isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)
+            for k, v in envs.items()):
+        raise ApiError(400, "'env_vars' must be an object of at most %d strings" % MAX_ENV_VARS)
+    timeout = req.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+        raise ApiError(400, "'timeout' must be a number of seconds")
+    if cid is not None:
+        ctx = contexts.get(cid)
+    else:
+        ctx = contexts.default_context(normal_language(language))
+    return ctx, code, envs, timeout
+
+
+def run_locked(ctx, code, envs, timeout, emit, gone):
+    with ctx.lock:
+        ex = Execution(ctx, emit, gone, timeout)
+        if not ctx.alive():
+            ex.line({"type": "error", "name": "DeadKernelError",
+                     "value": "the kernel of context %s is dead; restart it (POST /contexts/%s/restart)"
+                     % (ctx.id, ctx.id), "traceback": ""})
+        elif ctx.proc:
+            ex.run_proc(code, envs)
+        else:
+            if envs:
+                ex.silent("import os as __o; __nsbox_env = {k: __o.environ.get(k) for k in %r}; "
+                          "__o.environ.update(%r)" % (list(envs), envs))
+            try:
+                ex.run(code)
+            finally:
+                if envs and ctx.alive():
+                    ex.silent("import os as __o\nfor __k, __v in __nsbox_env.items():\n"
+                              "    __o.environ.pop(__k, None) if __v is None else __o.environ.__setitem__(__k, __v)\n"
+                              "del __nsbox_env, __o")
+        ex.line({"type": "end_of_execution"})
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "nsbox-code-interpreter"
+
+    def log_message(self, fmt, *args):  # quiet: nsboxd keeps the sandbox's own logs
+        pass
+
+    def answer(self, status, obj=None):
+        body = b"" if obj is None else (json.dumps(obj) + "\n").encode()
+        self.send_response(status)
+        if obj is not None:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            data = b""
+            while True:
+                size = int(self.rfile.readline(100).split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline(100)
+                    break
+                if len(data) + size > MAX_BODY:
+                    self.close_connection = True
+                    raise ApiError(413, "the request body is over %d bytes" % MAX_BODY)
+                data += self.rfile.read(size)
+                self.rfile.readline(100)
+        else:
+            n = int(self.headers.get("Content-Length") or 0)
+            if n < 0 or n > MAX_BODY:
+                self.close_connection = True
+                raise ApiError(413, "the request body is over %d bytes" % MAX_BODY)
+            data = self.rfile.read(n) if n else b""
+        if not data.strip():
+            return {}
+        try:
+            obj = json.loads(data)
+        except ValueError as e:
+            raise ApiError(400, "the body is not JSON: %s" % e)
+        if not isinstance(obj, dict):
+            raise ApiError(400, "the body must be a JSON object")
+        return obj
+
+    def route(self):
+        path = self.path.split("?", 1)[0].rstrip("/") or "/"
+        cs = self.server.contexts
+        m = self.command
+        if path == "/health" and m == "GET":
+            return self.answer(200, {"status": "ok"})
+        if path == "/execute" and m == "POST":
+            return self.execute(cs)
+        if path == "/contexts" and m == "POST":
+            b = self.body()
+            return self.answer(200, cs.create(b.get("language"), b.get("cwd")).json())
+        if path == "/contexts" and m == "GET":
+            return self.answer(200, cs.list())
+        parts = path.split("/")
+        if len(parts) == 3 and parts[1] == "contexts" and m == "DELETE":
+            cs.remove(parts[2])
+            return self.answer(204)
+        if len(parts) == 4 and parts[1] == "contexts" and parts[3] == "restart" and m == "POST":
+            ctx = cs.get(parts[2])
+            with ctx.lock:
+                ctx.restart()
+            return self.answer(204)
+        raise ApiError(404, "%s %s is not part of the code interpreter's API" % (m, path[:100]))
+
+    def gone(self):
+        """The client closed its connection (the SDK's timeoutMs aborts the request)."""
+        try:
+            r, _, _ = select.select([self.connection], [], [], 0)
+            return bool(r) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def execute(self, cs):
+        ctx, code, envs, timeout = execute(cs, self.body(), None, None)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        broken = [False]
+
+        def emit(data):
+            if broken[0]:
+                return
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            except OSError:
+                broken[0] = True
+
+        run_locked(ctx, code, envs, timeout, emit, lambda: broken[0] or self.gone())
+        if not broken[0]:
+            emit(b"")  # the last chunk
+        else:
+            self.close_connection = True
+
+    def dispatch(self):
+        try:
+            self.route()
+        except ApiError as e:
+            self.answer(e.status, {"error": str(e), "message": str(e)})
+        except Exception as e:  # a failure of ours (a kernel that would not start): said, not hidden
+            self.close_connection = True
+            try:
+                self.answer(500, {"error": "%s: %s" % (type(e).__name__, e), "message": str(e)})
+            except OSError:
+                pass
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = dispatch
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    ap = argparse.ArgumentParser(description="nsbox code interpreter (E2B's API on a port)")
+    ap.add_argument("--listen", default="127.0.0.1:49999", help="address:port (127.0.0.1:49999)")
+    ap.add_argument("--cwd", default=None, help="the default context's directory (/home/user, else the current one)")
+    ap.add_argument("--ready-file", default=None, help="written once the default context answers")
+    a = ap.parse_args()
+    host, _, port = a.listen.rpartition(":")
+    cwd = a.cwd or ("/home/user" if os.path.isdir("/home/user") else os.getcwd())
+    t0 = time.monotonic()
+    cs = base = None
+    try:
+        base = _runtime_env()
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        # a SIGINT ignored here (a background start) would be ignored by every kernel too
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        cs = Contexts(cwd)
+        cs.default_context()  # started before the server answers: healthy means ready
+        srv = Server((host or "127.0.0.1", int(port)), Handler)
+    except Exception as e:
+        # said where the one starting us (nsboxd's template) looks, and on stderr
+        why = "the code interpreter did not start: %s: %s" % (type(e).__name__, e)
+        if isinstance(e, ImportError):
+            why += " (the host needs python3-ipykernel and python3-jupyter-client)"
+        if cs:
+            cs.shutdown()
+        if base:
+            shutil.rmtree(base, ignore_errors=True)
+        print(why, file=sys.stderr)
+        if a.ready_file:
+            with open(a.ready_file + ".failed", "w") as f:
+                f.write(why + "\n")
+        sys.exit(1)
+    srv.contexts = cs
+    if a.ready_file:
+        with open(a.ready_file + ".tmp", "w") as f:
+            f.write("%d %.3f\n" % (os.getpid(), time.monotonic() - t0))
+        os.rename(a.ready_file + ".tmp", a.ready_file)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cs.shutdown()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

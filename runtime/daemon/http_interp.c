@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsboxd's built-in `code-interpreter` template (E2B's `code-interpreter-v1`): a base sandbox in
+ * which the code interpreter's server (rootfs/code-interpreter/server.py, installed next to
+ * nsbox-agent) is started as a detached exec tagged "code-interpreter", listening on the
+ * sandbox's 127.0.0.1:49999, which the port proxy reaches.  Create answers once the server's
+ * default context (a Jupyter kernel) is ready: the server writes a ready file, a short exec waits
+ * for it.  The server's source goes in on the exec's standard input, so it needs no path inside
+ * the sandbox (a build tree, or a policy whose root is not the host's /usr, works alike). */
+#include "http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef NSBOX_AGENTDIR
+#define NSBOX_AGENTDIR "/usr/local/libexec/nsbox"
+#endif
+#define INTERP_NAME "code-interpreter"
+#define INTERP_SOURCE_MAX (256 * 1024)
+#define INTERP_WAIT_S 60
+#define INTERP_PYTHON "/usr/bin/python3" /* Debian's, where python3-ipykernel is */
+
+bool interp_template(const char *name)
+{
+        return !strcmp(name, INTERP_NAME) || !strcmp(name, INTERP_NAME "-v1");
+}
+
+static int read_small(const char *path, char **buf, size_t *len)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        char *b = malloc(INTERP_SOURCE_MAX + 1);
+        size_t n = 0;
+        ssize_t k = 0;
+        while (b && n < INTERP_SOURCE_MAX && (k = read(fd, b + n, INTERP_SOURCE_MAX - n)) > 0)
+                n += (size_t)k;
+        int e = !b ? -ENOMEM : k < 0 ? -errno : n >= INTERP_SOURCE_MAX || n == 0 ? -EFBIG : 0;
+        close(fd);
+        if (e) {
+                free(b);
+                return e;
+        }
+        b[n] = 0;
+        *buf = b;
+        *len = n;
+        return 0;
+}
+
+/* The server's source: $NSBOX_CODE_INTERPRETER, else next to nsboxd (a build tree), else next to
+ * the installed agent, as nsbox-agent itself is found. */
+static int interp_source(char **buf, size_t *len, char *why, size_t whylen)
+{
+        char path[PATH_MAX + 32], self[PATH_MAX];
+        const char *env = secure_getenv("NSBOX_CODE_INTERPRETER");
+        int r = -ENOENT;
+        if (env && *env) {
+                snprintf(path, sizeof(path), "%s", env);
+                r = read_small(path, buf, len);
+        } else {
+                ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+                char *slash = n > 0 ? (self[n] = 0, strrchr(self, '/')) : NULL;
+                if (slash) {
+                        *slash = 0;
+                        snprintf(path, sizeof(path), "%s/" INTERP_NAME, self);
+                        r = read_small(path, buf, len);
+                }
+                if (r == -ENOENT) {
+                        snprintf(path, sizeof(path), "%s/" INTERP_NAME, NSBOX_AGENTDIR);
+                        r = read_small(path, buf, len);
+                }
+        }
+        if (r < 0)
+                snprintf(why, whylen, "the code interpreter's server '%s': %s", path, strerror(-r));
+        return r;
+}
+
+/* The exec that starts the server: detached (it outlives create's request), tagged, its source
+ * on standard input, read by size so the pipe may stay open. */
+json_t *interp_start_params(uint64_t serial, json_t *envs, char *why, size_t whylen)
+{
+        char *src = NULL, boot[160], ready[96];
+        size_t len = 0;
+        if (interp_source(&src, &len, why, whylen) < 0)
+                return NULL;
+        snprintf(boot, sizeof(boot), "import sys; exec(compile(sys.stdin.buffer.read(%zu), 'nsbox-code-interpreter', 'exec'))", len);
+        snprintf(ready, sizeof(ready), "/tmp/.nsbox-code-interpreter-%llu", (unsigned long long)serial);
+        json_t *env = json_pack("{ss ss}", "HOME", "/home/user", "USER", "user");
+        const char *k;
+        json_t *v;
+        json_object_foreach(envs, k, v)
+        {
+                if (json_is_string(v))
+                        json_object_set(env, k, v);
+        }
+        json_t *p = json_pack("{s[sssss] sb ss ss so}", "cmd", INTERP_PYTHON, "-c", boot, "--ready-file", ready, "detach", 1, "tag",
+                              INTERP_NAME, "stdin", src, "env", env);
+        free(src);
+        if (!p)
+                snprintf(why, whylen, "out of memory");
+        return p;
+}
+
+/* The exec that waits for the server's ready file, or says why it will not come. */
+json_t *interp_wait_params(uint64_t serial, json_int_t pid)
+{
+        char sh[1024];
+        snprintf(sh, sizeof(sh),
+                 "r=/tmp/.nsbox-code-interpreter-%llu; i=0\n"
+                 "while [ ! -e $r ]; do\n"
+                 "  if [ -e $r.failed ] || [ ! -e /proc/%lld ]; then\n"
+                 "    cat $r.failed 2>/dev/null || echo 'the code interpreter exited before it was ready'; exit 1\n"
+                 "  fi\n"
+                 "  i=$((i + 1)); [ $i -le %d ] || { echo 'the code interpreter was not ready in %d s'; exit 1; }\n"
+                 "  sleep 0.02\n"
+                 "done\n",
+                 (unsigned long long)serial, (long long)pid, INTERP_WAIT_S * 50, INTERP_WAIT_S);
+        return json_pack("{ss si}", "shell", sh, "timeout", INTERP_WAIT_S + 10);
+}

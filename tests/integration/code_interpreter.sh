@@ -1,0 +1,315 @@
+#!/usr/bin/env bash
+# The code interpreter (issue 23): its server (rootfs/code-interpreter/server.py) in a sandbox,
+# started with nsbox exec -d and driven from inside the same sandbox with a urllib client:
+# state that persists, rich results (PNG, HTML), streamed prints, errors, isolated contexts
+# (python, bash, javascript), timeouts that interrupt and leave the context alive, bad input;
+# and nsboxd's built-in code-interpreter template through the HTTP API, with the real SDK.  Runs as root and as an unprivileged user.
+. "$(dirname "$0")/../lib.sh"
+
+NSBOXD=${NSBOXD:-$(dirname "$NSBOX")/nsboxd}
+SERVER=${NSBOX_SRC:-$(dirname "$0")/../..}/rootfs/code-interpreter/server.py
+SESSION_DIR=$(mktemp -d /tmp/nsbox-ci.XXXXXX) || exit 1
+chmod 0711 "$SESSION_DIR"
+export NSBOX_STORE="$SESSION_DIR/store"
+
+# The kernels are Debian's (quickstart.sh installs them); without them there is nothing to test.
+KERNEL_MISSING=$(/usr/bin/python3 -c 'import jupyter_client, ipykernel, matplotlib, pandas' 2>&1 | tail -n 1)
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# One nsboxd with the HTTP API for the whole file; stopped with its sandboxes at the end.
+PORT=$(free_port)
+URL=http://127.0.0.1:$PORT
+printf '{"http": {"listen": "127.0.0.1:%s", "keys": "%s/keys.json"}}\n' "$PORT" "$SESSION_DIR" > "$SESSION_DIR/config.json"
+export NSBOX_SOCKET="$SESSION_DIR/d.sock"
+"$NSBOXD" --config "$SESSION_DIR/config.json" --socket "$NSBOX_SOCKET" >> "$SESSION_DIR/log" 2>&1 < /dev/null &
+DPID=$!
+trap 'stop_file_daemon "$SESSION_DIR"' EXIT
+for _ in $(seq 300); do
+        [ "$(daemon_pid)" = "$DPID" ] && break
+        sleep 0.1
+done
+
+# The client run inside the sandbox: "exec CODE [JSON]" prints each line as it came
+# ("SECONDS JSON"), "req METHOD PATH [BODY]" prints "STATUS BODY".
+cat > "$SESSION_DIR/client.py" <<'PY'
+import json, sys, time, urllib.error, urllib.request
+def req(method, path, body=None, timeout=120):
+    data = None if body is None else (body if isinstance(body, bytes) else body.encode())
+    r = urllib.request.Request("http://127.0.0.1:49999" + path, method=method, data=data,
+                               headers={"Content-Type": "application/json"})
+    return urllib.request.urlopen(r, timeout=timeout)
+cmd = sys.argv[1]
+try:
+    if cmd == "exec":
+        body = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+        body["code"] = sys.argv[2]
+        t0, limit = time.time(), float(body.pop("client_timeout", 120))
+        with req("POST", "/execute", json.dumps(body), limit) as r:
+            for line in r:
+                print("%.3f %s" % (time.time() - t0, line.decode().rstrip("\n")), flush=True)
+    elif cmd == "big":
+        with req("POST", "/execute", json.dumps({"code": "#" * (int(sys.argv[2]))})) as r:
+            print(r.status, r.read().decode())
+    else:
+        with req(cmd, sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None) as r:
+            print(r.status, r.read().decode().strip())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode().strip())
+except OSError as e:
+    print("client:", e)
+PY
+
+MY_SANDBOXES=""
+# ci_sandbox VAR: a sandbox with the server running and its default context ready
+ci_sandbox() {
+        [ -z "$KERNEL_MISSING" ] || skip "no Jupyter kernel on this host ($KERNEL_MISSING): quickstart.sh installs it"
+        local _var=$1 _sid _i
+        _sid=$("$NSBOX" create 2>&1) || fail "nsbox create: $_sid"
+        [[ $_sid =~ ^[0-9a-f]{32}$ ]] || fail "nsbox create printed '$_sid'"
+        MY_SANDBOXES="$MY_SANDBOXES $_sid"
+        trap '[ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
+        "$NSBOX" cp "$SERVER" "$_sid:/tmp/server.py" || fail "cp server"
+        "$NSBOX" cp "$SESSION_DIR/client.py" "$_sid:/tmp/client.py" || fail "cp client"
+        START=$(date +%s.%N)
+        assert_status 0 "$NSBOX" exec -d --tag ci "$_sid" -- /usr/bin/python3 /tmp/server.py --ready-file /tmp/ready
+        for _i in $(seq 600); do
+                "$NSBOX" exec "$_sid" -- test -e /tmp/ready 2> /dev/null && break
+                "$NSBOX" exec "$_sid" -- test -e /tmp/ready.failed 2> /dev/null &&
+                        fail "server: $("$NSBOX" exec "$_sid" -- cat /tmp/ready.failed)"
+                sleep 0.05
+        done
+        "$NSBOX" exec "$_sid" -- test -e /tmp/ready || fail "the server was not ready in 30 s: $("$NSBOX" logs "$_sid" ci 2>&1 | tail -n 5)"
+        printf -v "$_var" %s "$_sid"
+}
+
+# run ID CODE [JSON]: sets OUT to the lines the server sent (each "SECONDS JSON")
+run() { OUT=$("$NSBOX" exec "$1" -- python3 /tmp/client.py exec "$2" "${3:-{\}}" 2>&1); }
+# req ID METHOD PATH [BODY]: sets OUT to "STATUS BODY"
+req() { local id=$1; shift; OUT=$("$NSBOX" exec "$id" -- python3 /tmp/client.py "$@" 2>&1); }
+# field JSONEXPR: from OUT's lines (l: list of objects), e.g. 'main(l)["text"]'
+field() {
+        printf '%s\n' "$OUT" | python3 -c '
+import json, sys
+l = [json.loads(x.split(" ", 1)[1]) for x in sys.stdin if x.strip()]
+main = lambda l: [o for o in l if o.get("type") == "result" and o.get("is_main_result")][0]
+of = lambda t: [o for o in l if o.get("type") == t]
+v = eval(sys.argv[1])
+print(v if isinstance(v, str) else json.dumps(v))' "$1" 2>&1
+}
+
+# ---- tests ---------------------------------------------------------------------------------
+
+test_state_and_working_directory_persist() {
+        local id t0 t1
+        ci_sandbox id
+        t0=$(date +%s.%N)
+        run "$id" "1+1"
+        t1=$(date +%s.%N)
+        echo "    first 1+1: $(python3 -c "print('%.2f s after the server started, round trip %.3f s' % ($t1 - $START, $t1 - $t0))")" >&2
+        assert_eq 2 "$(field 'main(l)["text"]')" "1+1"
+        run "$id" "x = 41"
+        assert_eq "[]" "$(field 'of("result")')" "x = 41 has no result"
+        run "$id" "x + 1"
+        assert_eq 42 "$(field 'main(l)["text"]')" "x + 1"
+        assert_eq end_of_execution "$(field 'l[-1]["type"]')" "last line"
+        assert_contains "$(field 'of("number_of_executions")[0]["execution_count"]')" 3 "execution count"
+        run "$id" "import os; os.chdir('/tmp')"
+        run "$id" "os.getcwd()"
+        assert_eq /tmp "$(field 'main(l)["text"]')" "cwd after chdir"
+}
+
+test_matplotlib_png_and_pandas_html() {
+        local id
+        ci_sandbox id
+        run "$id" $'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [3, 1, 2])\nplt.show()'
+        assert_eq "" "$(field 'of("error")' | grep -v '^\[\]$')" "plot errors"
+        assert_eq "True b'\\x89PNG\\r\\n\\x1a\\n'" "$(field '(lambda b: "%s %s" % (len(b) > 1000, b[:8]))(__import__("base64").b64decode(of("result")[0]["png"]))')" "png"
+        run "$id" $'import pandas as pd\npd.DataFrame({"a": [1, 2], "b": ["x", "y"]})'
+        assert_contains "$(field 'main(l)["html"]')" "<table" "DataFrame html"
+        assert_contains "$(field 'main(l)["text"]')" "a  b" "DataFrame text"
+}
+
+test_print_streams_before_the_cell_ends() {
+        local id
+        ci_sandbox id
+        run "$id" $'import time\nprint("first", flush=True)\ntime.sleep(2)\nprint("second")'
+        local first end
+        first=$(printf '%s\n' "$OUT" | grep '"first' | cut -d' ' -f1)
+        end=$(printf '%s\n' "$OUT" | grep end_of_execution | cut -d' ' -f1)
+        [ -n "$first" ] && [ -n "$end" ] || fail "lines: $OUT"
+        python3 -c "import sys; sys.exit(0 if $end - $first > 1.5 else 1)" || fail "'first' came at $first s, the end at $end s: not streamed"
+        assert_eq "first
+second" "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "stdout"
+}
+
+test_error_with_traceback() {
+        local id
+        ci_sandbox id
+        run "$id" "1/0"
+        assert_eq ZeroDivisionError "$(field 'of("error")[0]["name"]')" "error name"
+        assert_eq "division by zero" "$(field 'of("error")[0]["value"]')" "error value"
+        assert_contains "$(field 'of("error")[0]["traceback"]')" "Traceback (most recent call last)" "traceback"
+        run "$id" "print('still here')"
+        assert_eq "still here" "$(field 'of("stdout")[0]["text"].strip()')" "after an error"
+}
+
+test_contexts_are_isolated_listed_restarted_removed() {
+        local id ctx
+        ci_sandbox id
+        req "$id" POST /contexts '{"language": "python", "cwd": "/tmp"}'
+        assert_eq 200 "${OUT%% *}" "create context: $OUT"
+        ctx=$(printf '%s' "${OUT#* }" | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["cwd"] == "/tmp" and d["language"] == "python"; print(d["id"])') ||
+                fail "context: $OUT"
+        run "$id" "y = 'mine'" "{\"context_id\": \"$ctx\"}"
+        run "$id" "y" "{\"context_id\": \"$ctx\"}"
+        assert_eq mine "$(field 'main(l)["text"]')" "y in its context"
+        run "$id" "y"
+        assert_eq NameError "$(field 'of("error")[0]["name"]')" "y in the default context"
+        run "$id" "import os; os.getcwd()" "{\"context_id\": \"$ctx\"}"
+        assert_eq /tmp "$(field 'main(l)["text"]')" "the context's cwd"
+        req "$id" GET /contexts
+        assert_contains "$OUT" "$ctx" "list"
+        req "$id" POST "/contexts/$ctx/restart"
+        assert_eq 204 "${OUT%% *}" "restart"
+        run "$id" "y" "{\"context_id\": \"$ctx\"}"
+        assert_eq NameError "$(field 'of("error")[0]["name"]')" "y after a restart"
+        req "$id" DELETE "/contexts/$ctx"
+        assert_eq 204 "${OUT%% *}" "delete"
+        run "$id" "1" "{\"context_id\": \"$ctx\"}"
+        assert_contains "$OUT" "404" "a deleted context"
+}
+
+test_timeout_interrupts_and_the_context_survives() {
+        local id
+        ci_sandbox id
+        run "$id" "x = 7"
+        run "$id" "while True: pass" '{"timeout": 1}'
+        assert_eq KeyboardInterrupt "$(field 'of("error")[0]["name"]')" "interrupted: $OUT"
+        python3 -c "import sys; sys.exit(0 if $(printf '%s\n' "$OUT" | tail -n 1 | cut -d' ' -f1) < 5 else 1)" || fail "took too long: $OUT"
+        run "$id" "x"
+        assert_eq 7 "$(field 'main(l)["text"]')" "x after the interrupt"
+        # a client that goes away (the SDK's timeoutMs) interrupts the cell too
+        run "$id" "while True: pass" '{"client_timeout": 1}'
+        assert_contains "$OUT" "timed out" "client timeout"
+        run "$id" "x + 1" '{"client_timeout": 10}'
+        assert_eq 8 "$(field 'main(l)["text"]')" "x after the client went away"
+}
+
+test_dead_kernel_is_reported_and_restartable() {
+        local id ctx
+        ci_sandbox id
+        req "$id" POST /contexts '{}'
+        ctx=$(printf '%s' "${OUT#* }" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])') || fail "context: $OUT"
+        run "$id" "import os; os._exit(1)" "{\"context_id\": \"$ctx\"}"
+        run "$id" "1" "{\"context_id\": \"$ctx\"}"
+        assert_eq DeadKernelError "$(field 'of("error")[0]["name"]')" "a dead kernel: $OUT"
+        req "$id" POST "/contexts/$ctx/restart"
+        run "$id" "2 + 2" "{\"context_id\": \"$ctx\"}"
+        assert_eq 4 "$(field 'main(l)["text"]')" "after the restart"
+}
+
+test_bash_and_javascript_contexts() {
+        local id
+        ci_sandbox id
+        run "$id" $'X=5; cd /tmp\necho "hi $X"' '{"language": "bash"}'
+        assert_eq "hi 5" "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "bash"
+        run "$id" 'echo "$X $PWD $ONE"' '{"language": "bash", "env_vars": {"ONE": "1"}}'
+        assert_eq "5 /tmp 1" "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "bash state and env_vars"
+        run "$id" 'sleep 100' '{"language": "bash", "timeout": 1}'
+        assert_eq KeyboardInterrupt "$(field 'of("error")[0]["name"]')" "bash interrupted"
+        run "$id" 'echo "[$X] [$ONE]"' '{"language": "bash"}'
+        assert_eq "[5] []" "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "bash after the interrupt"
+        command -v node > /dev/null || skip "no node on this host for javascript contexts"
+        run "$id" "let y = 41; console.log('hi'); y + 1" '{"language": "js"}'
+        assert_eq "hi 42" "$(field 'of("stdout")[0]["text"].strip() + " " + main(l)["text"]')" "javascript"
+        run "$id" "while (true) {}" '{"language": "javascript", "timeout": 1}'
+        assert_contains "$(field 'of("error")[0]["value"]')" "interrupted" "javascript interrupted"
+        run "$id" "null.x" '{"language": "js"}'
+        assert_eq TypeError "$(field 'of("error")[0]["name"]')" "javascript error"
+        run "$id" "Promise.resolve(y)" '{"language": "js"}'
+        assert_eq 41 "$(field 'main(l)["text"]')" "javascript after the interrupt, a promise's value"
+}
+
+test_bad_input_is_refused_clearly() {
+        local id
+        ci_sandbox id
+        run "$id" "1" '{"language": "cobol"}'
+        assert_contains "$OUT" "400" "unknown language"
+        assert_contains "$OUT" "not supported" "unknown language"
+        req "$id" POST /contexts '{"language": "r"}'
+        assert_contains "$OUT" "400" "an R context"
+        run "$id" "1" '{"context_id": "nope"}'
+        assert_contains "$OUT" "404" "unknown context"
+        run "$id" "1" '{"context_id": "x", "language": "python"}'
+        assert_contains "$OUT" "400" "context and language"
+        req "$id" big 1048577
+        assert_contains "$OUT" "413" "code over 1 MiB"
+        req "$id" POST /execute '{"code": '
+        assert_contains "$OUT" "400" "bad JSON"
+        req "$id" POST /execute '{"code": 1}'
+        assert_contains "$OUT" "'code' must be a string" "code not a string"
+        req "$id" GET /nothing
+        assert_contains "$OUT" "404" "unknown path"
+        req "$id" POST /contexts '{"cwd": "/no/such"}'
+        assert_contains "$OUT" "400" "missing cwd"
+        run "$id" "21 * 2"
+        assert_eq 42 "$(field 'main(l)["text"]')" "the server after bad input"
+}
+
+test_builtin_template_through_the_http_api() {
+        [ -z "$KERNEL_MISSING" ] || skip "no Jupyter kernel on this host ($KERNEL_MISSING)"
+        local key body sid t0 t1
+        key=$("$NSBOX" api-key create 2> /dev/null) || fail "api-key create"
+        t0=$(date +%s.%N)
+        body=$(curl -s -H "X-API-KEY: $key" -H 'Content-Type: application/json' -d '{"templateID": "code-interpreter-v1", "timeout": 120}' "$URL/v2/sandboxes")
+        t1=$(date +%s.%N)
+        sid=$(printf '%s' "$body" | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["templateID"] == "code-interpreter-v1"; print(d["sandboxID"])') ||
+                fail "create: $body"
+        MY_SANDBOXES="$MY_SANDBOXES $sid"
+        trap '[ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
+        echo "    create code-interpreter-v1: $(python3 -c "print('%.2f s' % ($t1 - $t0))")" >&2
+        "$NSBOX" cp "$SESSION_DIR/client.py" "$sid:/tmp/client.py" || fail "cp client"
+        # ready when create answered: the first cell needs no wait
+        t0=$(date +%s.%N)
+        run "$sid" "import os; os.getcwd(), os.environ['HOME']"
+        t1=$(date +%s.%N)
+        assert_eq "('/home/user', '/home/user')" "$(field 'main(l)["text"]')" "the template's context"
+        echo "    first cell after create: $(python3 -c "print('%.3f s' % ($t1 - $t0))")" >&2
+        assert_contains "$("$NSBOX" call "$sid" process_list)" '"tag": "code-interpreter"' "the server's tag"
+        body=$(curl -s -H "X-API-KEY: $key" -H 'Content-Type: application/json' -d '{"templateID": "code-interpreter-v2"}' "$URL/v2/sandboxes")
+        assert_contains "$body" '"code":404' "another name"
+}
+
+test_sdk_through_the_port_proxy() {
+        [ -z "$KERNEL_MISSING" ] || skip "no Jupyter kernel on this host ($KERNEL_MISSING)"
+        local key body sid tok
+        key=$("$NSBOX" api-key create 2> /dev/null) || fail "api-key create"
+        body=$(curl -s -H "X-API-KEY: $key" -d '{"templateID": "code-interpreter", "timeout": 60}' "$URL/v2/sandboxes")
+        sid=$(printf '%s' "$body" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])') || fail "create: $body"
+        tok=$(printf '%s' "$body" | python3 -c 'import json, sys; print(json.load(sys.stdin)["envdAccessToken"])')
+        MY_SANDBOXES="$MY_SANDBOXES $sid"
+        trap '[ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
+        body=$(curl -s -m 10 -H "E2b-Sandbox-Id: $sid" -H "X-Access-Token: $tok" -H "E2b-Sandbox-Port: 49999" "$URL/health")
+        case "$body" in *'"status"'*) ;; *) skip "the port proxy does not reach port 49999 yet ($body): the SDK test waits for it" ;; esac
+        command -v node > /dev/null && command -v npm > /dev/null || skip "node and npm are needed for the SDK"
+        local v dir out st
+        v=$(node --version 2>&1)
+        [ "$(printf '%s\n%s\n' 20.18.1 "${v#v}" | sort -V | head -n 1)" = 20.18.1 ] || skip "node $v: the SDK needs 20.18.1 or later"
+        "$NSBOX" rm -f "$sid" > /dev/null 2>&1
+        dir=$(npm_cache_dir e2b node_modules/.package-lock.json "$NSBOX_SRC/tests/e2b" 2> "$TEST_TMP/npm.err") ||
+                fail "npm ci of tests/e2b: $(tail -n 5 "$TEST_TMP/npm.err")"
+        mkdir -p "$TEST_TMP/e2b" && cp "$NSBOX_SRC"/tests/e2b/lib.mjs "$NSBOX_SRC"/tests/e2b/code_interpreter.mjs "$TEST_TMP/e2b/" &&
+                ln -s "$dir/node_modules" "$TEST_TMP/e2b/node_modules" || fail "lay out $TEST_TMP/e2b"
+        out=$(cd "$TEST_TMP/e2b" && E2B_API_URL=$URL E2B_SANDBOX_URL=$URL E2B_API_KEY=$key E2B_DEBUG=false NO_UPDATE_NOTIFIER=1 \
+                NOVITA_API_URL=$URL NOVITA_SANDBOX_URL=$URL NOVITA_API_KEY=$key \
+                timeout -k 10 300 node code_interpreter.mjs 2> "$TEST_TMP/node.err")
+        st=$?
+        printf '%s\n' "$out" "$(cat "$TEST_TMP/node.err")" | sed 's/^/    /' >&2
+        assert_not_contains "$out" "not ok" "the SDK's checks"
+        assert_contains "$out" "ok ci_timeout_interrupts" "the SDK's checks"
+        assert_contains "$out" "novita_code_interpreter_runs_code" "Novita's SDK"
+        assert_eq 0 "$st" "node's exit status"
+}
+
+run_tests
