@@ -505,18 +505,30 @@ static void watch_msg(hreq *r, json_t *msg)
         }
 }
 
+/* WatchDir's and CreateWatcher's request: {path, recursive, includeEntry, allowNetworkMounts} (the
+ * last two accepted, not acted on); the path (to free), or NULL when answered with the error. */
+static char *watch_request(hreq *r, json_t *m, bool *recursive)
+{
+        static const char *const known[] = { "path", "recursive", "includeEntry", "allowNetworkMounts", NULL };
+        char *path = NULL;
+        bool include = false, network = false;
+        *recursive = false;
+        if (known_fields(r, m, known) < 0 || path_field(r, m, "path", true, &path) < 0 || bool_field(r, m, "recursive", recursive) < 0 ||
+            bool_field(r, m, "includeEntry", &include) < 0 || bool_field(r, m, "allowNetworkMounts", &network) < 0) {
+                free(path);
+                return NULL;
+        }
+        return path;
+}
+
 /* WatchDirResponse's oneof is its own: {"start": {}}, {"filesystem": {...}}, {"keepalive": {}}.
  * The first message is start once the watch is set up; a missing directory is an error. */
 static void watch_dir(hreq *r, json_t *m)
 {
-        static const char *const known[] = { "path", "recursive", "includeEntry", "allowNetworkMounts", NULL };
-        char *path = NULL;
-        bool recursive = false, include = false, network = false;
-        if (known_fields(r, m, known) < 0 || path_field(r, m, "path", true, &path) < 0 || bool_field(r, m, "recursive", &recursive) < 0 ||
-            bool_field(r, m, "includeEntry", &include) < 0 || bool_field(r, m, "allowNetworkMounts", &network) < 0) {
-                free(path);
+        bool recursive;
+        char *path = watch_request(r, m, &recursive);
+        if (!path)
                 return;
-        }
         fs_op *o = op_new(r, FS_WATCH);
         if (!o) {
                 free(path);
@@ -619,14 +631,10 @@ static fs_watcher *watcher_find(hreq *r, json_t *m)
 
 static void create_watcher(hreq *r, json_t *m)
 {
-        static const char *const known[] = { "path", "recursive", "includeEntry", "allowNetworkMounts", NULL };
-        char *path = NULL;
-        bool recursive = false, include = false, network = false;
-        if (known_fields(r, m, known) < 0 || path_field(r, m, "path", true, &path) < 0 || bool_field(r, m, "recursive", &recursive) < 0 ||
-            bool_field(r, m, "includeEntry", &include) < 0 || bool_field(r, m, "allowNetworkMounts", &network) < 0) {
-                free(path);
+        bool recursive;
+        char *path = watch_request(r, m, &recursive);
+        if (!path)
                 return;
-        }
         unsigned n = 0; /* ended ones count until removed: they may hold events */
         for (fs_watcher *w = watchers; w; w = w->next)
                 n += w->sandbox == r->sandbox;
