@@ -63,7 +63,7 @@ PY
 MY_SANDBOXES=""
 # ci_sandbox VAR: a sandbox with the server running and its default context ready
 ci_sandbox() {
-        [ -z "$KERNEL_MISSING" ] || skip "no Jupyter kernel on this host ($KERNEL_MISSING): quickstart.sh installs it"
+        [ -z "$KERNEL_MISSING" ] || fail "no Jupyter kernel on this host ($KERNEL_MISSING): ./quickstart.sh --deps installs it"
         local _var=$1 _sid _i
         _sid=$("$NSBOX" create 2>&1) || fail "nsbox create: $_sid"
         [[ $_sid =~ ^[0-9a-f]{32}$ ]] || fail "nsbox create printed '$_sid'"
@@ -220,7 +220,7 @@ test_bash_and_javascript_contexts() {
         assert_eq KeyboardInterrupt "$(field 'of("error")[0]["name"]')" "bash interrupted"
         run "$id" 'echo "[$X] [$ONE]"' '{"language": "bash"}'
         assert_eq "[5] []" "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "bash after the interrupt"
-        command -v node > /dev/null || skip "no node on this host for javascript contexts"
+        command -v node > /dev/null || fail "no node on this host for javascript contexts (./quickstart.sh --deps)"
         run "$id" "let y = 41; console.log('hi'); y + 1" '{"language": "js"}'
         assert_eq "hi 42" "$(field 'of("stdout")[0]["text"].strip() + " " + main(l)["text"]')" "javascript"
         run "$id" "while (true) {}" '{"language": "javascript", "timeout": 1}'
@@ -258,7 +258,7 @@ test_bad_input_is_refused_clearly() {
 }
 
 test_builtin_template_through_the_http_api() {
-        [ -z "$KERNEL_MISSING" ] || skip "no Jupyter kernel on this host ($KERNEL_MISSING)"
+        [ -z "$KERNEL_MISSING" ] || fail "no Jupyter kernel on this host ($KERNEL_MISSING): ./quickstart.sh --deps installs it"
         local key body sid t0 t1
         key=$("$NSBOX" api-key create 2> /dev/null) || fail "api-key create"
         t0=$(date +%s.%N)
@@ -282,7 +282,7 @@ test_builtin_template_through_the_http_api() {
 }
 
 test_sdk_through_the_port_proxy() {
-        [ -z "$KERNEL_MISSING" ] || skip "no Jupyter kernel on this host ($KERNEL_MISSING)"
+        [ -z "$KERNEL_MISSING" ] || fail "no Jupyter kernel on this host ($KERNEL_MISSING): ./quickstart.sh --deps installs it"
         local key body sid tok
         key=$("$NSBOX" api-key create 2> /dev/null) || fail "api-key create"
         body=$(curl -s -H "X-API-KEY: $key" -d '{"templateID": "code-interpreter", "timeout": 60}' "$URL/v2/sandboxes")
@@ -291,11 +291,11 @@ test_sdk_through_the_port_proxy() {
         MY_SANDBOXES="$MY_SANDBOXES $sid"
         trap '[ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
         body=$(curl -s -m 10 -H "E2b-Sandbox-Id: $sid" -H "X-Access-Token: $tok" -H "E2b-Sandbox-Port: 49999" "$URL/health")
-        case "$body" in *'"status"'*) ;; *) skip "the port proxy does not reach port 49999 yet ($body): the SDK test waits for it" ;; esac
-        command -v node > /dev/null && command -v npm > /dev/null || skip "node and npm are needed for the SDK"
+        case "$body" in *'"status"'*) ;; *) fail "the port proxy does not reach the code interpreter on port 49999: $body" ;; esac
+        command -v node > /dev/null && command -v npm > /dev/null || fail "node and npm are needed for the SDK (./quickstart.sh --deps)"
         local v dir out st
         v=$(node --version 2>&1)
-        [ "$(printf '%s\n%s\n' 20.18.1 "${v#v}" | sort -V | head -n 1)" = 20.18.1 ] || skip "node $v: the SDK needs 20.18.1 or later"
+        [ "$(printf '%s\n%s\n' 20.18.1 "${v#v}" | sort -V | head -n 1)" = 20.18.1 ] || fail "node $v: the SDK needs 20.18.1 or later"
         "$NSBOX" rm -f "$sid" > /dev/null 2>&1
         dir=$(npm_cache_dir e2b node_modules/.package-lock.json "$NSBOX_SRC/tests/e2b" 2> "$TEST_TMP/npm.err") ||
                 fail "npm ci of tests/e2b: $(tail -n 5 "$TEST_TMP/npm.err")"
