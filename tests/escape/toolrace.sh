@@ -39,6 +39,8 @@ while not os.path.exists("/workspace/stop") and n < 2000000:
         except OSError:
             clear(link)
     n += 1
+    if n == 1:
+        open("/workspace/started", "w").close()
 print("swaps", n, flush=True)'
 
 # Every call of the list, ROUNDS times, on one connection to nsboxd; each reply on one line.
@@ -103,8 +105,9 @@ test_symlink_race_on_file_tools_reads_and_writes_nothing_of_the_host() {
         "$NSBOX" exec "$id" -- python3 -c "$SWAPPER" "${pairs[@]}" >"$TEST_TMP/out/swapper.out" 2>&1 &
         local swapper=$!
         at_exit "kill $swapper 2>/dev/null"
-        for _ in $(seq 50); do "$NSBOX" exec "$id" -- test -L /workspace/d4 2>/dev/null && break; sleep 0.1; done
-        "$NSBOX" exec "$id" -- test -L /workspace/d4 || fail "the swapper did not start: $(cat "$TEST_TMP/out/swapper.out")"
+        # the swapper marks its first full round; a link itself may be missing at any instant
+        for _ in $(seq 100); do "$NSBOX" exec "$id" -- test -e /workspace/started 2>/dev/null && break; sleep 0.1; done
+        "$NSBOX" exec "$id" -- test -e /workspace/started || fail "the swapper did not start: $(cat "$TEST_TMP/out/swapper.out")"
         echo "    sandbox: swapping links l1..l4 (files) and d1..d4 (directories) between the workspace and: $TEST_TMP/secret," \
                 "/ro/file (a read-only bind), /proc/1/root$TEST_TMP/secret, /, $TEST_TMP/secretdir, /ro" >&2
         calls=$(python3 -c 'import json, sys
