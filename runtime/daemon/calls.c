@@ -54,7 +54,9 @@ static void on_done(void *ctx, nsbox_sup_call *call, json_t *result, const char 
         sandbox *s = ctx;
         pending *p = call->data;
         s->last_active_ns = now_ns();
-        if (s->fresh) { /* its first call is answered: the pool it came from refills now */
+        /* its first calls are answered (none left in flight, as when an HTTP Start's exec,
+         * connect and wait are pipelined): the pool it came from refills now */
+        if (s->fresh && !s->sup.n_calls) {
                 s->fresh = false;
                 s->d->pool_dirty = true;
         }

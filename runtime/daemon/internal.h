@@ -47,7 +47,7 @@
 #define LAT_RING 4096                       /* acquire latencies kept for stats */
 #define POOL_STARTING_MAX 4                 /* pooled sandboxes of a template starting at once */
 #define POOL_RETRY_MAX_NS (60ull * 1000000000) /* a template that fails to start is retried at most this late */
-/* A handed-over sandbox's refill waits for its first call to be answered, or this long: on a
+/* A handed-over sandbox's refill waits until its first calls are answered, or this long: on a
  * small machine a replacement starting meanwhile takes the cores the first call needs. */
 #define POOL_REFILL_DELAY_NS (20ull * 1000000)
 #define NO_OWNER ((uid_t)-1)                /* a pooled sandbox, not handed out yet */
