@@ -205,9 +205,9 @@ int nsbox_dconfig_check_listen(const char *s)
 
 static int parse_http(cctx *c, json_t *v, nsbox_dconfig *ret)
 {
-        static const char *const known[] = { "listen", "keys", "domain", "internet", NULL };
+        static const char *const known[] = { "listen", "keys", "domain", "internet", "public_traffic", NULL };
         if (!json_is_object(v))
-                return bad(c, "http", "expected an object with \"listen\", \"keys\", \"domain\", \"internet\"");
+                return bad(c, "http", "expected an object with \"listen\", \"keys\", \"domain\", \"internet\", \"public_traffic\"");
         int r = check_keys(c, v, "http", known);
         if (r < 0)
                 return r;
@@ -232,6 +232,11 @@ static int parse_http(cctx *c, json_t *v, nsbox_dconfig *ret)
                 return bad(c, "http.internet", "expected true or false (whether E2B sandboxes reach the internet unless they ask not to)");
         if (in)
                 ret->http_internet = json_is_true(in);
+        json_t *pt = json_object_get(v, "public_traffic");
+        if (pt && !json_is_boolean(pt))
+                return bad(c, "http.public_traffic", "expected true or false (whether sandboxes' ports are reachable without a traffic token unless they ask not to be)");
+        if (pt)
+                ret->http_public_traffic = json_is_true(pt);
         return 0;
 }
 
@@ -247,7 +252,8 @@ void nsbox_dconfig_defaults(nsbox_dconfig *ret)
 {
         *ret = (nsbox_dconfig){ .max_sandboxes = 1024, .max_per_uid = 256, .default_memory = 512ull << 20, .drain_timeout_ms = 10000,
                                 .keep_timeout_ms = 600000, .max_connections_per_uid = 256, .max_request_bytes_per_uid = 64ull << 20,
-                                .request_timeout_ms = 30000, .handshake_timeout_ms = 10000, .max_disk = default_max_disk(), .http_internet = true };
+                                .request_timeout_ms = 30000, .handshake_timeout_ms = 10000, .max_disk = default_max_disk(), .http_internet = true,
+                                .http_public_traffic = true };
 }
 
 int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, nsbox_error *err)

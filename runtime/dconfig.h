@@ -54,6 +54,7 @@ typedef struct nsbox_dconfig {
         char *http_keys; /* http.keys: the API key file, absolute; NULL: the default (apikeys.c) */
         char *http_domain;       /* http.domain: PORT-ID.DOMAIN hosts reach sandboxes' ports */
         bool http_internet;      /* http.internet: E2B sandboxes reach the internet unless they say not */
+        bool http_public_traffic; /* http.public_traffic: their ports need no token unless they say so */
 } nsbox_dconfig;
 
 /* The default path for this user: /etc/nsbox/nsboxd.json for root, else

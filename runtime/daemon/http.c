@@ -293,7 +293,33 @@ static int data_target(hreq *r)
         return 1;
 }
 
-/* The data plane: the sandbox's own token (X-Access-Token), or a key of its owner. */
+static bool token_is(hreq *r, const char *header, sandbox *s, const char *key)
+{
+        const char *token = http_header(r, header);
+        const char *want = s ? json_string_value(json_object_get(s->http, key)) : NULL;
+        return token && want && strlen(token) == strlen(want) && same_secret(token, want, strlen(want));
+}
+
+bool http_public_traffic(daemon_state *d, sandbox *s)
+{
+        json_t *pub = json_object_get(s->http, "public");
+        return json_is_boolean(pub) ? json_is_true(pub) : d->conf->http_public_traffic;
+}
+
+/* A port other than envd's is public (E2B's allowPublicTraffic, on unless the sandbox or the
+ * operator said otherwise): the sandbox's id is what reaches it, as a browser asks for
+ * PORT-ID.DOMAIN with no header at all.  Otherwise its traffic token opens it. */
+static bool port_open(hreq *r, sandbox *s)
+{
+        if (r->port == HTTP_ENVD_PORT)
+                return false;
+        if (http_public_traffic(r->d, s))
+                return true;
+        return token_is(r, "E2B-Traffic-Access-Token", s, "traffic_token");
+}
+
+/* The data plane: the sandbox's own token (X-Access-Token), or a key of its owner; a port
+ * other than envd's: see port_open. */
 static int data_auth(hreq *r)
 {
         sandbox *found = NULL;
@@ -303,15 +329,17 @@ static int data_auth(hreq *r)
                         break;
                 }
         const char *token = http_header(r, "X-Access-Token");
-        const char *want = found ? json_string_value(json_object_get(found->http, "token")) : NULL;
-        if (found && token && want && strlen(token) == strlen(want) && same_secret(token, want, strlen(want))) {
+        if (found && (token_is(r, "X-Access-Token", found, "token") || port_open(r, found))) {
                 r->uid = found->owner;
                 r->gid = found->host_gid;
         } else if (key_auth(r)) {
                 if (found && r->uid != found->owner)
                         found = NULL; /* another user's (root's key too): as if it did not exist */
         } else if (found) {
-                control_error(r, 401, token ? "the access token is not this sandbox's" : "an access token (X-Access-Token) or an API key (X-API-KEY) is needed");
+                if (r->port != HTTP_ENVD_PORT)
+                        control_error(r, 401, "the sandbox's ports are private: its traffic token (E2B-Traffic-Access-Token) is needed");
+                else
+                        control_error(r, 401, token ? "the access token is not this sandbox's" : "an access token (X-Access-Token) or an API key (X-API-KEY) is needed");
                 return -EACCES;
         }
         if (!found) {
@@ -748,8 +776,8 @@ void http_close(daemon_state *d)
         d->http = NULL;
 }
 
-/* A sandbox's HTTP state, made at an HTTP create: its data-plane token. */
-int http_sandbox_token(sandbox *s)
+/* A new secret of HTTP_TOKEN_HEX hex digits in the sandbox's HTTP state, under key. */
+int http_sandbox_secret(sandbox *s, const char *key)
 {
         unsigned char raw[HTTP_TOKEN_HEX / 2];
         if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
@@ -759,5 +787,11 @@ int http_sandbox_token(sandbox *s)
                 snprintf(hex + 2 * i, 3, "%02x", raw[i]);
         if (!s->http && !(s->http = json_object()))
                 return -ENOMEM;
-        return json_object_set_new(s->http, "token", json_string(hex));
+        return json_object_set_new(s->http, key, json_string(hex));
+}
+
+/* A sandbox's HTTP state, made at an HTTP create: its data-plane token. */
+int http_sandbox_token(sandbox *s)
+{
+        return http_sandbox_secret(s, "token");
 }

@@ -29,6 +29,7 @@ typedef struct control {
         char template_id[128];
         uint64_t timeout_s;
         bool auto_pause, internet;
+        bool public_traffic; /* network.allowPublicTraffic */
         bool interp;        /* the code-interpreter template: its server started before the answer */
         char sandbox_id[33];
         char why[512];      /* why the code interpreter did not start, said once it is destroyed */
@@ -69,6 +70,18 @@ static const char *template_of(daemon_state *d, sandbox *s)
         return s->tpl >= 0 ? d->conf->templates[s->tpl].name : "base";
 }
 
+/* What reaches the sandbox: its tokens (envd's; its ports' when they are private), its domain. */
+static void with_access(daemon_state *d, sandbox *s, json_t *o)
+{
+        if (!o)
+                return;
+        if (json_object_get(s->http, "token"))
+                json_object_set(o, "envdAccessToken", json_object_get(s->http, "token"));
+        json_t *traffic = json_object_get(s->http, "traffic_token");
+        json_object_set_new(o, "trafficAccessToken", traffic && !http_public_traffic(d, s) ? json_incref(traffic) : json_null());
+        json_object_set_new(o, "domain", d->conf->http_domain ? json_string(d->conf->http_domain) : json_null());
+}
+
 /* SandboxDetail / ListedSandbox of the OpenAPI */
 json_t *control_sandbox_json(daemon_state *d, sandbox *s)
 {
@@ -86,10 +99,9 @@ json_t *control_sandbox_json(daemon_state *d, sandbox *s)
                               (int)(cpus > 0 ? cpus : 1), "memoryMB", (json_int_t)(mem >> 20), "diskSizeMB",
                               (json_int_t)((s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK) >> 20), "envdVersion",
                               HTTP_ENVD_VERSION, "metadata", meta ? meta : s->labels ? s->labels : json_object());
-        if (o && json_object_get(s->http, "token"))
-                json_object_set(o, "envdAccessToken", json_object_get(s->http, "token"));
+        with_access(d, s, o);
         if (o)
-                json_object_set_new(o, "domain", d->conf->http_domain ? json_string(d->conf->http_domain) : json_null());
+                json_object_set_new(o, "network", json_pack("{sb}", "allowPublicTraffic", http_public_traffic(d, s)));
         return o;
 }
 
@@ -98,10 +110,7 @@ static json_t *created_json(hreq *r, sandbox *s)
 {
         json_t *o = json_pack("{ss ss ss ss}", "templateID", template_of(r->d, s), "sandboxID", s->sup.id, "clientID", "nsbox",
                               "envdVersion", HTTP_ENVD_VERSION);
-        if (o && json_object_get(s->http, "token"))
-                json_object_set(o, "envdAccessToken", json_object_get(s->http, "token"));
-        if (o)
-                json_object_set_new(o, "domain", r->d->conf->http_domain ? json_string(r->d->conf->http_domain) : json_null());
+        with_access(r->d, s, o);
         return o;
 }
 
@@ -166,6 +175,34 @@ static int boolean(hreq *r, json_t *v, const char *name, bool *ret)
         return 0;
 }
 
+/* network: allowPublicTraffic is kept (http.c port_open); egress rules, an egress proxy and a
+ * host mask are refused, never ignored: a sandbox asked to be closed must not be left open. */
+static int network(hreq *r, json_t *v, bool *public_traffic)
+{
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_object(v)) {
+                control_error(r, 400, "'network' must be an object");
+                return -EINVAL;
+        }
+        const char *key;
+        json_t *x;
+        json_object_foreach(v, key, x) {
+                if (!strcmp(key, "allowPublicTraffic"))
+                        continue;
+                if ((!strcmp(key, "allowOut") || !strcmp(key, "denyOut")) && json_is_array(x) && !json_array_size(x))
+                        continue;
+                if (!strcmp(key, "allowOut") || !strcmp(key, "denyOut") || !strcmp(key, "rules") || !strcmp(key, "egressProxy") ||
+                    !strcmp(key, "maskRequestHost") || !strcmp(key, "httpsPorts")) {
+                        control_error(r, 400, "'network.%s' is not supported by nsbox (allow_internet_access turns the internet off)", key);
+                        return -EINVAL;
+                }
+                control_error(r, 400, "'network' has an unknown key '%.64s'", key);
+                return -EINVAL;
+        }
+        return boolean(r, json_object_get(v, "allowPublicTraffic"), "network.allowPublicTraffic", public_traffic);
+}
+
 /* ---- the operations ---------------------------------------------------------------------------- */
 
 static sandbox *find_visible(hreq *r, const char *id)
@@ -184,11 +221,13 @@ static void create_start(hreq *r, control *k)
         json_t *t = json_object_get(b, "templateID");
         k->timeout_s = CONTROL_DEFAULT_TIMEOUT_S;
         k->internet = true;
+        k->public_traffic = r->d->conf->http_public_traffic;
         if (t && (!json_is_string(t) || json_string_length(t) == 0 || json_string_length(t) >= sizeof(k->template_id))) {
                 control_error(r, 400, "'templateID' must be a template name");
         } else if (seconds(r, json_object_get(b, "timeout"), "timeout", &k->timeout_s) == 0 &&
                    boolean(r, json_object_get(b, "autoPause"), "autoPause", &k->auto_pause) == 0 &&
                    boolean(r, json_object_get(b, "allow_internet_access"), "allow_internet_access", &k->internet) == 0 &&
+                   network(r, json_object_get(b, "network"), &k->public_traffic) == 0 &&
                    string_map(r, json_object_get(b, "metadata"), "metadata", CONTROL_MAX_METADATA, &k->meta) == 0 &&
                    string_map(r, json_object_get(b, "envVars"), "envVars", CONTROL_MAX_ENVS, &k->envs) == 0) {
                 snprintf(k->template_id, sizeof(k->template_id), "%s", t ? json_string_value(t) : "base");
@@ -227,7 +266,7 @@ static void create_done(hreq *r, control *k, json_t *msg)
         }
         const char *id = json_string_value(json_object_get(json_object_get(msg, "result"), "id"));
         sandbox *s = id ? find_visible(r, id) : NULL;
-        if (!s || http_sandbox_token(s) < 0) {
+        if (!s || http_sandbox_token(s) < 0 || (!k->public_traffic && http_sandbox_secret(s, "traffic_token") < 0)) {
                 control_error(r, 500, "the sandbox went away as it was made");
                 return;
         }
@@ -235,6 +274,7 @@ static void create_done(hreq *r, control *k, json_t *msg)
         json_object_set_new(s->http, "metadata", k->meta ? json_incref(k->meta) : json_object());
         json_object_set_new(s->http, "envs", k->envs ? json_incref(k->envs) : json_object());
         json_object_set_new(s->http, "internet", json_boolean(k->internet));
+        json_object_set_new(s->http, "public", json_boolean(k->public_traffic));
         if (k->interp) {
                 snprintf(k->sandbox_id, sizeof(k->sandbox_id), "%s", s->sup.id);
                 json_t *p = interp_start_params(s->serial, k->envs, k->why, sizeof(k->why));

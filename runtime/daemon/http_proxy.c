@@ -152,7 +152,7 @@ bool proxy_header_dropped(hreq *r, const char *name, bool upgrade)
 {
         static const char *const hop[] = { "Keep-Alive", "Proxy-Connection", "Proxy-Authorization", "Proxy-Authenticate",
                                            "TE", "Trailer", "Transfer-Encoding", "X-Access-Token", "X-API-KEY",
-                                           "E2b-Sandbox-Id", "E2b-Sandbox-Port" };
+                                           "E2B-Traffic-Access-Token", "E2b-Sandbox-Id", "E2b-Sandbox-Port" };
         for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
                 if (!strcasecmp(name, hop[i]))
                         return true;

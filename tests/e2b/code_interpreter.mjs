@@ -63,15 +63,8 @@ await check("ci_streams_and_errors", async () => {
 });
 
 await check("ci_contexts", async () => {
-        let c;
-        try {
-                c = await sb.createCodeContext({ language: "python", cwd: "/tmp" });
-        } catch (e) {
-                // the SDK sends no X-Access-Token on its context calls (runCode alone has it);
-                // E2B's ports are open to whoever has the sandbox's address, nsboxd's proxy is not
-                if (/401/.test(e.message)) throw new Skip("nsboxd's port proxy asks for the access token the SDK's context calls do not send");
-                throw e;
-        }
+        // the SDK's context calls carry no access token: ports are public, as on E2B
+        const c = await sb.createCodeContext({ language: "python", cwd: "/tmp" });
         eq(["python", "/tmp"], [c.language, c.cwd], "context");
         await sb.runCode("y = 'mine'", { context: c });
         eq("mine", (await sb.runCode("y", { context: c })).text, "y in its context");

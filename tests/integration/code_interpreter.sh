@@ -308,6 +308,7 @@ test_sdk_through_the_port_proxy() {
         printf '%s\n' "$out" "$(cat "$TEST_TMP/node.err")" | sed 's/^/    /' >&2
         assert_not_contains "$out" "not ok" "the SDK's checks"
         assert_contains "$out" "ok ci_timeout_interrupts" "the SDK's checks"
+        assert_contains "$out" "ok ci_contexts" "the SDK's context calls (no access token: public ports)"
         assert_contains "$out" "novita_code_interpreter_runs_code" "Novita's SDK"
         assert_eq 0 "$st" "node's exit status"
 }

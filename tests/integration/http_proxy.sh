@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # nsboxd's port proxy (nsboxd(8), HTTP API): E2b-Sandbox-Port N, or an N-ID.DOMAIN host, reaches
 # port N inside that sandbox's own network namespace, with no --publish: a file listing, a body
-# round trip, a WebSocket echo; never a port of the host nor another sandbox's with the first
-# one's token; nothing listening is a 502 JSON.  One nsboxd for the file, run by the test's user
+# round trip, a WebSocket echo; never a port of the host.  Ports are public by default (E2B's
+# allowPublicTraffic: the id reaches them, as a browser's PORT-ID.DOMAIN does); a sandbox made with
+# allowPublicTraffic false opens its ports to its trafficAccessToken only, never to another
+# sandbox's tokens; nothing listening is a 502 JSON.  One nsboxd for the file, run by the test's user
 # (root or the unprivileged one); the servers inside are python3's standard library.
 . "$(dirname "$0")/../lib.sh"
 
@@ -36,6 +38,7 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("X-Seen-Token", self.headers.get("X-Access-Token") or "none")
         self.send_header("X-Seen-Key", self.headers.get("X-API-KEY") or "none")
+        self.send_header("X-Seen-Traffic", self.headers.get("E2B-Traffic-Access-Token") or "none")
         self.send_header("X-Seen-Path", self.path)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -100,12 +103,13 @@ print(data.decode())
 s.sendall(bytes([0x88, 0x80]) + mask)
 '
 
-# new_sandbox: an E2B create; sets ID and TOK
+# new_sandbox [NETWORK-JSON]: an E2B create; sets ID, TOK and TRAFFIC (its trafficAccessToken or None)
 new_sandbox() {
         local out
-        out=$(curl -s -H "X-API-KEY: $KEY" -d '{"templateID":"base","timeout":300}' "$BASE/v2/sandboxes")
+        out=$(curl -s -H "X-API-KEY: $KEY" -d '{"templateID":"base","timeout":300,"network":'"${1:-null}"'}' "$BASE/v2/sandboxes")
         ID=$(printf '%s' "$out" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])') || fail "create: $out"
         TOK=$(printf '%s' "$out" | python3 -c 'import json, sys; print(json.load(sys.stdin)["envdAccessToken"])')
+        TRAFFIC=$(printf '%s' "$out" | python3 -c 'import json, sys; print(json.load(sys.stdin)["trafficAccessToken"])')
 }
 
 # pcurl ID TOKEN PORT CURL-ARGS... PATH: through the proxy; the status in CODE, the body in BODY
@@ -199,18 +203,64 @@ test_a_port_of_the_host_is_not_reachable() {
         "$NSBOX" rm -f "$ID" > /dev/null
 }
 
-test_another_sandbox_port_needs_its_own_token() {
+test_ports_are_public_by_default_as_on_e2b() {
+        new_sandbox
+        assert_eq None "$TRAFFIC" "a public sandbox's trafficAccessToken"
+        serve "$ID" 8000 python3 -m http.server 8000
+        CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "E2b-Sandbox-Port: 8000" "$BASE/")
+        assert_eq 200 "$CODE" "a public port with no credentials"
+        assert_contains "$(cat "$TEST_TMP/body")" "Directory listing" "the listing"
+        CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "Host: 8000-$ID.$DOMAIN" "$BASE/")
+        assert_eq 200 "$CODE" "a public port by its host name, no credentials"
+        # envd's port is never public
+        CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "E2b-Sandbox-Port: 49983" \
+                -H "Content-Type: application/json" -d '{"path":"/"}' "$BASE/filesystem.Filesystem/ListDir")
+        assert_eq 401 "$CODE" "envd with no token"
+        "$NSBOX" rm -f "$ID" > /dev/null
+}
+
+test_a_private_sandbox_port_needs_its_traffic_token() {
         local a atok
         new_sandbox
         a=$ID atok=$TOK
-        new_sandbox
-        serve "$ID" 8000 python3 -m http.server 8000
-        pcurl "$ID" "$atok" 8000 "$BASE/"
-        case $CODE in 401 | 403 | 404) ;; *) fail "B's port with A's token: $CODE $BODY" ;; esac
-        assert_not_contains "$BODY" "Directory listing" "B's listing with A's token"
-        # and A's own 8000 is A's, not B's
-        pcurl "$a" "$atok" 8000 "$BASE/"
-        assert_eq 502 "$CODE" "A's port 8000 while only B listens"
+        new_sandbox '{"allowPublicTraffic": false}'
+        [[ $TRAFFIC =~ ^[0-9a-f]{32,}$ ]] || fail "trafficAccessToken: $TRAFFIC"
+        serve_private() {
+                local i
+                "$NSBOX" exec -d "$ID" -- python3 -c "$ECHO_PY" 8003 < /dev/null > /dev/null || fail "exec -d"
+                for i in $(seq 100); do
+                        CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "E2b-Sandbox-Port: 8003" \
+                                -H "E2B-Traffic-Access-Token: $TRAFFIC" -d x "$BASE/")
+                        [ "$CODE" = 201 ] && return 0
+                        sleep 0.1
+                done
+                fail "port 8003 never answered: $CODE"
+        }
+        serve_private
+        CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "E2b-Sandbox-Port: 8003" -d x "$BASE/")
+        assert_eq 401 "$CODE" "a private port with no token"
+        assert_contains "$(cat "$TEST_TMP/body")" "traffic token" "the error"
+        CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "Host: 8003-$ID.$DOMAIN" -d x "$BASE/")
+        assert_eq 401 "$CODE" "a private port by its host name with no token"
+        CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "E2b-Sandbox-Port: 8003" \
+                -H "E2B-Traffic-Access-Token: $atok" -H "X-Access-Token: $atok" -d x "$BASE/")
+        assert_eq 401 "$CODE" "B's private port with A's token"
+        CODE=$(curl -s -o "$TEST_TMP/body" -D "$TEST_TMP/head" -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "E2b-Sandbox-Port: 8003" \
+                -H "E2B-Traffic-Access-Token: $TRAFFIC" -d hello "$BASE/")
+        assert_eq 201 "$CODE" "B's private port with its traffic token"
+        assert_eq hello "$(cat "$TEST_TMP/body")" "the body"
+        assert_contains "$(tr -d '\r' < "$TEST_TMP/head")" "X-Seen-Traffic: none" "the traffic token is not passed to the port"
+        # the detail says so; a bad network is refused whole
+        curl -s -H "X-API-KEY: $KEY" "$BASE/sandboxes/$ID" > "$TEST_TMP/detail"
+        assert_eq False "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["network"]["allowPublicTraffic"])' "$TEST_TMP/detail")" "detail"
+        local n
+        n=$("$NSBOX" ls --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
+        for bad in '{"allowPublicTraffic": "no"}' '{"denyOut": ["0.0.0.0/0"]}' '{"maskRequestHost": "x"}' '{"nope": 1}' '[]'; do
+                CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "X-API-KEY: $KEY" -d '{"templateID":"base","network":'"$bad"'}' "$BASE/v2/sandboxes")
+                assert_eq 400 "$CODE" "network $bad"
+                assert_contains "$(cat "$TEST_TMP/body")" "network" "the error of network $bad"
+        done
+        assert_eq "$n" "$("$NSBOX" ls --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')" "sandboxes after the refused creates"
         "$NSBOX" rm -f "$a" > /dev/null
         "$NSBOX" rm -f "$ID" > /dev/null
 }

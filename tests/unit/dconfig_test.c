@@ -98,6 +98,10 @@ START_TEST(test_dconfig_http_listen_and_keys)
         UNIT_ASSERT_OK(parse("{}", &c, &err), &err);
         ck_assert_str_eq(c.http_listen, "");
         ck_assert_ptr_null(c.http_keys);
+        ck_assert(c.http_internet && c.http_public_traffic); /* E2B's defaults */
+        nsbox_dconfig_release(&c);
+        UNIT_ASSERT_OK(parse("{\"http\": {\"public_traffic\": false, \"internet\": false}}", &c, &err), &err);
+        ck_assert(!c.http_internet && !c.http_public_traffic);
         nsbox_dconfig_release(&c);
         UNIT_ASSERT_OK(parse("{\"http\": {\"listen\": \"127.0.0.1:49982\", \"keys\": \"/srv/keys.json\"}}", &c, &err), &err);
         ck_assert_str_eq(c.http_listen, "127.0.0.1:49982");
@@ -162,6 +166,7 @@ START_TEST(test_dconfig_bad_values_are_one_line_errors_naming_the_key)
                 { "{\"http\": {\"listen\": \"::1:80\"}}", "key 'http.listen'" },
                 { "{\"http\": {\"listen\": \"[127.0.0.1]:80\"}}", "key 'http.listen'" },
                 { "{\"http\": {\"keys\": \"keys.json\"}}", "key 'http.keys': expected the absolute path" },
+                { "{\"http\": {\"public_traffic\": \"yes\"}}", "key 'http.public_traffic': expected true or false" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
                 nsbox_dconfig c;
