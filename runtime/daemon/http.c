@@ -14,8 +14,10 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
+#include "../base64.h"
 #include "../connect.h"
 #include "../dlog.h"
+#include "../sha256.h"
 
 struct http_state {
         struct MHD_Daemon *mhd;
@@ -318,8 +320,44 @@ static bool port_open(hreq *r, sandbox *s)
         return token_is(r, "E2B-Traffic-Access-Token", s, "traffic_token");
 }
 
+/* envd's signed /files URLs (the SDKs' uploadUrl and downloadUrl): signature is "v1_" and the
+ * unpadded base64 of SHA-256("PATH:OPERATION:USERNAME:TOKEN[:EXPIRATION]"), operation "read"
+ * for a GET and "write" for a POST, as envd checks them.  1: it opens the request; 0: none
+ * given; -EACCES: a wrong one; -ETIME: a right one past its expiration (Unix seconds). */
+static int signed_url(hreq *r, sandbox *s)
+{
+        const char *sig = http_arg(r, "signature"), *exp = http_arg(r, "signature_expiration");
+        const char *token = json_string_value(json_object_get(s->http, "token"));
+        bool get = !strcmp(r->method, "GET");
+        if (!sig || r->port != HTTP_ENVD_PORT || strcmp(r->url, "/files") || (!get && strcmp(r->method, "POST")) || !token ||
+            http_header(r, "X-Access-Token"))
+                return 0;
+        char *end = NULL;
+        errno = 0;
+        long long until = exp ? strtoll(exp, &end, 10) : 0;
+        if (exp && (!*exp || *end || errno))
+                return -EACCES;
+        const char *path = http_arg(r, "path"), *user = http_arg(r, "username");
+        nsbox_sha256 h;
+        nsbox_sha256_init(&h);
+        const char *parts[] = { path ? path : "", get ? "read" : "write", user ? user : "", token, exp };
+        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && parts[i]; i++) {
+                if (i)
+                        nsbox_sha256_update(&h, ":", 1);
+                nsbox_sha256_update(&h, parts[i], strlen(parts[i]));
+        }
+        uint8_t digest[NSBOX_SHA256_SIZE];
+        nsbox_sha256_final(&h, digest);
+        char want[3 + 48] = "v1_";
+        b64_encode(digest, sizeof(digest), want + 3);
+        size_t n = strcspn(want, "="); /* unpadded */
+        if (strlen(sig) != n || !same_secret(sig, want, n))
+                return -EACCES;
+        return exp && until < (long long)time(NULL) ? -ETIME : 1;
+}
+
 /* The data plane: the sandbox's own token (X-Access-Token), or a key of its owner; a port
- * other than envd's: see port_open. */
+ * other than envd's: see port_open; /files: a signed URL (signed_url). */
 static int data_auth(hreq *r)
 {
         sandbox *found = NULL;
@@ -329,7 +367,12 @@ static int data_auth(hreq *r)
                         break;
                 }
         const char *token = http_header(r, "X-Access-Token");
-        if (found && (token_is(r, "X-Access-Token", found, "token") || port_open(r, found))) {
+        int sig = found ? signed_url(r, found) : 0;
+        if (sig < 0) {
+                control_error(r, 401, sig == -ETIME ? "signature is already expired" : "invalid signature");
+                return -EACCES;
+        }
+        if (found && (sig > 0 || token_is(r, "X-Access-Token", found, "token") || port_open(r, found))) {
                 r->uid = found->owner;
                 r->gid = found->host_gid;
         } else if (key_auth(r)) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # envd's GET and POST /files on nsboxd's HTTP API: octet-stream, multipart and gzip uploads, a
 # 64 MiB round trip (its throughput printed, not asserted), relative paths and parents, the
-# errors (404, a directory, a bad user, no path), an interrupted upload leaving nothing, and the
-# real e2b SDK (files.write/read/writeFiles).  One nsboxd of this file's, on a port of its own;
+# errors (404, a directory, a bad user, no path), an interrupted upload leaving nothing, envd's
+# signed URLs, and the real e2b SDK (files.write/read/writeFiles, uploadUrl/downloadUrl).  One nsboxd of this file's, on a port of its own;
 # each test makes its own sandbox.
 . "$(dirname "$0")/../lib.sh"
 
@@ -203,6 +203,56 @@ sdk_dir() {
         echo "$dir"
 }
 
+# sign PATH OPERATION USER [EXPIRATION]: envd's signature of a /files URL for this sandbox (TOK),
+# URL-encoded (base64 has + and /)
+sign() {
+        python3 -c 'import base64, hashlib, sys, urllib.parse
+raw = ":".join(sys.argv[1:])
+sig = "v1_" + base64.b64encode(hashlib.sha256(raw.encode()).digest()).decode().rstrip("=")
+print(urllib.parse.quote(sig, safe=""))' "$1" "$2" "$3" "$TOK" ${4:+"$4"}
+}
+
+# signed QUERY [curl args...]: /files with only the routing header, no token; status in CODE, body in OUT
+signed() {
+        local q=$1
+        shift
+        OUT=$(curl -sS -m 30 -H "E2b-Sandbox-Id: $ID" -w '\n%{http_code}' "$@" "$URL/files?$q")
+        CODE=${OUT##*$'\n'}
+        OUT=${OUT%$'\n'*}
+}
+
+test_signed_urls() {
+        new_sandbox
+        printf 'signed' > s.txt
+        up "path=/home/user/s.txt" s.txt
+        assert_eq 200 "$CODE" "the upload ($OUT)"
+        local later=$(($(date +%s) + 300)) before=$(($(date +%s) - 120))
+        signed "path=/home/user/s.txt&username=user&signature=$(sign /home/user/s.txt read user)"
+        assert_eq "200 signed" "$CODE $OUT" "a signed download"
+        signed "path=/home/user/s.txt&signature=$(sign /home/user/s.txt read "" "$later")&signature_expiration=$later"
+        assert_eq "200 signed" "$CODE $OUT" "a signed download, no username, expiring later"
+        signed "path=/home/user/s.txt&signature=$(sign /home/user/s.txt read "" "$before")&signature_expiration=$before"
+        assert_eq '401 {"code":401,"message":"signature is already expired"}' "$CODE $OUT" "an expired signature (envd's answer)"
+        signed "path=/home/user/s.txt&signature=$(sign /home/user/s.txt read "" "$before")&signature_expiration=$later"
+        assert_eq 401 "$CODE" "an expiration moved later"
+        assert_contains "$OUT" "invalid signature" "its message"
+        signed "path=/home/user/other.txt&signature=$(sign /home/user/s.txt read "")"
+        assert_eq 401 "$CODE" "one file's signature for another"
+        printf 'pwned' > p.txt
+        signed "path=/home/user/s.txt&signature=$(sign /home/user/s.txt read "")" -H 'Content-Type: application/octet-stream' --data-binary @p.txt
+        assert_eq 401 "$CODE" "a read signature used to write"
+        down "path=/home/user/s.txt" back.txt
+        assert_eq signed "$(cat back.txt)" "the file after the refused write"
+        signed "path=/home/user/s.txt&signature=$(sign /home/user/s.txt write "")" -H 'Content-Type: application/octet-stream' --data-binary @p.txt
+        assert_eq 200 "$CODE" "a signed upload ($OUT)"
+        down "path=/home/user/s.txt" back.txt
+        assert_eq pwned "$(cat back.txt)" "the file after the signed upload"
+        signed "path=/home/user/s.txt"
+        assert_eq 401 "$CODE" "no signature and no token"
+        signed "path=/home/user/s.txt&signature=v1_nope"
+        assert_eq 401 "$CODE" "a made-up signature"
+}
+
 test_e2b_sdk_files() {
         command -v node > /dev/null || fail "node is missing (apt-get install nodejs npm)"
         command -v npm > /dev/null || fail "npm is missing (apt-get install nodejs npm)"
@@ -253,6 +303,17 @@ try {
         assert.deepEqual(await sbx.files.read("/tmp/many/b.bin", { format: "bytes" }), new Uint8Array([66, 0]));
         assert.equal(await sbx.files.read("many/c.txt"), "C");
 
+        // the SDK's signed URLs: fetched with nothing but the routing header (a domain's host
+        // name carries the id instead)
+        const route = { headers: { "E2b-Sandbox-Id": sbx.sandboxId } };
+        let res = await fetch(await sbx.downloadUrl("/home/user/notes/hello.txt"), route);
+        assert.equal(res.status, 200, "downloadUrl");
+        assert.equal(await res.text(), "héllo\n");
+        res = await fetch(await sbx.uploadUrl("/home/user/up.txt", { useSignatureExpiration: 60 }), { ...route, method: "POST", body: "via url" });
+        assert.equal(res.status, 200, "uploadUrl");
+        assert.equal(await sbx.files.read("up.txt"), "via url");
+        res = await fetch(await sbx.downloadUrl("/home/user/up.txt", { useSignatureExpiration: -120 }), route);
+        assert.equal(res.status, 401, "an expired downloadUrl");
         await assert.rejects(sbx.files.read("nope.txt"), (e) => e.name === "NotFoundError" || /not.*found|404/i.test(String(e)));
         await assert.rejects(sbx.files.read("x", { user: "root" }), (e) => /401|user/i.test(String(e)));
         console.log("ok");
