@@ -247,6 +247,12 @@ static void handle_cancel(agent *a, const request *rq)
                         kill(-p->pid, SIGKILL);
                         found = true;
                 }
+                /* a process_wait call: answered now, and the process may be waited for again */
+                if (p->wait_id == (json_int_t)id) {
+                        p->wait_id = -1;
+                        send_result(a, (json_int_t)id, json_pack("{sI sb}", "pid", (json_int_t)p->pid, "cancelled", 1), NULL, 0);
+                        found = true;
+                }
                 /* a process_connect call: its reader goes, the process stays */
                 for (attach **tp = &p->attached; *tp; tp = &(*tp)->next)
                         if ((*tp)->call_id == (json_int_t)id) {

@@ -189,9 +189,9 @@ static void control(nsbox_supervisor *s, const char *tool, json_t *params)
 void nsbox_sup_cancel(nsbox_supervisor *s, nsbox_sup_call *c)
 {
         c->stream = false;
-        /* a command the caller waits for is killed, a watch ends; a process_connect call only
-         * detaches */
-        if (c->exec || !strcmp(c->tool, "watch") || !strcmp(c->tool, "process_connect"))
+        /* a command the caller waits for is killed, a watch ends; a process_connect or
+         * process_wait call only lets go of the process */
+        if (c->exec || !strcmp(c->tool, "watch") || !strcmp(c->tool, "process_connect") || !strcmp(c->tool, "process_wait"))
                 control(s, "cancel", json_pack("{sI}", "id", c->agent_id));
 }
 

@@ -30,6 +30,7 @@ typedef struct {
         uint64_t exec_id, connect_id, list_id, op_id, wait_id;
         long pid;
         bool pty, begun;
+        bool waited;    /* process_wait answered: the process is reaped */
         json_t *record; /* Start: {config, tag?, agent_tag}, recorded once the pid is known */
         json_t *end;    /* the end event, sent once the finished process is reaped */
 } pstate;
@@ -332,10 +333,15 @@ static void stream_msg(hreq *r, json_t *msg)
                 }
                 st->end = end_event(res);
                 forget(r, st->pid);
-                /* reap it (process_list shows it no more), then the end */
-                st->wait_id = http_call(r, "process_wait", json_pack("{sI}", "pid", (json_int_t)st->pid), false);
+                /* reap it (process_list shows it no more), then the end; Start asked already */
+                if (!st->wait_id)
+                        st->wait_id = http_call(r, "process_wait", json_pack("{sI}", "pid", (json_int_t)st->pid), false);
+                else if (st->waited)
+                        finish(r, st);
         } else if (call == st->wait_id) {
-                finish(r, st);
+                st->waited = true;
+                if (st->end)
+                        finish(r, st);
         }
 }
 
@@ -397,6 +403,9 @@ static void start(hreq *r, pstate *st, json_t *m)
         if (!st->pty && json_is_false(in))
                 http_call(r, "process_close_stdin", json_pack("{ss}", "tag", agent_tag), false);
         st->connect_id = http_call(r, "process_connect", json_pack("{ss sb}", "tag", agent_tag, "follow", 1), true);
+        /* the reaping wait goes with them: the agent answers it right after the connect's end,
+         * saving a round trip; a request that goes first cancels it (the process lives on) */
+        st->wait_id = http_call(r, "process_wait", json_pack("{ss}", "tag", agent_tag), false);
 }
 
 /* ---- the unary methods -------------------------------------------------------------------------- */

@@ -164,6 +164,22 @@ test_process_tools_take_a_tag() {
         assert_status 0 "$NSBOX" call "$id" exec '{"shell": "true", "background": true, "tag": "s"}'
 }
 
+test_a_waiter_that_goes_away_lets_go_of_the_process() {
+        local id w
+        new_sandbox id
+        assert_status 0 "$NSBOX" call "$id" exec '{"shell": "sleep 300", "detach": true, "tag": "w"}'
+        "$NSBOX" call "$id" process_wait '{"tag": "w"}' > /dev/null 2>&1 &
+        w=$!
+        sleep 0.5
+        kill -9 "$w"
+        wait "$w" 2> /dev/null
+        # the first waiter is gone: a second one is not refused as a duplicate, and gets the end
+        "$NSBOX" call "$id" process_kill '{"tag": "w", "signal": "KILL"}' > /dev/null
+        assert_status 0 "$NSBOX" call "$id" process_wait '{"tag": "w", "timeout": 10}'
+        assert_eq 137 "$(echo "$OUT" | jget 'd["exit_code"]')" "the process's end, to the second waiter"
+        assert_eq "" "$(proc_state "$id" w)" "the process, reaped"
+}
+
 test_bad_unknown_and_duplicate_tags_are_one_line_errors() {
         local id before
         new_sandbox id
