@@ -40,7 +40,7 @@ static void expire(daemon_state *d, sandbox *s, const char *what)
 {
         if (s->expiry_pause) {
                 nsbox_error err = { 0 };
-                if (nsbox_cgroup_freeze(&s->sup.sb.cg, true, PAUSE_TIMEOUT_MS, &err) == 0) {
+                if (nsbox_sandbox_freeze(&s->sup.sb, true, PAUSE_TIMEOUT_MS, &err) == 0) {
                         s->paused = true;
                         s->expires_ns = 0;
                         dlog(LOG_INFO, "sandbox.expired", s->sup.id, "sandbox %s expired (%s): paused", s->sup.id, what);
@@ -242,7 +242,7 @@ static int daemon_open(daemon_state *d, const nsbox_daemon_config *cfg, const ch
         if (cg_parent)
                 dlog(LOG_INFO, "daemon.cgroups", NULL, "sandbox cgroups under %s", cg_parent);
         else
-                dlog(LOG_WARNING, "daemon.cgroups", NULL, "sandboxes get no cgroup (no limits, no pause): %s", cg_why);
+                dlog(LOG_WARNING, "daemon.cgroups", NULL, "sandboxes get no cgroup (no limits; pause stops their processes): %s", cg_why);
         return 0;
 }
 

@@ -284,7 +284,8 @@ void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params)
         reply_result(c, id, json_pack("{ss}", "destroyed", sid));
 }
 
-/* Freeze or thaw the sandbox's cgroup; the sandbox's calls are refused while it is frozen. */
+/* Freeze or thaw the sandbox: its cgroup, or with none SIGSTOP/SIGCONT of its processes
+ * (nsbox_sandbox_freeze); the sandbox's calls are refused while it is frozen. */
 void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool pause)
 {
         sandbox *s = find_sandbox(d, c, id, params);
@@ -297,7 +298,7 @@ void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool p
         nsbox_error err = { 0 };
         if (s->paused != pause) {
                 uint64_t t0 = now_ns();
-                if (nsbox_cgroup_freeze(&s->sup.sb.cg, pause, PAUSE_TIMEOUT_MS, &err) < 0) {
+                if (nsbox_sandbox_freeze(&s->sup.sb, pause, PAUSE_TIMEOUT_MS, &err) < 0) {
                         reply_error(c, id, RPC_SERVER_ERROR, err.errnum == ETIMEDOUT ? "timeout" : s->sup.sb.cg.dirfd < 0 ? "conflict" : "internal",
                                     "cannot %s sandbox %s: %s", pause ? "pause" : "resume", s->sup.id, err.msg ? err.msg : "");
                         nsbox_error_clear(&err);
