@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #define CONTROL_DEFAULT_TIMEOUT_S 300 /* the SDKs' own default */
@@ -16,9 +17,11 @@
 #define CONTROL_MAX_STRING 4096
 #define CONTROL_MAX_ENVS 256
 #define CONTROL_LIST_MAX 1000
+#define CONTROL_FORKS_MAX 100 /* the OpenAPI's maximum count */
 
 /* OP_INTERP_*: the code-interpreter template's steps after create (http_interp.c) */
-enum { OP_NONE, OP_CREATE, OP_KILL, OP_PAUSE, OP_CONNECT, OP_TIMEOUT, OP_SNAPSHOT, OP_INTERP_START, OP_INTERP_WAIT, OP_INTERP_FAILED };
+enum { OP_NONE, OP_CREATE, OP_KILL, OP_PAUSE, OP_CONNECT, OP_TIMEOUT, OP_SNAPSHOT, OP_INTERP_START, OP_INTERP_WAIT, OP_INTERP_FAILED,
+       OP_SNAPSHOTS, OP_DELETE_SNAPSHOT, OP_FORK_SNAPSHOT, OP_FORK };
 
 typedef struct control {
         int op;
@@ -33,6 +36,9 @@ typedef struct control {
         bool interp;        /* the code-interpreter template: its server started before the answer */
         char sandbox_id[33];
         char why[512];      /* why the code interpreter did not start, said once it is destroyed */
+        char snapshot[64];  /* fork: the snapshot the forks start on */
+        unsigned forks;     /* fork: how many are asked; forked: the results so far */
+        json_t *forked;
 } control;
 
 static void control_free(void *p)
@@ -42,6 +48,7 @@ static void control_free(void *p)
                 return;
         json_decref(k->meta);
         json_decref(k->envs);
+        json_decref(k->forked);
         free(k);
 }
 
@@ -213,6 +220,18 @@ static sandbox *find_visible(hreq *r, const char *id)
         return NULL;
 }
 
+/* E2B's base image as nsbox has it: the user's home as the working directory, the internet
+ * unless asked not; a name that is no template is a snapshot of the user's (createSnapshot's
+ * snapshotID), the base sandbox started on it. */
+static void base_params(daemon_state *d, control *k, json_t *p)
+{
+        if (strcmp(k->template_id, "base") && !k->interp)
+                json_object_set_new(p, "from", json_string(k->template_id));
+        json_object_set_new(p, "workdir", json_string("/home/user"));
+        if (k->internet && d->conf->http_internet)
+                json_object_set_new(p, "net", json_string("nat"));
+}
+
 static void create_start(hreq *r, control *k)
 {
         json_t *b = body_json(r);
@@ -238,15 +257,13 @@ static void create_start(hreq *r, control *k)
                 k->interp = interp_template(k->template_id);
                 if (nsbox_dconfig_template(r->d->conf, k->template_id))
                         json_object_set_new(p, "template", json_string(k->template_id));
-                else if (strcmp(k->template_id, "base") && !k->interp) {
+                else if (strcmp(k->template_id, "base") && !k->interp && nsbox_snapshot_name_check(k->template_id, NULL) < 0) {
                         control_error(r, 404, "template '%.100s' not found (templates are nsboxd's: nsboxd(8), TEMPLATES)", k->template_id);
                         json_decref(p);
                         json_decref(b);
                         return;
                 } else {
-                        json_object_set_new(p, "workdir", json_string("/home/user"));
-                        if (k->internet && r->d->conf->http_internet)
-                                json_object_set_new(p, "net", json_string("nat"));
+                        base_params(r->d, k, p);
                 }
                 k->op = OP_CREATE;
                 k->step_id = http_rpc(r, "create", p);
@@ -256,25 +273,44 @@ static void create_start(hreq *r, control *k)
 
 static void interp_fail(hreq *r, control *k);
 
-static void create_done(hreq *r, control *k, json_t *msg)
+static unsigned create_status(const char *code)
 {
-        const char *why, *code = rpc_error_code(msg, &why);
-        if (code) {
-                unsigned st = !strcmp(code, "capacity") ? 429 : !strcmp(code, "not_found") ? 404 : !strcmp(code, "invalid_argument") ? 400 : 500;
-                control_error(r, st, "%s", why);
-                return;
-        }
+        return !strcmp(code, "capacity") ? 429 : !strcmp(code, "not_found") ? 404 : !strcmp(code, "invalid_argument") ? 400 : 500;
+}
+
+/* The sandbox a create answered made E2B's: its tokens, template, metadata, envs and network. */
+static sandbox *created(hreq *r, control *k, json_t *msg)
+{
         const char *id = json_string_value(json_object_get(json_object_get(msg, "result"), "id"));
         sandbox *s = id ? find_visible(r, id) : NULL;
-        if (!s || http_sandbox_token(s) < 0 || (!k->public_traffic && http_sandbox_secret(s, "traffic_token") < 0)) {
-                control_error(r, 500, "the sandbox went away as it was made");
-                return;
-        }
+        if (!s || http_sandbox_token(s) < 0 || (!k->public_traffic && http_sandbox_secret(s, "traffic_token") < 0))
+                return NULL;
         json_object_set_new(s->http, "template", json_string(k->template_id));
         json_object_set_new(s->http, "metadata", k->meta ? json_incref(k->meta) : json_object());
         json_object_set_new(s->http, "envs", k->envs ? json_incref(k->envs) : json_object());
         json_object_set_new(s->http, "internet", json_boolean(k->internet));
         json_object_set_new(s->http, "public", json_boolean(k->public_traffic));
+        return s;
+}
+
+static void create_done(hreq *r, control *k, json_t *msg)
+{
+        const char *why, *code = rpc_error_code(msg, &why);
+        if (code && !strcmp(code, "not_found") && strcmp(k->template_id, "base") && !k->interp &&
+            !nsbox_dconfig_template(r->d->conf, k->template_id)) {
+                control_error(r, 404, "template '%.100s' not found: neither a template of nsboxd's (nsboxd(8), TEMPLATES) nor a snapshot",
+                              k->template_id);
+                return;
+        }
+        if (code) {
+                control_error(r, create_status(code), "%s", why);
+                return;
+        }
+        sandbox *s = created(r, k, msg);
+        if (!s) {
+                control_error(r, 500, "the sandbox went away as it was made");
+                return;
+        }
         if (k->interp) {
                 snprintf(k->sandbox_id, sizeof(k->sandbox_id), "%s", s->sup.id);
                 json_t *p = interp_start_params(s->serial, k->envs, k->why, sizeof(k->why));
@@ -427,6 +463,114 @@ static void metrics(hreq *r, sandbox *s)
                                            disk_total));
 }
 
+/* ---- snapshots and forks: nsbox's snapshots (a sandbox's files; nsbox-protocol(7), snapshot) -- */
+
+/* PREFIX-<16 hex>: a snapshot name of nsboxd's making. */
+static void new_name(char *buf, size_t n, const char *prefix)
+{
+        unsigned char raw[8] = { 0 };
+        if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+                snprintf((char *)raw, sizeof(raw), "%07llx", (unsigned long long)now_ns());
+        snprintf(buf, n, "%s-%02x%02x%02x%02x%02x%02x%02x%02x", prefix, raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7]);
+}
+
+/* POST /sandboxes/ID/fork {timeout, count}: the sandbox's files captured once as a snapshot,
+ * then count sandboxes made from it, one after the other; each answer says its own outcome. */
+static void fork_start(hreq *r, control *k, sandbox *s, json_t *b)
+{
+        json_t *count = json_object_get(b, "count");
+        k->timeout_s = 15; /* the OpenAPI's default */
+        if (count && !json_is_null(count) && (!json_is_integer(count) || json_integer_value(count) < 1 || json_integer_value(count) > CONTROL_FORKS_MAX)) {
+                control_error(r, 400, "'count' must be an integer, 1-%d", CONTROL_FORKS_MAX);
+                return;
+        }
+        if (seconds(r, json_object_get(b, "timeout"), "timeout", &k->timeout_s) < 0)
+                return;
+        k->forks = json_is_integer(count) ? (unsigned)json_integer_value(count) : 1;
+        /* the forks are what their source is to E2B: its template, metadata, envs and network */
+        snprintf(k->template_id, sizeof(k->template_id), "%s", template_of(r->d, s));
+        k->meta = json_incref(json_object_get(s->http, "metadata"));
+        k->envs = json_incref(json_object_get(s->http, "envs"));
+        json_t *in = json_object_get(s->http, "internet");
+        k->internet = !json_is_false(in);
+        k->public_traffic = http_public_traffic(r->d, s);
+        if (interp_template(k->template_id)) { /* its kernels are memory, which a snapshot of files does not carry */
+                control_error(r, 400, "a code-interpreter sandbox cannot be forked: nsbox's snapshots carry files, not running kernels");
+                return;
+        }
+        if (!(k->forked = json_array())) {
+                control_error(r, 500, "out of memory");
+                return;
+        }
+        new_name(k->snapshot, sizeof(k->snapshot), "fork");
+        k->op = OP_FORK_SNAPSHOT;
+        k->step_id = http_rpc(r, "snapshot", json_pack("{ss ss}", "sandbox", s->sup.id, "name", k->snapshot));
+}
+
+/* The next fork, or the answer once all were tried. */
+static void fork_next(hreq *r, control *k)
+{
+        if (json_array_size(k->forked) >= k->forks) {
+                http_answer_json(r, 201, json_incref(k->forked));
+                return;
+        }
+        json_t *p = json_pack("{sI ss ss}", "timeout", (json_int_t)(k->timeout_s ? k->timeout_s : CONTROL_MAX_TIMEOUT_S), "on_expiry", "destroy",
+                              "from", k->snapshot);
+        if (nsbox_dconfig_template(r->d->conf, k->template_id))
+                json_object_set_new(p, "template", json_string(k->template_id));
+        json_object_set_new(p, "workdir", json_string("/home/user"));
+        if (k->internet && r->d->conf->http_internet && !nsbox_dconfig_template(r->d->conf, k->template_id))
+                json_object_set_new(p, "net", json_string("nat"));
+        k->op = OP_FORK;
+        k->step_id = http_rpc(r, "create", p);
+}
+
+static void fork_done(hreq *r, control *k, json_t *msg)
+{
+        const char *why, *code = rpc_error_code(msg, &why);
+        sandbox *s = code ? NULL : created(r, k, msg);
+        if (s)
+                json_array_append_new(k->forked, json_pack("{so}", "sandbox", created_json(r, s)));
+        else
+                json_array_append_new(k->forked, json_pack("{s{si ss}}", "error", "code", code ? (int)create_status(code) : 500, "message",
+                                                           code ? why : "the sandbox went away as it was made"));
+        fork_next(r, k);
+}
+
+/* GET /snapshots[?sandboxID=&name=&limit=&nextToken=]: the user's snapshots by name, in pages. */
+static void snapshots_list(hreq *r, control *k)
+{
+        k->op = OP_SNAPSHOTS;
+        k->step_id = http_rpc(r, "snapshot_list", json_object());
+}
+
+static void snapshots_answer(hreq *r, json_t *res)
+{
+        const char *sid = http_arg(r, "sandboxID"), *name = http_arg(r, "name"), *limit = http_arg(r, "limit"), *next = http_arg(r, "nextToken");
+        unsigned long max = 100;
+        char *end;
+        if (limit && (!*limit || (max = strtoul(limit, &end, 10)) == 0 || *end || max > CONTROL_LIST_MAX)) {
+                control_error(r, 400, "'limit' must be 1-%d", CONTROL_LIST_MAX);
+                return;
+        }
+        json_t *arr = json_array(), *x;
+        size_t i;
+        const char *last = NULL;
+        json_array_foreach(json_object_get(res, "snapshots"), i, x) { /* sorted by name */
+                const char *n = json_string_value(json_object_get(x, "name")), *src = json_string_value(json_object_get(x, "source"));
+                if (!n || (next && strcmp(n, next) <= 0) || (name && strcmp(n, name)) || (sid && (!src || strcmp(src, sid))))
+                        continue;
+                if (json_array_size(arr) == max) {
+                        if (last && asprintf(&r->next_token, "%s", last) < 0)
+                                r->next_token = NULL;
+                        break;
+                }
+                json_array_append_new(arr, json_pack("{ss s[s]}", "snapshotID", n, "names", n));
+                last = n;
+        }
+        http_answer_json(r, 200, arr);
+}
+
 /* /sandboxes/{id}[/what] with a sandbox of the key's user.  A key reaches its own user's
  * sandboxes and no other's, root's key too (root's reach over every sandbox is the socket's). */
 static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
@@ -471,11 +615,18 @@ static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
                 }
         } else if (!strcmp(what, "/snapshots") && post) {
                 json_t *name = json_object_get(b, "name");
-                k->op = OP_SNAPSHOT;
-                json_t *p = json_pack("{sO}", "sandbox", id);
-                if (json_is_string(name))
-                        json_object_set(p, "name", name);
-                k->step_id = http_rpc(r, "snapshot", p);
+                if (name && !json_is_null(name) && (!json_is_string(name) || nsbox_snapshot_name_check(json_string_value(name), NULL) < 0)) {
+                        control_error(r, 400, "'name' must be 1-%d of [A-Za-z0-9._-], starting with a letter or digit", NSBOX_SNAPSHOT_NAME_MAX);
+                } else {
+                        k->op = OP_SNAPSHOT;
+                        if (json_is_string(name))
+                                snprintf(k->snapshot, sizeof(k->snapshot), "%s", json_string_value(name));
+                        else
+                                new_name(k->snapshot, sizeof(k->snapshot), "snapshot");
+                        k->step_id = http_rpc(r, "snapshot", json_pack("{sO ss}", "sandbox", id, "name", k->snapshot));
+                }
+        } else if (!strcmp(what, "/fork") && post) {
+                fork_start(r, k, s, b);
         } else {
                 control_error(r, 404, "%s %s is not part of the API nsbox serves", m, r->url);
         }
@@ -514,8 +665,28 @@ static void on_msg(hreq *r, json_t *msg)
                 if (code)
                         control_error(r, http_status_of(code), "%s", why);
                 else
-                        http_answer_json(r, 201, json_pack("{sO s[O]}", "snapshotID", json_object_get(res, "snapshot") ?: json_null(), "names",
-                                                           json_object_get(res, "snapshot") ?: json_null()));
+                        http_answer_json(r, 201, json_pack("{ss s[s]}", "snapshotID", k->snapshot, "names", k->snapshot));
+                return;
+        case OP_FORK_SNAPSHOT:
+                if (code)
+                        control_error(r, http_status_of(code), "%s", why);
+                else
+                        fork_next(r, k);
+                return;
+        case OP_FORK:
+                fork_done(r, k, msg);
+                return;
+        case OP_SNAPSHOTS:
+                if (code)
+                        control_error(r, http_status_of(code), "%s", why);
+                else
+                        snapshots_answer(r, res);
+                return;
+        case OP_DELETE_SNAPSHOT:
+                if (code)
+                        control_error(r, http_status_of(code), "%s", why);
+                else
+                        http_answer(r, 204, NULL, NULL, 0);
                 return;
         case OP_CONNECT: {
                 if (code) {
@@ -562,6 +733,22 @@ void control_request(hreq *r)
                         list(r, u[1] == 'v');
                 else
                         control_error(r, 405, "%s is not allowed on %s", m, u);
+                return;
+        }
+        if (!strcmp(u, "/snapshots")) {
+                if (!strcmp(m, "GET"))
+                        snapshots_list(r, k);
+                else
+                        control_error(r, 405, "%s is not allowed on %s", m, u);
+                return;
+        }
+        if (!strncmp(u, "/templates/", 11) && !strcmp(m, "DELETE")) { /* deleteSnapshot: a snapshot, not a template */
+                if (nsbox_snapshot_name_check(u + 11, NULL) < 0) {
+                        control_error(r, 404, "snapshot '%.100s' not found", u + 11);
+                        return;
+                }
+                k->op = OP_DELETE_SNAPSHOT;
+                k->step_id = http_rpc(r, "snapshot_delete", json_pack("{ss}", "name", u + 11));
                 return;
         }
         const char *rest = !strncmp(u, "/sandboxes/", 11) ? u + 11 : !strncmp(u, "/v2/sandboxes/", 14) ? u + 14 : NULL;

@@ -1,5 +1,5 @@
 // The control plane through the e2b SDK: create, list (metadata filter, paging), connect, getInfo,
-// setTimeout, pause and resume, kill, and the errors (unknown id, bad key, another user's
+// setTimeout, pause and resume, snapshots and forks, kill, and the errors (unknown id, bad key, another user's
 // sandbox).  Env: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY; E2B_OTHER_API_KEY, a key of another
 // user of the same nsboxd, when there is one.
 import { Sandbox, NotFoundError, AuthenticationError } from "e2b";
@@ -171,6 +171,50 @@ await check("another_users_sandbox_is_not_found_with_ones_own_key", async () => 
                 await Sandbox.kill(theirs.sandboxId, { apiKey: other }).catch(() => {});
         }
 }, 60000);
+
+await check("snapshots_create_from_list_fork_delete", async () => {
+        await sb.files.write("/home/user/snap.txt", "in the snapshot\n");
+        const snap = await sb.createSnapshot();
+        assert(/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(snap.snapshotId), `snapshotId '${snap.snapshotId}'`);
+        eq([snap.snapshotId], snap.names, "names");
+        const name = `nsbox-e2b-${RUN}`;
+        eq(name, (await sb.createSnapshot({ name })).snapshotId, "a named snapshot's id");
+        // a snapshot is a template: a sandbox made from it has the files
+        const from = await Sandbox.create(snap.snapshotId, { metadata: { run: `${RUN}-from` } });
+        made.add(from.sandboxId);
+        eq("in the snapshot\n", await from.files.read("/home/user/snap.txt"), "the file in a sandbox made from the snapshot");
+        eq(snap.snapshotId, (await from.getInfo()).templateId, "its templateId");
+        const listed = await Sandbox.listSnapshots({ sandboxId: sb.sandboxId }).nextItems();
+        const ids = listed.map((x) => x.snapshotId);
+        assert(ids.includes(snap.snapshotId) && ids.includes(name), `listSnapshots: ${JSON.stringify(ids)}`);
+        // fork: two sandboxes from one capture, each with the files, envs and metadata of the source
+        const forks = await Sandbox.fork(sb.sandboxId, { count: 2, timeoutMs: 60000 });
+        eq(2, forks.length, "forks");
+        for (const f of forks) {
+                assert(f instanceof Sandbox, `a fork failed: ${f}`);
+                made.add(f.sandboxId);
+                eq("in the snapshot\n", await f.files.read("/home/user/snap.txt"), "the file in a fork");
+                eq("hello from envs\n", (await f.commands.run("echo $GREETING")).stdout, "the source's envs in a fork");
+        }
+        eq(META, (await forks[0].getInfo()).metadata, "a fork's metadata");
+        assert(forks[0].sandboxId !== forks[1].sandboxId && forks[0].sandboxId !== sb.sandboxId, "forks are new sandboxes");
+        await forks[0].files.write("/home/user/snap.txt", "changed in one fork\n");
+        eq("in the snapshot\n", await forks[1].files.read("/home/user/snap.txt"), "the other fork after a write in one");
+        eq("in the snapshot\n", await sb.files.read("/home/user/snap.txt"), "the source after a write in a fork");
+        for (const x of [from, ...forks]) {
+                await x.kill();
+                made.delete(x.sandboxId);
+        }
+        // deleteSnapshot: true, then false; every snapshot of this run is gone at the end
+        eq(true, await Sandbox.deleteSnapshot(name), "deleteSnapshot");
+        eq(false, await Sandbox.deleteSnapshot(name), "deleteSnapshot again");
+        for (const x of await Sandbox.listSnapshots({ sandboxId: sb.sandboxId }).nextItems())
+                eq(true, await Sandbox.deleteSnapshot(x.snapshotId), `deleteSnapshot ${x.snapshotId}`);
+        eq([], await Sandbox.listSnapshots({ sandboxId: sb.sandboxId }).nextItems(), "snapshots of the sandbox at the end");
+        let err;
+        await Sandbox.create("no-such-snapshot-or-template").catch((e) => (err = e));
+        assert(err && /404/.test(err.message) && /not found/.test(err.message), `create from an unknown name: ${err}`);
+}, 120000);
 
 await check("kill", async () => {
         eq(true, await sb.kill(), "kill()");

@@ -217,6 +217,26 @@ test_bad_bodies_change_nothing() {
         [ "$CODE" -ge 400 ] || [ "$CODE" = 000 ] || fail "200 KB of headers were answered $CODE"
         api GET /v2/sandboxes
         assert_eq "[]" "$BODY" "nothing was made"
+        # snapshots and forks: bad input is a 400 and makes neither a snapshot nor a sandbox
+        create
+        for b in '{"count": 0}' '{"count": 101}' '{"count": "2"}' '{"timeout": -5}' '[]'; do
+                api POST "/sandboxes/$ID/fork" "$b"
+                assert_eq 400 "$CODE" "fork with $b: $BODY"
+        done
+        for b in '{"name": "a/b"}' '{"name": ".hidden"}' '{"name": 5}'; do
+                api POST "/sandboxes/$ID/snapshots" "$b"
+                assert_eq 400 "$CODE" "snapshot with $b: $BODY"
+        done
+        api GET "/snapshots?limit=0"
+        assert_eq 400 "$CODE" "list snapshots with limit 0"
+        api GET /snapshots
+        assert_eq "200 []" "$CODE $BODY" "snapshots after the refusals"
+        api DELETE "/templates/no-such-snapshot"
+        assert_eq 404 "$CODE" "delete of an unknown snapshot"
+        api POST "/sandboxes/ffffffffffffffffffffffffffffffff/fork" '{}'
+        assert_eq 404 "$CODE" "fork of an unknown sandbox"
+        api GET /v2/sandboxes
+        assert_eq "$ID" "$(json '" ".join(s["sandboxID"] for s in j)')" "sandboxes after the refusals"
 }
 
 test_tokens_open_their_own_sandbox_only() {
