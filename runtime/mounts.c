@@ -844,6 +844,29 @@ int nsbox_sources_decode(const void *data, size_t len, size_t n_mounts, int fd_b
         return 0;
 }
 
+/* Writable places get mounts of their own, so the root itself can be read-only: the working
+ * directory, the home, and /tmp (part of the writable layer, so that snapshots keep it too). */
+static int bind_writable(int rootfd, const nsbox_policy *p, nsbox_error *err)
+{
+        int r;
+        const char *writable[] = { p->workdir, strcmp(p->home, p->workdir) ? p->home : NULL };
+        for (size_t i = 0; i < ARRAY_SIZE(writable) && writable[i]; i++) {
+                _cleanup_close_ int wd = -1;
+                if ((r = open_in_root(rootfd, writable[i], false, &wd, err)) < 0 || (r = own_dir(wd, p, writable[i], err)) < 0 ||
+                    (r = attach_tree(wd, "", wd, "", ATTR_BIND_RW, writable[i], err)) < 0)
+                        return r;
+        }
+        _cleanup_close_ int tmpfd = -1;
+        if ((r = open_in_root(rootfd, "/tmp", false, &tmpfd, err)) < 0)
+                return r;
+        /* a root filesystem's own /tmp may belong to an unmapped host root: leave a right one be */
+        struct stat st;
+        fdpath tp = fd_path(tmpfd);
+        if (fstat(tmpfd, &st) < 0 || ((st.st_mode & 07777) != 01777 && chmod(tp.s, 01777) < 0))
+                return nsbox_err(err, errno, "chmod '/tmp'");
+        return attach_tree(tmpfd, "", tmpfd, "", ATTR_BIND_RW, "/tmp", err);
+}
+
 int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_stage_fd, nsbox_error *err)
 {
         int r;
@@ -911,27 +934,8 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_s
         if (p->root == ROOT_HOST && (r = bind_host_view(rootfd, plan, err)) < 0)
                 return r;
 
-        /* Writable places get mounts of their own, so the root itself can be read-only. */
-        const char *writable[] = { p->workdir, strcmp(p->home, p->workdir) ? p->home : NULL };
-        for (size_t i = 0; i < ARRAY_SIZE(writable) && writable[i]; i++) {
-                _cleanup_close_ int wd = -1;
-                if ((r = open_in_root(rootfd, writable[i], false, &wd, err)) < 0 || (r = own_dir(wd, p, writable[i], err)) < 0 ||
-                    (r = attach_tree(wd, "", wd, "", ATTR_BIND_RW, writable[i], err)) < 0)
-                        return r;
-        }
-        /* /tmp is part of the writable layer, so that snapshots keep it too */
-        {
-                _cleanup_close_ int tmpfd = -1;
-                if ((r = open_in_root(rootfd, "/tmp", false, &tmpfd, err)) < 0)
-                        return r;
-                /* a root filesystem's own /tmp may belong to an unmapped host root: leave a right one be */
-                struct stat st;
-                fdpath tp = fd_path(tmpfd);
-                if (fstat(tmpfd, &st) < 0 || ((st.st_mode & 07777) != 01777 && chmod(tp.s, 01777) < 0))
-                        return nsbox_err(err, errno, "chmod '/tmp'");
-                if ((r = attach_tree(tmpfd, "", tmpfd, "", ATTR_BIND_RW, "/tmp", err)) < 0)
-                        return r;
-        }
+        if ((r = bind_writable(rootfd, p, err)) < 0)
+                return r;
 
         for (size_t i = 0; i < p->n_mounts; i++) {
                 const nsbox_mount *m = &p->mounts[i];
