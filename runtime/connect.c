@@ -72,7 +72,7 @@ int e2b_host_route(const char *host, const char *domain, unsigned *port, char id
 {
         if (!host || !domain || !*domain)
                 return 0;
-        size_t hl = strcspn(host, ":"), dl = strlen(domain);
+        size_t hl = strcspn(host, ":"), dl = strcspn(domain, ":"); /* a domain's :PORT is the clients' (TLS in front) */
         if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, domain, dl))
                 return 0;
         size_t label = hl - dl - 1, digits = strspn(host, "0123456789");

@@ -203,6 +203,20 @@ int nsbox_dconfig_check_listen(const char *s)
         return inet_pton(AF_INET, addr, buf) == 1 ? 0 : -EINVAL;
 }
 
+/* NAME[:PORT]: a lowercase DNS name, and the port of the TLS proxy in front when it is not 443
+ * (the SDKs put it in every URL they build from the domain). */
+static bool domain_ok(const char *ds)
+{
+        size_t n = ds ? strcspn(ds, ":") : 0;
+        if (!n || n > 253 || strspn(ds, "abcdefghijklmnopqrstuvwxyz0123456789.-") != n || ds[0] == '.' || ds[0] == '-' || ds[n - 1] == '.')
+                return false;
+        if (!ds[n])
+                return true;
+        const char *p = ds + n + 1;
+        size_t digits = strspn(p, "0123456789");
+        return digits >= 1 && digits <= 5 && !p[digits] && p[0] != '0' && atoi(p) <= 65535;
+}
+
 static int parse_http(cctx *c, json_t *v, nsbox_dconfig *ret)
 {
         static const char *const known[] = { "listen", "keys", "domain", "internet", "public_traffic", NULL };
@@ -224,8 +238,9 @@ static int parse_http(cctx *c, json_t *v, nsbox_dconfig *ret)
                 return nsbox_err(c->err, ENOMEM, "config");
         json_t *dm = json_object_get(v, "domain"), *in = json_object_get(v, "internet");
         const char *ds = json_string_value(dm);
-        if (dm && (!ds || !*ds || strlen(ds) > 253 || strspn(ds, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(ds) || ds[0] == '.' || ds[0] == '-'))
-                return bad(c, "http.domain", "expected a lowercase DNS name, e.g. \"sandbox.example.com\" (PORT-ID.DOMAIN reaches a sandbox's port)");
+        if (dm && !domain_ok(ds))
+                return bad(c, "http.domain", "expected a lowercase DNS name, e.g. \"sandbox.example.com\", and the port the clients use when"
+                                             " it is not 443, e.g. \"sandbox.example.com:8443\" (PORT-ID.DOMAIN reaches a sandbox's port)");
         if (ds && !(ret->http_domain = strdup(ds)))
                 return nsbox_err(c->err, ENOMEM, "config");
         if (in && !json_is_boolean(in))

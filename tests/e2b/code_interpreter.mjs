@@ -1,9 +1,9 @@
 // @e2b/code-interpreter (pinned in package.json) against nsboxd's built-in code-interpreter
 // template: Sandbox.create() (its default template, code-interpreter-v1), runCode through the port
 // proxy (E2b-Sandbox-Port: 49999), contexts.  tests/integration/code_interpreter.sh runs it.
-// Env: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY; NOVITA_API_URL, NOVITA_SANDBOX_URL, NOVITA_API_KEY.
+// Env: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY.  Novita's code interpreter: tests/e2b/domain.mjs.
 import { Sandbox } from "@e2b/code-interpreter";
-import { check, assert, eq, atEnd, done, RUN, Skip, why } from "./lib.mjs";
+import { check, assert, eq, atEnd, done, RUN } from "./lib.mjs";
 
 let sb;
 atEnd(async () => {
@@ -105,24 +105,7 @@ await check("ci_bad_input", async () => {
         assert(err && err.name === "NotFoundError", `unknown context: ${err}`);
 });
 
-// Novita's SDK (its own variables and headers, the same code-interpreter API): one case.
-await check("novita_code_interpreter_runs_code", async () => {
-        const { Sandbox: NSandbox } = await import("novita-sandbox/code-interpreter");
-        const n = await NSandbox.create({ metadata: { run: RUN }, timeoutMs: 120000 });
-        try {
-                try {
-                        await n.runCode("x = 20");
-                } catch (e) {
-                        // its runCode goes to https://49999-ID.DOMAIN whatever NOVITA_SANDBOX_URL says
-                        if (/ENOTFOUND|ECONNREFUSED|certificate|SSL/i.test(why(e)))
-                                throw new Skip(`novita-sandbox's code interpreter needs wildcard DNS and TLS in front of nsboxd (https://49999-ID.DOMAIN): ${why(e)}`);
-                        throw e;
-                }
-                const e = await n.runCode("print('from novita'); x * 2 + 2");
-                eq(["42", ["from novita\n"]], [e.text, e.logs.stdout], "text and stdout");
-        } finally {
-                await NSandbox.kill(n.sandboxId).catch(() => {});
-        }
-}, 90000);
+// Novita's code interpreter builds https://49999-ID.DOMAIN whatever NOVITA_SANDBOX_URL says: it is
+// run by domain, through TLS, in tests/e2b/domain.mjs (tests/integration/http_tls.sh).
 
 await done();

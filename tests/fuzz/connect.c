@@ -32,14 +32,15 @@ static void host(const uint8_t *data, size_t size)
         memcpy(h, data, size);
         h[size] = 0;
         unsigned port = 0;
-        static const char domain[] = "sandbox.example.com";
+        static const char *const domains[] = { "sandbox.example.com", "sandbox.example.com:8443" };
+        const char *domain = domains[size & 1], *bare = "sandbox.example.com";
         if (!e2b_host_route(h, domain, &port, id))
                 return;
         FUZZ_CHECK(port >= 1 && port <= 65535, "port %u", port);
         size_t idl = strlen(id);
         FUZZ_CHECK(idl >= 1 && idl <= 32 && strspn(id, "0123456789abcdefghijklmnopqrstuvwxyz") == idl, "id '%s'", id);
         char want[512];
-        snprintf(want, sizeof(want), "%u-%s.%s", port, id, domain);
+        snprintf(want, sizeof(want), "%u-%s.%s", port, id, bare);
         size_t hl = strcspn(h, ":");
         FUZZ_CHECK(hl == strlen(want) && !strncasecmp(h, want, hl), "'%s' is not '%s'", h, want);
 }

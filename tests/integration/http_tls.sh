@@ -3,7 +3,8 @@
 # E2B_DOMAIN set: TLS and HTTP/2 from nginx, api.DOMAIN for the control plane and PORT-ID.DOMAIN
 # for a sandbox's envd and ports, routed by nsboxd from the Host header (http.domain).  nginx
 # (Debian's nginx-light) runs unprivileged from a directory of its own, with a certificate made
-# here; curl resolves the names to the loopback.
+# here; curl resolves the names to the loopback, and so does node for the real SDKs, which are
+# given nothing but E2B_DOMAIN (tests/e2b/domain.mjs).
 . "$(dirname "$0")/../lib.sh"
 
 NSBOXD=${NSBOXD:-$(dirname "$NSBOX")/nsboxd}
@@ -23,7 +24,8 @@ setup() {
         NGINX=$(PATH=$PATH:/usr/sbin:/sbin command -v nginx) || fail "nginx is missing (apt-get install nginx-light, or ./quickstart.sh --deps)"
         port=$(free_port)
         TLS=$(free_port)
-        printf '{"http": {"listen": "127.0.0.1:%s", "keys": "%s/keys.json", "domain": "%s"}}\n' "$port" "$d" "$DOMAIN" > "$d/config.json"
+        # the domain with the port the clients use (nginx's, not 443): the SDKs build their URLs from it
+        printf '{"http": {"listen": "127.0.0.1:%s", "keys": "%s/keys.json", "domain": "%s:%s"}}\n' "$port" "$d" "$DOMAIN" "$TLS" > "$d/config.json"
         "$NSBOXD" --config "$d/config.json" --socket "$d/d.sock" >> "$d/log" 2>&1 < /dev/null &
         MY_DAEMONS="$MY_DAEMONS $!"
         export NSBOX_SOCKET=$d/d.sock
@@ -77,7 +79,7 @@ test_tls_http2_and_host_routing() {
         assert_eq "201 2" "$(cat "$TEST_TMP/w")" "create over TLS and HTTP/2: $b"
         id=$(printf '%s' "$b" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])')
         tok=$(printf '%s' "$b" | python3 -c 'import json, sys; print(json.load(sys.stdin)["envdAccessToken"])')
-        assert_eq "$DOMAIN" "$(printf '%s' "$b" | python3 -c 'import json, sys; print(json.load(sys.stdin)["domain"])')" "the domain create gives"
+        assert_eq "$DOMAIN:$TLS" "$(printf '%s' "$b" | python3 -c 'import json, sys; print(json.load(sys.stdin)["domain"])')" "the domain create gives"
         h=49983-$id.$DOMAIN
         tcurl "$h" -H "X-Access-Token: $tok" "https://$h:$TLS/health" > /dev/null
         assert_eq "204 2" "$(cat "$TEST_TMP/w")" "envd's /health by host name"
@@ -96,6 +98,33 @@ test_tls_http2_and_host_routing() {
         assert_eq "502 2" "$(cat "$TEST_TMP/w")" "a port nothing listens on"
         tcurl "api.$DOMAIN" -X DELETE -H "X-API-KEY: $KEY" "$URL/sandboxes/$id" > /dev/null
         assert_eq "204 2" "$(cat "$TEST_TMP/w")" "kill"
+}
+
+# The real SDKs with nothing but E2B_DOMAIN (NOVITA_DOMAIN) and a key: tests/e2b/domain.mjs.
+test_real_sdks_by_domain_name() {
+        trap cleanup EXIT
+        command -v node > /dev/null && command -v npm > /dev/null || fail "node and npm are needed for the SDKs (./quickstart.sh --deps)"
+        /usr/bin/python3 -c 'import ipykernel, jupyter_client' 2> /dev/null || fail "no Jupyter kernel in Debian's python3 (the code interpreter's): ./quickstart.sh --deps installs it"
+        setup
+        local dir out st
+        dir=$(npm_cache_dir e2b node_modules/.package-lock.json "$NSBOX_SRC/tests/e2b" 2> "$TEST_TMP/npm.err") ||
+                fail "npm ci of tests/e2b: $(tail -n 5 "$TEST_TMP/npm.err")"
+        mkdir -p "$TEST_TMP/e2b" && cp "$NSBOX_SRC"/tests/e2b/lib.mjs "$NSBOX_SRC"/tests/e2b/domain.mjs "$NSBOX_SRC"/tests/e2b/dns-hook.mjs "$TEST_TMP/e2b/" &&
+                ln -s "$dir/node_modules" "$TEST_TMP/e2b/node_modules" || fail "lay out $TEST_TMP/e2b"
+        out=$(cd "$TEST_TMP/e2b" && env -u E2B_API_URL -u E2B_SANDBOX_URL -u NOVITA_API_URL -u NOVITA_SANDBOX_URL \
+                E2B_DOMAIN="$DOMAIN:$TLS" E2B_API_KEY="$KEY" NOVITA_DOMAIN="$DOMAIN:$TLS" NOVITA_API_KEY="$KEY" \
+                NSBOX_TEST_DOMAIN=$DOMAIN NODE_EXTRA_CA_CERTS="$SESSION_DIR/cert.pem" NO_UPDATE_NOTIFIER=1 \
+                timeout -k 10 400 node --import ./dns-hook.mjs domain.mjs 2> "$TEST_TMP/node.err")
+        st=$?
+        printf '%s\n' "$out" "$(tail -n 20 "$TEST_TMP/node.err")" | sed 's/^/    /' >&2
+        assert_not_contains "$out" "not ok" "the SDKs' checks"
+        assert_not_contains "$out" "skip " "the SDKs' checks"
+        local c
+        for c in create_run_and_files_by_domain web_preview_at_get_host_with_no_header signed_download_url_with_no_header \
+                code_interpreter_by_domain novita_code_interpreter_by_domain; do
+                assert_contains "$out" "ok $c" "the check $c"
+        done
+        assert_eq 0 "$st" "node's exit status"
 }
 
 test_zz_no_daemon_left() {

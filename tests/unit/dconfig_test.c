@@ -103,6 +103,9 @@ START_TEST(test_dconfig_http_listen_and_keys)
         UNIT_ASSERT_OK(parse("{\"http\": {\"public_traffic\": false, \"internet\": false}}", &c, &err), &err);
         ck_assert(!c.http_internet && !c.http_public_traffic);
         nsbox_dconfig_release(&c);
+        UNIT_ASSERT_OK(parse("{\"http\": {\"domain\": \"sandbox.example.com:8443\"}}", &c, &err), &err);
+        ck_assert_str_eq(c.http_domain, "sandbox.example.com:8443");
+        nsbox_dconfig_release(&c);
         UNIT_ASSERT_OK(parse("{\"http\": {\"listen\": \"127.0.0.1:49982\", \"keys\": \"/srv/keys.json\"}}", &c, &err), &err);
         ck_assert_str_eq(c.http_listen, "127.0.0.1:49982");
         ck_assert_str_eq(c.http_keys, "/srv/keys.json");
@@ -167,6 +170,12 @@ START_TEST(test_dconfig_bad_values_are_one_line_errors_naming_the_key)
                 { "{\"http\": {\"listen\": \"[127.0.0.1]:80\"}}", "key 'http.listen'" },
                 { "{\"http\": {\"keys\": \"keys.json\"}}", "key 'http.keys': expected the absolute path" },
                 { "{\"http\": {\"public_traffic\": \"yes\"}}", "key 'http.public_traffic': expected true or false" },
+                { "{\"http\": {\"domain\": \"Sandbox.example.com\"}}", "key 'http.domain': expected a lowercase DNS name" },
+                { "{\"http\": {\"domain\": \"sandbox.example.com:0\"}}", "key 'http.domain'" },
+                { "{\"http\": {\"domain\": \"sandbox.example.com:65536\"}}", "key 'http.domain'" },
+                { "{\"http\": {\"domain\": \"sandbox.example.com:\"}}", "key 'http.domain'" },
+                { "{\"http\": {\"domain\": \"sandbox.example.com:84x3\"}}", "key 'http.domain'" },
+                { "{\"http\": {\"domain\": \":8443\"}}", "key 'http.domain'" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
                 nsbox_dconfig c;
