@@ -320,6 +320,23 @@ static bool port_open(hreq *r, sandbox *s)
         return token_is(r, "E2B-Traffic-Access-Token", s, "traffic_token");
 }
 
+/* A paused sandbox made with autoResume is resumed by the traffic that reaches it, and given
+ * its timeout again (its "auto_resume": seconds), as E2B does. */
+static int wake(hreq *r, sandbox *s)
+{
+        json_t *again = json_object_get(s->http, "auto_resume");
+        if (!s->paused || !json_is_integer(again))
+                return 0;
+        nsbox_error err = { 0 };
+        if (sandbox_pause(s, false, " by traffic", &err) < 0) {
+                control_error(r, 500, "cannot resume sandbox %s: %s", s->sup.id, err.msg ? err.msg : "");
+                nsbox_error_clear(&err);
+                return -EIO;
+        }
+        s->expires_ns = now_ns() + (uint64_t)json_integer_value(again) * 1000000000ull;
+        return 0;
+}
+
 /* envd's signed /files URLs (the SDKs' uploadUrl and downloadUrl): signature is "v1_" and the
  * unpadded base64 of SHA-256("PATH:OPERATION:USERNAME:TOKEN[:EXPIRATION]"), operation "read"
  * for a GET and "write" for a POST, as envd checks them.  1: it opens the request; 0: none
@@ -390,7 +407,7 @@ static int data_auth(hreq *r)
                 return -ENOENT;
         }
         r->sandbox = found->serial;
-        return 0;
+        return wake(r, found);
 }
 
 /* Request framing that could smuggle a second request past a front proxy is refused. */

@@ -32,6 +32,7 @@ typedef struct control {
         char template_id[128];
         uint64_t timeout_s;
         bool auto_pause, internet;
+        bool auto_resume;    /* autoResume.enabled: traffic resumes it once paused (http.c) */
         bool public_traffic; /* network.allowPublicTraffic */
         bool interp;        /* the code-interpreter template: its server started before the answer */
         char sandbox_id[33];
@@ -182,6 +183,19 @@ static int boolean(hreq *r, json_t *v, const char *name, bool *ret)
         return 0;
 }
 
+/* autoResume: {"enabled": bool}, or null */
+static int auto_resume(hreq *r, json_t *v, bool *ret)
+{
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_object(v) || json_object_size(v) != 1 || !json_is_boolean(json_object_get(v, "enabled"))) {
+                control_error(r, 400, "'autoResume' must be {\"enabled\": true or false}");
+                return -EINVAL;
+        }
+        *ret = json_is_true(json_object_get(v, "enabled"));
+        return 0;
+}
+
 /* network: allowPublicTraffic is kept (http.c port_open); egress rules, an egress proxy and a
  * host mask are refused, never ignored: a sandbox asked to be closed must not be left open. */
 static int network(hreq *r, json_t *v, bool *public_traffic)
@@ -245,6 +259,7 @@ static void create_start(hreq *r, control *k)
                 control_error(r, 400, "'templateID' must be a template name");
         } else if (seconds(r, json_object_get(b, "timeout"), "timeout", &k->timeout_s) == 0 &&
                    boolean(r, json_object_get(b, "autoPause"), "autoPause", &k->auto_pause) == 0 &&
+                   auto_resume(r, json_object_get(b, "autoResume"), &k->auto_resume) == 0 &&
                    boolean(r, json_object_get(b, "allow_internet_access"), "allow_internet_access", &k->internet) == 0 &&
                    network(r, json_object_get(b, "network"), &k->public_traffic) == 0 &&
                    string_map(r, json_object_get(b, "metadata"), "metadata", CONTROL_MAX_METADATA, &k->meta) == 0 &&
@@ -290,6 +305,8 @@ static sandbox *created(hreq *r, control *k, json_t *msg)
         json_object_set_new(s->http, "envs", k->envs ? json_incref(k->envs) : json_object());
         json_object_set_new(s->http, "internet", json_boolean(k->internet));
         json_object_set_new(s->http, "public", json_boolean(k->public_traffic));
+        if (k->auto_resume) /* and the timeout it gets again then */
+                json_object_set_new(s->http, "auto_resume", json_integer((json_int_t)(k->timeout_s ? k->timeout_s : CONTROL_MAX_TIMEOUT_S)));
         return s;
 }
 

@@ -246,6 +246,7 @@ void method_set_timeout(daemon_state *d, client *c, json_t *id, json_t *params);
 void method_stats(daemon_state *d, client *c, json_t *id);
 void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params);
 void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool pause);
+int sandbox_pause(sandbox *s, bool pause, const char *why, nsbox_error *err); /* logged with why */
 
 /* create.c */
 int check_labels(json_t *labels, strbuf *why);

@@ -284,8 +284,23 @@ void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params)
         reply_result(c, id, json_pack("{ss}", "destroyed", sid));
 }
 
-/* Freeze or thaw the sandbox: its cgroup, or with none SIGSTOP/SIGCONT of its processes
- * (nsbox_sandbox_freeze); the sandbox's calls are refused while it is frozen. */
+/* Freeze or thaw s: its cgroup, or with none SIGSTOP/SIGCONT of its processes
+ * (nsbox_sandbox_freeze); its calls are refused while it is frozen.  why says what asked. */
+int sandbox_pause(sandbox *s, bool pause, const char *why, nsbox_error *err)
+{
+        if (s->paused == pause)
+                return 0;
+        uint64_t t0 = now_ns();
+        int r = nsbox_sandbox_freeze(&s->sup.sb, pause, PAUSE_TIMEOUT_MS, err);
+        if (r < 0)
+                return r;
+        s->paused = pause;
+        s->last_active_ns = now_ns();
+        dlog(LOG_INFO, pause ? "sandbox.paused" : "sandbox.resumed", s->sup.id, "sandbox %s %s%s in %.2f ms", s->sup.id, pause ? "paused" : "resumed",
+             why, (double)(now_ns() - t0) / 1e6);
+        return 0;
+}
+
 void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool pause)
 {
         sandbox *s = find_sandbox(d, c, id, params);
@@ -296,17 +311,11 @@ void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool p
                 return;
         }
         nsbox_error err = { 0 };
-        if (s->paused != pause) {
-                uint64_t t0 = now_ns();
-                if (nsbox_sandbox_freeze(&s->sup.sb, pause, PAUSE_TIMEOUT_MS, &err) < 0) {
-                        reply_error(c, id, RPC_SERVER_ERROR, err.errnum == ETIMEDOUT ? "timeout" : s->sup.sb.cg.dirfd < 0 ? "conflict" : "internal",
-                                    "cannot %s sandbox %s: %s", pause ? "pause" : "resume", s->sup.id, err.msg ? err.msg : "");
-                        nsbox_error_clear(&err);
-                        return;
-                }
-                s->paused = pause;
-                s->last_active_ns = now_ns();
-                dlog(LOG_INFO, pause ? "sandbox.paused" : "sandbox.resumed", s->sup.id, "sandbox %s %s in %.2f ms", s->sup.id, pause ? "paused" : "resumed", (double)(now_ns() - t0) / 1e6);
+        if (sandbox_pause(s, pause, "", &err) < 0) {
+                reply_error(c, id, RPC_SERVER_ERROR, err.errnum == ETIMEDOUT ? "timeout" : s->sup.sb.cg.dirfd < 0 ? "conflict" : "internal",
+                            "cannot %s sandbox %s: %s", pause ? "pause" : "resume", s->sup.id, err.msg ? err.msg : "");
+                nsbox_error_clear(&err);
+                return;
         }
         reply_result(c, id, sandbox_json(d, s));
 }

@@ -3,7 +3,7 @@
 // sandbox).  Env: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY; E2B_OTHER_API_KEY, a key of another
 // user of the same nsboxd, when there is one.
 import { Sandbox, NotFoundError, AuthenticationError } from "e2b";
-import { check, assert, eq, throwsA, atEnd, done, Skip, RUN } from "./lib.mjs";
+import { check, assert, eq, throwsA, atEnd, done, until, Skip, RUN } from "./lib.mjs";
 
 const made = new Set();
 atEnd(async () => {
@@ -107,6 +107,29 @@ await check("pause_and_resume_keep_files", async () => {
         eq("kept across pause\n", await r.files.read("/home/user/kept.txt"), "a file written before pause");
         eq("after resume\n", (await r.commands.run("echo after resume")).stdout, "a command after resume");
 }, 90000);
+
+await check("auto_pause_then_auto_resume_by_traffic", async () => {
+        const a = await create({ metadata: { run: `${RUN}-auto` }, timeoutMs: 2000, lifecycle: { onTimeout: "pause", autoResume: true } });
+        const b = await create({ metadata: { run: `${RUN}-auto` }, timeoutMs: 2000, lifecycle: { onTimeout: "pause" } });
+        await a.files.write("/home/user/a.txt", "before the pause\n");
+        const paused = async (x) => (await Sandbox.getInfo(x.sandboxId)).state === "paused";
+        assert(await until(20000, async () => (await paused(a)) && (await paused(b))), "paused once their 2 s were up");
+        // without autoResume traffic finds it paused, and it stays so
+        let err;
+        await b.files.read("/home/user/a.txt").catch((e) => (err = e));
+        assert(err, "a read of a paused sandbox without autoResume");
+        eq("paused", (await Sandbox.getInfo(b.sandboxId)).state, "that sandbox after the read");
+        // with it, the first request resumes it, and it has its timeout again
+        eq("before the pause\n", await a.files.read("/home/user/a.txt"), "a read resumes it");
+        eq("running", (await Sandbox.getInfo(a.sandboxId)).state, "its state after the read");
+        const left = ((await Sandbox.getInfo(a.sandboxId)).endAt.getTime() - Date.now()) / 1000;
+        assert(left > -1 && left <= 3, `endAt ${left} s away after the auto-resume (timeout 2 s)`);
+        eq("ok\n", (await a.commands.run("echo ok")).stdout, "a command after the auto-resume");
+        for (const x of [a, b]) {
+                await x.kill();
+                made.delete(x.sandboxId);
+        }
+}, 60000);
 
 await check("kill_then_gone", async () => {
         eq(true, await sb2.kill(), "kill()");

@@ -195,7 +195,8 @@ test_bad_bodies_change_nothing() {
         start_daemon "$d"
         for b in 'nope' '[]' '{"timeout": "60"}' '{"timeout": -1}' '{"timeout": 1e12}' '{"metadata": {"a": 1}}' \
                  '{"metadata": "x"}' '{"envVars": {"A": null}}' '{"autoPause": "yes"}' '{"templateID": 7}' \
-                 '{"allow_internet_access": 1}'; do
+                 '{"allow_internet_access": 1}' '{"autoResume": true}' '{"autoResume": {"enabled": 1}}' \
+                 '{"autoResume": {"enabled": true, "x": 1}}'; do
                 api POST /v2/sandboxes "$b"
                 assert_eq 400 "$CODE" "create with $b: $BODY"
                 assert_eq 400 "$(json 'j["code"]')" "its JSON code"
