@@ -44,7 +44,7 @@ static const char usage_main[] =
         "  stats [--json]                    nsboxd's sandboxes, pools, acquire latency, memory\n"
         "  api-key create|ls|rm              keys for nsboxd's HTTP API (create prints the key once)\n"
         "  rm [-f] ID...                     destroy sandboxes\n"
-        "  pause ID... | resume ID...        freeze and thaw sandboxes (cgroup.freeze)\n"
+        "  pause ID... | resume ID...        freeze and thaw sandboxes (cgroup.freeze, else SIGSTOP)\n"
         "  snapshot ID NAME                  capture a sandbox's filesystem as snapshot NAME\n"
         "  snapshot ls | snapshot rm NAME... list and remove snapshots\n"
         "  reset ID [NAME]                   restart a sandbox on snapshot NAME, or as it was created\n"
