@@ -15,7 +15,6 @@
 #include <sys/random.h>
 #include <zlib.h>
 
-#include "../base64.h"
 
 #define FILES_CHUNK (4u << 20)   /* bytes of one read_file or write_file call */
 #define FILES_INFLIGHT 2        /* write_file calls in flight: encoding overlaps writing */
@@ -167,10 +166,10 @@ static void files_free(void *p)
 static void read_next(files_state *st)
 {
         st->inflight++;
-        (void)http_call(st->r, "read_file",
-                        json_pack("{ss ss sI sI}", "path", st->files[0].path, "encoding", "base64", "byte_offset",
-                                  (json_int_t)st->asked, "byte_limit", (json_int_t)FILES_CHUNK),
-                        false);
+        (void)http_call_bytes(st->r, "read_file",
+                              json_pack("{ss ss sI sI}", "path", st->files[0].path, "encoding", "base64", "byte_offset",
+                                        (json_int_t)st->asked, "byte_limit", (json_int_t)FILES_CHUNK),
+                              NULL, 0, true);
         st->asked += FILES_CHUNK;
 }
 
@@ -180,6 +179,8 @@ static void read_next(files_state *st)
 static void download_msg(hreq *r, json_t *msg)
 {
         files_state *st = r->state;
+        size_t len = 0;
+        _cleanup_free_ char *bytes = http_take_bytes(r, msg, &len); /* the chunk's, beside msg */
         st->inflight--;
         if (st->failed || st->answered)
                 return;
@@ -188,25 +189,20 @@ static void download_msg(hreq *r, json_t *msg)
                 return;
         }
         json_t *res = json_object_get(msg, "result");
-        json_t *content = json_object_get(res, "content");
-        strbuf bytes;
-        sb_init(&bytes, FILES_CHUNK);
-        if (!json_is_string(content) || b64_decode(json_string_value(content), json_string_length(content), &bytes) < 0) {
-                sb_release(&bytes);
+        json_t *got = json_object_get(res, "bytes");
+        if (!json_is_integer(got) || (uint64_t)json_integer_value(got) != len) {
                 files_fail(st, 500, "read_file answered without its bytes");
                 return;
         }
         /* a short chunk is the end too (the file shrank): what was asked after it is dropped */
-        bool eof = json_is_true(json_object_get(res, "eof")) || bytes.len < FILES_CHUNK;
+        bool eof = json_is_true(json_object_get(res, "eof")) || len < FILES_CHUNK;
         uint64_t size = (uint64_t)json_integer_value(json_object_get(res, "size"));
         if (!r->streaming && http_stream_begin(r, 200, "application/octet-stream") < 0) {
-                sb_release(&bytes);
                 files_fail(st, 429, "too many streams of this user");
                 return;
         }
-        int e = bytes.len ? http_stream_write(r, bytes.buf, bytes.len) : 0;
-        st->offset += bytes.len;
-        sb_release(&bytes);
+        int e = len ? http_stream_write(r, bytes, len) : 0;
+        st->offset += len;
         if (e < 0 || eof) {
                 st->answered = true;
                 http_stream_end(r);
@@ -413,28 +409,19 @@ static void body_done(files_state *st)
 static void write_chunk(files_state *st, upfile *f)
 {
         size_t n = f->len < FILES_CHUNK ? f->len : FILES_CHUNK;
-        size_t elen = b64_encoded_len(n);
-        char *enc = malloc(elen + 1);
-        if (!enc) {
-                files_fail(st, 500, "out of memory");
-                return;
-        }
-        b64_encode(f->buf, n, enc);
-        /* base64 is ASCII: no UTF-8 check of megabytes */
-        json_t *p = json_pack("{ss so sb sb}", "path", f->tmp, "content_b64", json_stringn_nocheck(enc, elen), "append", f->started,
-                              "parents", true);
-        free(enc);
+        json_t *p = json_pack("{ss sb sb}", "path", f->tmp, "append", f->started, "parents", true);
         if (!p) {
                 files_fail(st, 500, "out of memory");
                 return;
         }
+        st->inflight++;
+        /* the bytes go to the agent as they are (the frame's payload): no base64 */
+        (void)http_call_bytes(st->r, "write_file", p, f->buf ? f->buf : "", n, false);
         if (f->len > n) /* an empty file has no buffer at all */
                 memmove(f->buf, f->buf + n, f->len - n);
         f->len -= n;
         st->buffered -= n;
         f->started = true;
-        st->inflight++;
-        (void)http_call(st->r, "write_file", p, false);
         if (st->buffered < FILES_CHUNK)
                 http_wake(st->r); /* room again for the body */
 }
