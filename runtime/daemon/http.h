@@ -64,6 +64,7 @@ struct hreq {
         /* a stream */
         bool streaming, stream_end;
         const char *stream_type;
+        size_t stream_block;            /* bytes MHD takes from sout at a time (0: 64 KiB) */
         nsbox_queue sout;               /* bytes not yet taken by MHD */
         bool counted_stream;
         uint64_t deadline_ns;           /* Connect-Timeout-Ms: the call is cancelled then */
