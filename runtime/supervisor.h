@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The host side of one running sandbox: its launcher handle and the link to its agent
  * (nsbox-protocol(7)).  A call goes out as a frame, the tool's name resolved here and only here,
- * write_file's base64 decoded once into the frame's payload; what comes back goes to the
- * caller's callbacks: a streamed command's output as events, then the call's result or error,
- * with what nsbox adds to an exec's result (pids_limited, oom_killed).  When the agent dies or
- * the sandbox is stopped, every call in flight is answered.
+ * write_file's base64 decoded once into the frame's payload (or an in-process caller's bytes
+ * sent as they are, nsbox_sup_send_bytes); what comes back goes to the caller's callbacks: a
+ * streamed command's output as events, then the call's result or error, with what nsbox adds to
+ * an exec's result (pids_limited, oom_killed).  When the agent dies or the sandbox is stopped,
+ * every call in flight is answered.
  *
  * Nothing here blocks, waits or installs anything: nsboxd drives a supervisor from its epoll loop
  * (flush on EPOLLOUT, read on EPOLLIN), libnsbox in process from a poll loop (nsbox_sup_poll),
