@@ -55,6 +55,7 @@ static void finish(nsbox_supervisor *s, nsbox_sup_call *c, json_t *result, const
                         break;
                 }
         s->ops->done(s->ctx, c, result, code, msg);
+        free(c->payload);
         free(c);
 }
 
@@ -77,19 +78,26 @@ void nsbox_sup_stop(nsbox_supervisor *s, const char *code, const char *why)
 
 /* The call as a client gives it made into the agent's request, in place: write_file's
  * "content_b64" decoded into payload (bytes travel as the frame's payload, not as JSON), exec's
- * "stream" set to what the caller forwards.  0, or -errno with a code and why. */
-static int to_agent(nsbox_sup_call *c, json_t *p, strbuf *payload, const char **ret_code, strbuf *why)
+ * "stream" set to what the caller forwards.  given: the caller's own bytes (given_len of them)
+ * are the payload (no content_b64 then).  0, or -errno with a code and why. */
+static int to_agent(nsbox_sup_call *c, json_t *p, bool given, size_t given_len, strbuf *payload, const char **ret_code, strbuf *why)
 {
         const char *enc = json_string_value(json_object_get(p, "encoding"));
-        c->b64 = !strcmp(c->tool, "read_file") && enc && !strcmp(enc, "base64");
+        c->b64 = !c->raw && !strcmp(c->tool, "read_file") && enc && !strcmp(enc, "base64");
         /* the agent streams output chunks as events exactly when the caller forwards them (and
          * refuses a watch that would not be forwarded) */
         if ((c->exec || !strcmp(c->tool, "watch")) && json_object_set_new(p, "stream", json_boolean(c->stream)) < 0)
                 goto nomem;
+        bool write = !strcmp(c->tool, "write_file");
         json_t *b64 = json_object_get(p, "content_b64");
-        if (strcmp(c->tool, "write_file") || !json_is_string(b64))
+        if (!write || (!given && !json_is_string(b64)))
                 return 0;
-        int r = b64_decode(json_string_value(b64), json_string_length(b64), payload);
+        if (given && (b64 || json_object_get(p, "content") || json_object_get(p, "data"))) {
+                *ret_code = "invalid_argument";
+                sb_appendf(why, "write_file: its bytes are given: no 'content', 'content_b64' or 'data'");
+                return -EINVAL;
+        }
+        int r = given ? 0 : b64_decode(json_string_value(b64), json_string_length(b64), payload);
         if (r == -E2BIG) {
                 *ret_code = "too_large";
                 sb_appendf(why, "write_file: content larger than %u bytes", NSBOX_FRAME_MAX_PAYLOAD);
@@ -100,10 +108,11 @@ static int to_agent(nsbox_sup_call *c, json_t *p, strbuf *payload, const char **
                 sb_appendf(why, "write_file: 'content_b64' is not valid base64");
                 return -EINVAL;
         }
-        json_object_del(p, "content_b64");
-        if (payload->len == 0) /* an empty file: no payload to carry it */
+        if (!given)
+                json_object_del(p, "content_b64");
+        if ((given ? given_len : payload->len) == 0) /* an empty file: no payload to carry it */
                 return json_object_set_new(p, "content", json_string("")) < 0 ? (*ret_code = "internal", -ENOMEM) : 0;
-        if (json_object_get(p, "content") || json_object_get(p, "data")) {
+        if (!given && (json_object_get(p, "content") || json_object_get(p, "data"))) {
                 *ret_code = "invalid_argument";
                 sb_appendf(why, "write_file: give one of 'content', 'content_b64' and 'data'");
                 return -EINVAL;
@@ -115,11 +124,11 @@ nomem:
         return -ENOMEM;
 }
 
-static int queue_request(nsbox_supervisor *s, nsbox_sup_call *c, json_t *p, const strbuf *payload, const char **ret_code,
+static int queue_request(nsbox_supervisor *s, nsbox_sup_call *c, json_t *p, const void *payload, size_t len, const char **ret_code,
                          strbuf *why)
 {
         json_t *req = json_pack("{sI ss sO}", "id", c->agent_id, "tool", c->tool, "params", p);
-        int r = req ? nsbox_frame_append(&s->out, req, payload->buf ? payload->buf : "", payload->len) : -ENOMEM;
+        int r = req ? nsbox_frame_append(&s->out, req, payload ? payload : "", len) : -ENOMEM;
         json_decref(req);
         if (r == -E2BIG) {
                 *ret_code = "too_large";
@@ -132,8 +141,9 @@ static int queue_request(nsbox_supervisor *s, nsbox_sup_call *c, json_t *p, cons
         return r;
 }
 
-int nsbox_sup_send(nsbox_supervisor *s, const char *tool, json_t *params, bool stream, void *data, nsbox_sup_call **ret,
-                   const char **ret_code, strbuf *why)
+/* nsbox_sup_send and nsbox_sup_send_bytes: bytes non-NULL are the payload as given. */
+static int send_call(nsbox_supervisor *s, const char *tool, json_t *params, bool stream, const void *bytes, size_t len, bool raw,
+                     void *data, nsbox_sup_call **ret, const char **ret_code, strbuf *why)
 {
         const char *canon = tool_canonical_name(tool);
         if (!canon) {
@@ -155,11 +165,12 @@ int nsbox_sup_send(nsbox_supervisor *s, const char *tool, json_t *params, bool s
                 *ret_code = "internal";
                 sb_appendf(why, "%s: out of memory", canon);
         } else {
-                *c = (nsbox_sup_call){ .agent_id = s->next_id + 1, .tool = canon, .stream = stream, .exec = !strcmp(canon, "exec"), .data = data };
-                r = to_agent(c, p, &payload, ret_code, why);
+                *c = (nsbox_sup_call){ .agent_id = s->next_id + 1, .tool = canon, .stream = stream, .exec = !strcmp(canon, "exec"),
+                                       .raw = raw, .data = data };
+                r = to_agent(c, p, bytes != NULL, len, &payload, ret_code, why);
         }
         if (r == 0)
-                r = queue_request(s, c, p, &payload, ret_code, why);
+                r = bytes ? queue_request(s, c, p, bytes, len, ret_code, why) : queue_request(s, c, p, payload.buf, payload.len, ret_code, why);
         json_decref(p);
         sb_release(&payload);
         if (r < 0) {
@@ -174,6 +185,18 @@ int nsbox_sup_send(nsbox_supervisor *s, const char *tool, json_t *params, bool s
         if (ret)
                 *ret = c;
         return 0;
+}
+
+int nsbox_sup_send(nsbox_supervisor *s, const char *tool, json_t *params, bool stream, void *data, nsbox_sup_call **ret,
+                   const char **ret_code, strbuf *why)
+{
+        return send_call(s, tool, params, stream, NULL, 0, false, data, ret, ret_code, why);
+}
+
+int nsbox_sup_send_bytes(nsbox_supervisor *s, const char *tool, json_t *params, const void *bytes, size_t len, bool raw, void *data,
+                         nsbox_sup_call **ret, const char **ret_code, strbuf *why)
+{
+        return send_call(s, tool, params, false, bytes, len, raw, data, ret, ret_code, why);
 }
 
 /* A request of nsbox's own about call c ("cancel", "pause"), which the agent does not answer
@@ -263,6 +286,12 @@ static void answer(nsbox_supervisor *s, nsbox_sup_call *c, nsbox_frame *f)
         const char *reason = json_string_value(json_object_get(result, "reason"));
         if (c->exec && reason && strcmp(reason, "timed_out") && nsbox_cgroup_pids_limited(&s->sb.cg) > c->pids_before)
                 json_object_set_new(result, "reason", json_string("pids_limited"));
+        if (c->raw) { /* the bytes go to the caller as they came: no copy, no base64 */
+                c->payload = f->payload;
+                c->payload_len = f->payload_len;
+                f->payload = NULL;
+                f->payload_len = 0;
+        }
         if (c->b64 && put_content_b64(result, f) < 0) {
                 finish(s, c, NULL, "internal", "read_file: out of memory for the reply");
                 return;

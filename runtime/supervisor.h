@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The host side of one running sandbox: its launcher handle and the link to its agent
  * (nsbox-protocol(7)).  A call goes out as a frame, the tool's name resolved here and only here,
- * write_file's base64 decoded once into the frame's payload; what comes back goes to the
- * caller's callbacks: a streamed command's output as events, then the call's result or error,
- * with what nsbox adds to an exec's result (pids_limited, oom_killed).  When the agent dies or
- * the sandbox is stopped, every call in flight is answered.
+ * write_file's base64 decoded once into the frame's payload (or an in-process caller's bytes
+ * sent as they are, nsbox_sup_send_bytes); what comes back goes to the caller's callbacks: a
+ * streamed command's output as events, then the call's result or error, with what nsbox adds to
+ * an exec's result (pids_limited, oom_killed).  When the agent dies or the sandbox is stopped,
+ * every call in flight is answered.
  *
  * Nothing here blocks, waits or installs anything: nsboxd drives a supervisor from its epoll loop
  * (flush on EPOLLOUT, read on EPOLLIN), libnsbox in process from a poll loop (nsbox_sup_poll),
@@ -30,10 +31,13 @@ typedef struct nsbox_sup_call {
         const char *tool;     /* canonical name (the registry's string) */
         bool stream;          /* the caller wants the output as events; false once cancelled */
         bool b64;             /* read_file with "encoding": "base64": the payload goes back as base64 */
+        bool raw;             /* the answer's payload goes to done as bytes (payload), not as base64 */
         bool exec;
         bool paused;          /* its output is held in the agent (nsbox_sup_pause_stream) */
         uint64_t pids_before; /* exec: the cgroup's pids.events max when it was sent */
         void *data;           /* the caller's */
+        char *payload;        /* raw: the answer's payload, during done (done may take it: set NULL) */
+        size_t payload_len;
 } nsbox_sup_call;
 
 typedef struct nsbox_sup_ops {
@@ -77,6 +81,11 @@ void nsbox_sup_stop(nsbox_supervisor *s, const char *code, const char *why);
  * content_b64 of write_file), -EBUSY too many calls, -EMSGSIZE over the frame maximum, -ENOMEM. */
 int nsbox_sup_send(nsbox_supervisor *s, const char *tool, json_t *params, bool stream, void *data, nsbox_sup_call **ret,
                    const char **ret_code, strbuf *why);
+/* The same for an in-process caller with the bytes at hand: bytes (len, may be 0) go as the frame's
+ * payload (write_file's content: params have no content_b64), and raw: the answer's payload is
+ * handed to ops->done as c->payload rather than base64 in the result.  bytes NULL: none. */
+int nsbox_sup_send_bytes(nsbox_supervisor *s, const char *tool, json_t *params, const void *bytes, size_t len, bool raw, void *data,
+                         nsbox_sup_call **ret, const char **ret_code, strbuf *why);
 /* Whoever asked is gone: no more events, and a command is killed (its result still comes). */
 void nsbox_sup_cancel(nsbox_supervisor *s, nsbox_sup_call *c);
 /* Hold or release a streaming call's output in the agent (its reader is behind). */

@@ -49,6 +49,33 @@ static void on_event(void *ctx, nsbox_sup_call *call, const char *event, json_t 
         send_line(c, json_pack("{ss ss so}", "jsonrpc", "2.0", "method", "event", "params", params));
 }
 
+/* What a recording keeps of a call whose bytes came beside its JSON: them as base64, as a
+ * client's call would have carried them. */
+static void record_bytes(json_t *obj, const char *key, const void *bytes, size_t len)
+{
+        char *enc = malloc(b64_encoded_len(len) + 1);
+        if (enc) {
+                b64_encode(bytes ? bytes : "", len, enc);
+                json_object_set_new(obj, key, json_stringn_nocheck(enc, b64_encoded_len(len)));
+                free(enc);
+        }
+}
+
+/* A raw call's answer bytes wait beside its reply line, for calls_take_bytes.  Its client
+ * may be gone (c NULL): dropped. */
+static int keep_bytes(client *c, const pending *p, nsbox_sup_call *call)
+{
+        if (!c || !json_is_integer(p->rpc_id) || !call->payload_len)
+                return 0;
+        call_bytes *b = malloc(sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        *b = (call_bytes){ .next = c->bytes, .rpc_id = json_integer_value(p->rpc_id), .data = call->payload, .len = call->payload_len };
+        c->bytes = b;
+        call->payload = NULL; /* taken */
+        return 0;
+}
+
 static void on_done(void *ctx, nsbox_sup_call *call, json_t *result, const char *code, const char *msg)
 {
         sandbox *s = ctx;
@@ -60,8 +87,17 @@ static void on_done(void *ctx, nsbox_sup_call *call, json_t *result, const char 
                 s->fresh = false;
                 s->d->pool_dirty = true;
         }
-        record_call(s, p, result, code);
+        json_t *rec = NULL;
+        if (call->raw && result && p->step && (rec = json_copy(result))) /* recorded as a client's base64 read is */
+                record_bytes(rec, "content", call->payload, call->payload_len);
+        record_call(s, p, rec ? rec : result, code);
+        json_decref(rec);
         client *c = client_by_serial(s->d, p->client);
+        if (call->raw && result && keep_bytes(c, p, call) < 0) {
+                result = NULL;
+                code = "internal";
+                msg = "out of memory for the answer";
+        }
         if (result)
                 reply_result(c, p->rpc_id, json_incref(result));
         else
@@ -99,7 +135,7 @@ static const char *busy(const sandbox *s, char *buf, size_t n)
         return buf;
 }
 
-void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
+static void call_send(daemon_state *d, client *c, json_t *id, json_t *params, const void *bytes, size_t len, bool raw)
 {
         sandbox *s = find_sandbox(d, c, id, params);
         if (!s)
@@ -132,8 +168,9 @@ void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
         const char *code = "internal";
         _cleanup_sb_ strbuf why;
         sb_init(&why, 256);
-        int r = nsbox_sup_send(&s->sup, json_string_value(tool), json_is_object(tparams) ? tparams : NULL, json_is_true(stream), p, &call,
-                               &code, &why);
+        json_t *tp = json_is_object(tparams) ? tparams : NULL;
+        int r = bytes || raw ? nsbox_sup_send_bytes(&s->sup, json_string_value(tool), tp, bytes, len, raw, p, &call, &code, &why)
+                             : nsbox_sup_send(&s->sup, json_string_value(tool), tp, json_is_true(stream), p, &call, &code, &why);
         if (r < 0) {
                 free(p);
                 reply_error(c, id, r == -EINVAL || r == -E2BIG ? RPC_INVALID_PARAMS : RPC_SERVER_ERROR, code, "%s",
@@ -149,9 +186,34 @@ void method_call(daemon_state *d, client *c, json_t *id, json_t *params)
                 /* a streamed exec's result differs (its output went as events): replay streams it too */
                 if (call->exec)
                         json_object_set_new(p->rec_params, "stream", json_boolean(json_is_true(stream)));
+                if (bytes && p->rec_params)
+                        record_bytes(p->rec_params, "content_b64", bytes, len);
                 snprintf(p->tool, sizeof(p->tool), "%s", call->tool);
         }
         s->last_active_ns = now_ns();
+}
+
+void method_call(daemon_state *d, client *c, json_t *id, json_t *params) { call_send(d, c, id, params, NULL, 0, false); }
+
+void method_call_bytes(daemon_state *d, client *c, json_t *id, json_t *params, const void *bytes, size_t len, bool raw)
+{
+        call_send(d, c, id, params, bytes, len, raw);
+}
+
+char *calls_take_bytes(client *c, json_t *id, size_t *len)
+{
+        *len = 0;
+        for (call_bytes **pp = c ? &c->bytes : NULL; pp && *pp; pp = &(*pp)->next) {
+                call_bytes *b = *pp;
+                if (!json_is_integer(id) || b->rpc_id != json_integer_value(id))
+                        continue;
+                *pp = b->next;
+                char *data = b->data;
+                *len = b->len;
+                free(b);
+                return data;
+        }
+        return NULL;
 }
 
 /* ---- the agent's socket ---------------------------------------------------------------------- */
@@ -187,8 +249,14 @@ void agents_update_interest(daemon_state *d)
 }
 
 /* c is gone: its calls in flight: answers are dropped; commands it was waiting for are stopped */
-void calls_client_gone(daemon_state *d, const client *c)
+void calls_client_gone(daemon_state *d, client *c)
 {
+        while (c->bytes) { /* answers it did not take */
+                call_bytes *b = c->bytes;
+                c->bytes = b->next;
+                free(b->data);
+                free(b);
+        }
         for (sandbox *s = d->sandboxes; s; s = s->next)
                 for (nsbox_sup_call *call = s->sup.calls; call; call = call->next) {
                         pending *p = call->data;

@@ -110,6 +110,30 @@ uint64_t http_call(hreq *r, const char *tool, json_t *tparams, bool stream)
                                              tparams ? tparams : json_object(), "stream", stream));
 }
 
+uint64_t http_call_bytes(hreq *r, const char *tool, json_t *tparams, const void *bytes, size_t len, bool raw)
+{
+        client *c = req_client(r);
+        uint64_t id = ++r->next_id;
+        json_t *jid = json_integer((json_int_t)id);
+        json_t *params = json_pack("{ss ss so sb}", "sandbox", r->sandbox_id, "tool", tool, "params", tparams ? tparams : json_object(),
+                                   "stream", false);
+        if (c && jid && params && r->d->stopping) /* as handle_request refuses it */
+                reply_error(c, jid, RPC_SERVER_ERROR, "unavailable", "nsboxd is stopping: 'call' refused");
+        else if (c && jid && params)
+                method_call_bytes(r->d, c, jid, params, bytes, len, raw);
+        else if (c && jid)
+                reply_error(c, jid, RPC_SERVER_ERROR, "internal", "out of memory");
+        json_decref(params);
+        json_decref(jid);
+        r->d->http->dirty = true;
+        return id;
+}
+
+char *http_take_bytes(hreq *r, json_t *msg, size_t *len)
+{
+        return calls_take_bytes(r->c, json_object_get(msg, "id"), len);
+}
+
 void http_answer(hreq *r, unsigned status, const char *type, char *body, size_t len)
 {
         free(r->answer);
@@ -496,7 +520,8 @@ static enum MHD_Result respond(hreq *r)
                 if (r->upgrade)
                         resp = MHD_create_response_for_upgrade(r->upgrade, r->upgrade_cls);
                 else if (r->streaming)
-                        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, r, NULL);
+                        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, r->stream_block ? r->stream_block : 64 * 1024,
+                                                                 stream_read, r, NULL);
                 else {
                         resp = MHD_create_response_from_buffer(r->answer_len, r->answer, MHD_RESPMEM_MUST_FREE);
                         if (resp)

@@ -64,6 +64,7 @@ struct hreq {
         /* a stream */
         bool streaming, stream_end;
         const char *stream_type;
+        size_t stream_block;            /* bytes MHD takes from sout at a time (0: 64 KiB) */
         nsbox_queue sout;               /* bytes not yet taken by MHD */
         bool counted_stream;
         uint64_t deadline_ns;           /* Connect-Timeout-Ms: the call is cancelled then */
@@ -84,6 +85,10 @@ const char *http_header(hreq *r, const char *name);
 const char *http_arg(hreq *r, const char *name);
 uint64_t http_rpc(hreq *r, const char *method, json_t *params);   /* takes params; its JSON-RPC id */
 uint64_t http_call(hreq *r, const char *tool, json_t *tparams, bool stream); /* the method "call" on r's sandbox */
+/* The same with bytes beside the JSON (never base64'd): bytes (NULL: none) are the frame's
+ * payload (write_file's content); raw: the answer's payload is taken with http_take_bytes. */
+uint64_t http_call_bytes(hreq *r, const char *tool, json_t *tparams, const void *bytes, size_t len, bool raw);
+char *http_take_bytes(hreq *r, json_t *msg, size_t *len); /* a raw call's answer's bytes (msg's id); the caller frees */
 void http_answer(hreq *r, unsigned status, const char *type, char *body, size_t len); /* takes body */
 void http_answer_json(hreq *r, unsigned status, json_t *body);                      /* takes body */
 int http_stream_begin(hreq *r, unsigned status, const char *type); /* -EAGAIN: the user has HTTP_STREAMS_PER_UID */

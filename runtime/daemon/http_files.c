@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* envd's GET and POST /files: a download is read_file calls (base64, FILES_CHUNK bytes each,
- * one in flight) streamed out as raw bytes; an upload (application/octet-stream, or
+/* envd's GET and POST /files: a download is read_file calls (FILES_CHUNK bytes each,
+ * FILES_INFLIGHT in flight) streamed out as raw bytes; an upload (application/octet-stream, or
  * multipart/form-data parsed by libmicrohttpd's post processor; either may be gzip) is
  * write_file calls of FILES_CHUNK bytes each to a hidden temporary beside the file (the first
  * creates it and its parents, the next append), then a rename onto the file, so that a failed
  * or interrupted upload leaves no half file.  Neither holds a whole file in memory: an upload
- * takes the body's bytes only while its buffer has room (http.h, on_body). */
+ * takes the body's bytes only while its buffer has room (http.h, on_body).  The bytes are never
+ * base64 or JSON in nsboxd: they travel beside the calls (http_call_bytes). */
 #include "http.h"
 
 #include <errno.h>
@@ -15,10 +16,13 @@
 #include <sys/random.h>
 #include <zlib.h>
 
-#include "../base64.h"
 
-#define FILES_CHUNK (4u << 20)   /* bytes of one read_file or write_file call */
-#define FILES_INFLIGHT 2        /* write_file calls in flight: encoding overlaps writing */
+/* Measured (tests/bench/e2b.sh, curl): 1 MiB chunks, 4 in flight, and MHD taking 1 MiB of a
+ * download at a time keep the client, nsboxd and the agent busy at once, where 4 MiB chunks
+ * two at a time made each wait for the others' whole chunk. */
+#define FILES_CHUNK (1u << 20)   /* bytes of one read_file or write_file call */
+#define FILES_INFLIGHT 4         /* calls in flight: the agent works while nsboxd and the client do */
+#define FILES_BLOCK (1u << 20)   /* a download's bytes MHD takes at a time (http.h, stream_block) */
 #define FILES_STEP (64u << 10)   /* decoded bytes made at a time from the body */
 #define FILES_MAX 1000u          /* files in one multipart upload */
 #define FILES_PATH_MAX 4096u
@@ -167,10 +171,10 @@ static void files_free(void *p)
 static void read_next(files_state *st)
 {
         st->inflight++;
-        (void)http_call(st->r, "read_file",
-                        json_pack("{ss ss sI sI}", "path", st->files[0].path, "encoding", "base64", "byte_offset",
-                                  (json_int_t)st->asked, "byte_limit", (json_int_t)FILES_CHUNK),
-                        false);
+        (void)http_call_bytes(st->r, "read_file",
+                              json_pack("{ss ss sI sI}", "path", st->files[0].path, "encoding", "base64", "byte_offset",
+                                        (json_int_t)st->asked, "byte_limit", (json_int_t)FILES_CHUNK),
+                              NULL, 0, true);
         st->asked += FILES_CHUNK;
 }
 
@@ -180,6 +184,8 @@ static void read_next(files_state *st)
 static void download_msg(hreq *r, json_t *msg)
 {
         files_state *st = r->state;
+        size_t len = 0;
+        _cleanup_free_ char *bytes = http_take_bytes(r, msg, &len); /* the chunk's, beside msg */
         st->inflight--;
         if (st->failed || st->answered)
                 return;
@@ -188,25 +194,20 @@ static void download_msg(hreq *r, json_t *msg)
                 return;
         }
         json_t *res = json_object_get(msg, "result");
-        json_t *content = json_object_get(res, "content");
-        strbuf bytes;
-        sb_init(&bytes, FILES_CHUNK);
-        if (!json_is_string(content) || b64_decode(json_string_value(content), json_string_length(content), &bytes) < 0) {
-                sb_release(&bytes);
+        json_t *got = json_object_get(res, "bytes");
+        if (!json_is_integer(got) || (uint64_t)json_integer_value(got) != len) {
                 files_fail(st, 500, "read_file answered without its bytes");
                 return;
         }
         /* a short chunk is the end too (the file shrank): what was asked after it is dropped */
-        bool eof = json_is_true(json_object_get(res, "eof")) || bytes.len < FILES_CHUNK;
+        bool eof = json_is_true(json_object_get(res, "eof")) || len < FILES_CHUNK;
         uint64_t size = (uint64_t)json_integer_value(json_object_get(res, "size"));
         if (!r->streaming && http_stream_begin(r, 200, "application/octet-stream") < 0) {
-                sb_release(&bytes);
                 files_fail(st, 429, "too many streams of this user");
                 return;
         }
-        int e = bytes.len ? http_stream_write(r, bytes.buf, bytes.len) : 0;
-        st->offset += bytes.len;
-        sb_release(&bytes);
+        int e = len ? http_stream_write(r, bytes, len) : 0;
+        st->offset += len;
         if (e < 0 || eof) {
                 st->answered = true;
                 http_stream_end(r);
@@ -235,6 +236,7 @@ static void download(hreq *r, files_state *st)
         st->files[0].path = path;
         st->n_files = 1;
         r->on_msg = download_msg;
+        r->stream_block = FILES_BLOCK;
         read_next(st);
 }
 
@@ -413,28 +415,19 @@ static void body_done(files_state *st)
 static void write_chunk(files_state *st, upfile *f)
 {
         size_t n = f->len < FILES_CHUNK ? f->len : FILES_CHUNK;
-        size_t elen = b64_encoded_len(n);
-        char *enc = malloc(elen + 1);
-        if (!enc) {
-                files_fail(st, 500, "out of memory");
-                return;
-        }
-        b64_encode(f->buf, n, enc);
-        /* base64 is ASCII: no UTF-8 check of megabytes */
-        json_t *p = json_pack("{ss so sb sb}", "path", f->tmp, "content_b64", json_stringn_nocheck(enc, elen), "append", f->started,
-                              "parents", true);
-        free(enc);
+        json_t *p = json_pack("{ss sb sb}", "path", f->tmp, "append", f->started, "parents", true);
         if (!p) {
                 files_fail(st, 500, "out of memory");
                 return;
         }
+        st->inflight++;
+        /* the bytes go to the agent as they are (the frame's payload): no base64 */
+        (void)http_call_bytes(st->r, "write_file", p, f->buf ? f->buf : "", n, false);
         if (f->len > n) /* an empty file has no buffer at all */
                 memmove(f->buf, f->buf + n, f->len - n);
         f->len -= n;
         st->buffered -= n;
         f->started = true;
-        st->inflight++;
-        (void)http_call(st->r, "write_file", p, false);
         if (st->buffered < FILES_CHUNK)
                 http_wake(st->r); /* room again for the body */
 }

@@ -66,6 +66,14 @@ enum { K_LISTEN, K_SIGNAL, K_CLIENT, K_SYNC, K_AGENT, K_PIDFD, K_JOB, K_HTTP }; 
 enum { JOB_NONE, JOB_SNAPSHOT, JOB_REPO };
 #define KEY(serial, kind) ((uint64_t)(serial) << 3 | (uint64_t)(kind))
 
+/* A raw call's answer bytes, beside its reply line until the caller takes them (calls.c). */
+typedef struct call_bytes {
+        struct call_bytes *next;
+        json_int_t rpc_id;
+        char *data;
+        size_t len;
+} call_bytes;
+
 typedef struct client {
         struct client *next;
         uint64_t serial;
@@ -83,6 +91,7 @@ typedef struct client {
         uint64_t partial_since_ns; /* the first byte of an unfinished request line came then; 0: none */
         size_t counted;            /* of its uid's buffered request bytes (uid_use) */
         struct hreq *http;         /* an HTTP request's client: no socket (fd -1), http.h */
+        call_bytes *bytes;         /* its raw calls' answers' bytes (calls.c, method_call_bytes) */
 } client;
 
 /* What one uid holds of the connections and of the request bytes buffered (nsboxd(8), LIMITS). */
@@ -293,9 +302,14 @@ void job_readable(daemon_state *d, sandbox *s);
 /* calls.c: everything about calls to a sandbox's agent and its frames, behind these */
 void calls_attach(daemon_state *d, sandbox *s, const char *id); /* its supervisor: its id and callbacks */
 void method_call(daemon_state *d, client *c, json_t *id, json_t *params);        /* the method "call" */
+/* The same for an in-daemon caller (http_files.c) with bytes beside the JSON: bytes (may be NULL)
+ * go to the agent as the frame's payload (write_file's content), and raw: the answer's payload
+ * waits beside its reply line for calls_take_bytes, not base64 in it. */
+void method_call_bytes(daemon_state *d, client *c, json_t *id, json_t *params, const void *bytes, size_t len, bool raw);
+char *calls_take_bytes(client *c, json_t *id, size_t *len); /* a raw call's answer's bytes (the caller frees) */
 void sandbox_died(daemon_state *d, sandbox *s);          /* its agent is gone; s is removed */
 void agents_update_interest(daemon_state *d);            /* streams paused or resumed; epoll interest */
-void calls_client_gone(daemon_state *d, const client *c); /* before c is freed */
+void calls_client_gone(daemon_state *d, client *c);       /* before c is freed */
 void agent_event(daemon_state *d, sandbox *s, uint32_t events); /* epoll events of its agent's socket */
 void agents_flush(daemon_state *d);                      /* what is queued to the agents, written now */
 

@@ -25,6 +25,8 @@ typedef struct seen {
                 json_t *result;
                 char code[32];
                 char msg[256];
+                char payload[32]; /* a raw call's answer's bytes (c->payload) */
+                size_t payload_len;
         } done[MAX_DONE];
         int n_events;
         char events[256]; /* "stdout:abc;stderr:x;" */
@@ -53,6 +55,9 @@ static void on_done(void *ctx, nsbox_sup_call *c, json_t *result, const char *co
         s->done[s->n_done].result = json_incref(result);
         snprintf(s->done[s->n_done].code, sizeof(s->done[0].code), "%s", code ? code : "");
         snprintf(s->done[s->n_done].msg, sizeof(s->done[0].msg), "%s", msg ? msg : "");
+        s->done[s->n_done].payload_len = c->payload_len;
+        if (c->payload)
+                memcpy(s->done[s->n_done].payload, c->payload, c->payload_len < 32 ? c->payload_len : 32);
         s->n_done++;
 }
 
@@ -210,6 +215,54 @@ START_TEST(write_file_base64_travels_as_payload_and_read_file_base64_comes_back)
         agent_send(&f, reply, "abc");
         ck_assert_int_eq(pump(&f, 2), 0);
         ck_assert_str_eq(json_string_value(json_object_get(f.seen.done[1].result, "content")), "YWJj");
+        fixture_release(&f);
+}
+END_TEST
+
+START_TEST(bytes_given_travel_as_payload_and_a_raw_answer_comes_back_as_bytes)
+{
+        fixture f;
+        fixture_init(&f);
+        const char *code = NULL;
+        strbuf why;
+        sb_init(&why, 256);
+        json_t *p = json_pack("{ss sb}", "path", "b", "append", 1);
+        ck_assert_int_eq(nsbox_sup_send_bytes(&f.sup, "write_file", p, "\x00\x01\xff", 3, false, NULL, NULL, &code, &why), 0);
+        ck_assert_int_eq(nsbox_sup_send_bytes(&f.sup, "write_file", p, "", 0, false, NULL, NULL, &code, &why), 0);
+        json_object_set_new(p, "content_b64", json_string("AAEC"));
+        ck_assert_int_eq(nsbox_sup_send_bytes(&f.sup, "write_file", p, "x", 1, false, NULL, NULL, &code, &why), -EINVAL);
+        ck_assert_str_eq(code, "invalid_argument");
+        json_decref(p);
+        ck_assert_int_eq(nsbox_sup_flush(&f.sup), 1);
+        strbuf payload;
+        sb_init(&payload, 1024);
+        json_t *rq = agent_recv(&f, &payload);
+        ck_assert_uint_eq(payload.len, 3);
+        ck_assert_int_eq(memcmp(payload.buf, "\x00\x01\xff", 3), 0);
+        ck_assert(json_is_true(json_object_get(json_object_get(rq, "params"), "append")));
+        ck_assert_ptr_null(json_object_get(json_object_get(rq, "params"), "content"));
+        json_decref(rq);
+        payload.len = 0;
+        rq = agent_recv(&f, &payload); /* an empty file: "content" says so, no payload */
+        ck_assert_uint_eq(payload.len, 0);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(rq, "params"), "content")), "");
+        json_decref(rq);
+        sb_release(&payload);
+
+        p = json_pack("{ss ss}", "path", "b", "encoding", "base64");
+        ck_assert_int_eq(nsbox_sup_send_bytes(&f.sup, "read_file", p, NULL, 0, true, NULL, NULL, &code, &why), 0);
+        json_decref(p);
+        ck_assert_int_eq(nsbox_sup_flush(&f.sup), 1);
+        rq = agent_recv(&f, NULL);
+        char reply[128];
+        snprintf(reply, sizeof(reply), "{\"id\": %lld, \"result\": {\"bytes\": 3}}", (long long)json_integer_value(json_object_get(rq, "id")));
+        json_decref(rq);
+        agent_send(&f, reply, "abc");
+        ck_assert_int_eq(pump(&f, 1), 0);
+        ck_assert_ptr_null(json_object_get(f.seen.done[0].result, "content")); /* no base64 */
+        ck_assert_uint_eq(f.seen.done[0].payload_len, 3);
+        ck_assert_int_eq(memcmp(f.seen.done[0].payload, "abc", 3), 0);
+        sb_release(&why);
         fixture_release(&f);
 }
 END_TEST
@@ -600,6 +653,7 @@ Suite *supervisor_suite(void)
         unit_add(tc, call_and_result_by_alias_resolved_once);
         unit_add(tc, unknown_tool_and_bad_params_are_refused_before_sending);
         unit_add(tc, write_file_base64_travels_as_payload_and_read_file_base64_comes_back);
+        unit_add(tc, bytes_given_travel_as_payload_and_a_raw_answer_comes_back_as_bytes);
         unit_add(tc, streamed_exec_events_reach_the_caller_and_unstreamed_do_not);
         unit_add(tc, several_calls_in_flight_each_get_their_own_answer);
         unit_add(tc, an_agent_error_keeps_its_code_and_an_unknown_code_is_internal);
