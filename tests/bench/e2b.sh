@@ -30,3 +30,27 @@ E2B_API_KEY=$("$NSBOX" api-key create 2>/dev/null)
 export E2B_API_KEY E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
 mkdir -p "$dir/js" && cp "$here/e2b.mjs" "$dir/js/" && ln -s "$mods/node_modules" "$dir/js/node_modules"
 node "$dir/js/e2b.mjs" "$N" "$dir/d.sock"
+
+# /files driven by curl: what nsboxd's HTTP API moves when the client is not the limit (node's
+# fetch and the SDK's layers take most of the time above)
+body=$(curl -s -H "X-API-KEY: $E2B_API_KEY" -d '{"templateID": "base", "timeout": 600}' "$E2B_API_URL/v2/sandboxes")
+sid=$(printf '%s' "$body" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])')
+tok=$(printf '%s' "$body" | python3 -c 'import json, sys; print(json.load(sys.stdin)["envdAccessToken"])')
+head -c 64M /dev/urandom > "$dir/big"
+w=() r=()
+for _ in 1 2 3 4 5; do
+        w+=("$(curl -s -o /dev/null -w '%{time_total}' -H "E2b-Sandbox-Id: $sid" -H "X-Access-Token: $tok" \
+                -H 'Content-Type: application/octet-stream' --data-binary @"$dir/big" "$E2B_SANDBOX_URL/files?path=big.bin")")
+        r+=("$(curl -s -o "$dir/back" -w '%{time_total}' -H "E2b-Sandbox-Id: $sid" -H "X-Access-Token: $tok" "$E2B_SANDBOX_URL/files?path=big.bin")")
+        cmp -s "$dir/big" "$dir/back" || { echo "bench: 64 MiB came back different through curl" >&2; exit 1; }
+done
+python3 - "${w[*]}" "${r[*]}" <<'PY'
+import json, statistics, sys
+mbps = lambda ts: statistics.median(64 / 1.048576 / float(t) for t in ts.split())
+w, r = mbps(sys.argv[1]), mbps(sys.argv[2])
+print("== the same /files through curl (5 runs, medians)")
+print("  %-44s %9.2f MB/s" % ("POST /files 64 MiB", w))
+print("  %-44s %9.2f MB/s" % ("GET /files 64 MiB", r))
+print(json.dumps({"e2b_curl": {"files_write_MBps": w, "files_read_MBps": r}}))
+PY
+curl -s -o /dev/null -X DELETE -H "X-API-KEY: $E2B_API_KEY" "$E2B_API_URL/sandboxes/$sid"
