@@ -326,10 +326,11 @@ static bool token_is(hreq *r, const char *header, sandbox *s, const char *key)
         return token && want && strlen(token) == strlen(want) && same_secret(token, want, strlen(want));
 }
 
-bool http_public_traffic(daemon_state *d, sandbox *s)
+/* Public: made by an E2B create that did not say otherwise (http.public_traffic the default).
+ * A sandbox made on nsboxd's socket never asked for E2B's rule: its ports stay private. */
+bool http_public_traffic(const sandbox *s)
 {
-        json_t *pub = json_object_get(s->http, "public");
-        return json_is_boolean(pub) ? json_is_true(pub) : d->conf->http_public_traffic;
+        return json_is_true(json_object_get(s->http, "public"));
 }
 
 /* A port other than envd's is public (E2B's allowPublicTraffic, on unless the sandbox or the
@@ -339,7 +340,7 @@ static bool port_open(hreq *r, sandbox *s)
 {
         if (r->port == HTTP_ENVD_PORT)
                 return false;
-        if (http_public_traffic(r->d, s))
+        if (http_public_traffic(s))
                 return true;
         return token_is(r, "E2B-Traffic-Access-Token", s, "traffic_token");
 }

@@ -100,7 +100,7 @@ hreq *http_internal_new(hreq *like); /* no connection: like's sandbox and user (
 void http_internal_free(hreq *r);
 int http_sandbox_token(sandbox *s);  /* its data-plane access token, made anew */
 int http_sandbox_secret(sandbox *s, const char *key); /* a new random token in s->http */
-bool http_public_traffic(daemon_state *d, sandbox *s); /* its ports need no token (allowPublicTraffic) */
+bool http_public_traffic(const sandbox *s); /* its ports need no token (allowPublicTraffic) */
 /* a JSON-RPC error message's stable code and message (NULL: not an error) */
 const char *rpc_error_code(json_t *msg, const char **message);
 unsigned http_status_of(const char *code);

@@ -86,7 +86,7 @@ static void with_access(daemon_state *d, sandbox *s, json_t *o)
         if (json_object_get(s->http, "token"))
                 json_object_set(o, "envdAccessToken", json_object_get(s->http, "token"));
         json_t *traffic = json_object_get(s->http, "traffic_token");
-        json_object_set_new(o, "trafficAccessToken", traffic && !http_public_traffic(d, s) ? json_incref(traffic) : json_null());
+        json_object_set_new(o, "trafficAccessToken", traffic && !http_public_traffic(s) ? json_incref(traffic) : json_null());
         json_object_set_new(o, "domain", d->conf->http_domain ? json_string(d->conf->http_domain) : json_null());
 }
 
@@ -109,7 +109,7 @@ json_t *control_sandbox_json(daemon_state *d, sandbox *s)
                               HTTP_ENVD_VERSION, "metadata", meta ? meta : s->labels ? s->labels : json_object());
         with_access(d, s, o);
         if (o)
-                json_object_set_new(o, "network", json_pack("{sb}", "allowPublicTraffic", http_public_traffic(d, s)));
+                json_object_set_new(o, "network", json_pack("{sb}", "allowPublicTraffic", http_public_traffic(s)));
         return o;
 }
 
@@ -510,7 +510,7 @@ static void fork_start(hreq *r, control *k, sandbox *s, json_t *b)
         k->envs = json_incref(json_object_get(s->http, "envs"));
         json_t *in = json_object_get(s->http, "internet");
         k->internet = !json_is_false(in);
-        k->public_traffic = http_public_traffic(r->d, s);
+        k->public_traffic = http_public_traffic(s);
         if (interp_template(k->template_id)) { /* its kernels are memory, which a snapshot of files does not carry */
                 control_error(r, 400, "a code-interpreter sandbox cannot be forked: nsbox's snapshots carry files, not running kernels");
                 return;

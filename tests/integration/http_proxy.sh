@@ -217,6 +217,19 @@ test_ports_are_public_by_default_as_on_e2b() {
                 -H "Content-Type: application/json" -d '{"path":"/"}' "$BASE/filesystem.Filesystem/ListDir")
         assert_eq 401 "$CODE" "envd with no token"
         "$NSBOX" rm -f "$ID" > /dev/null
+        # a sandbox made on nsboxd's socket never asked for E2B's rule: its ports stay private
+        local own
+        own=$("$NSBOX" create) || fail "nsbox create"
+        "$NSBOX" exec -d "$own" -- python3 -m http.server 8000 < /dev/null > /dev/null || fail "exec -d"
+        for _ in $(seq 50); do
+                "$NSBOX" exec "$own" -- python3 -c 'import urllib.request; urllib.request.urlopen("http://127.0.0.1:8000/")' 2> /dev/null && break
+                sleep 0.1
+        done
+        CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $own" -H "E2b-Sandbox-Port: 8000" "$BASE/")
+        assert_eq 401 "$CODE" "a port of a sandbox made on the socket, with no credentials"
+        CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $own" -H "E2b-Sandbox-Port: 8000" -H "X-API-KEY: $KEY" "$BASE/")
+        assert_eq 200 "$CODE" "the same with its owner's key"
+        "$NSBOX" rm -f "$own" > /dev/null
 }
 
 test_a_private_sandbox_port_needs_its_traffic_token() {
