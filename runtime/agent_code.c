@@ -296,7 +296,8 @@ static int parse_head(code_call *cc, tool_error *e)
         cc->mode = chunked ? BODY_CHUNK_SIZE : has_length ? BODY_LENGTH : BODY_TO_EOF;
         cc->left = length;
         cc->st = CC_BODY;
-        return NEED_MORE;
+        /* an empty body by length (204, DELETE's answer): complete with the headers */
+        return cc->mode == BODY_LENGTH && !length ? COMPLETE : NEED_MORE;
 }
 
 static const char *const languages[] = { "python", "python3", "py", "ipython", "javascript", "js", "node", "bash", "sh", "shell", NULL };
@@ -577,7 +578,7 @@ static void cc_io(agent *a, code_call *cc, uint32_t events)
         int r = NEED_MORE;
         if (cc->st == CC_HEAD)
                 r = parse_head(cc, &e);
-        if (r == NEED_MORE && cc->st == CC_BODY)
+        if (r == NEED_MORE && cc->st == CC_BODY && cc->in.len)
                 r = parse_body(a, cc, &e);
         if (r == FAILED)
                 cc_fail(a, cc, &e);
