@@ -181,7 +181,8 @@ $(B)/nsboxd: $(B)/runtime/nsboxd.o $(B)/libnsbox.a
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
 
 # It serves the git tools too: libgit2.
-# the code interpreter's server, next to nsboxd as nsbox-agent is (nsboxd's code-interpreter template)
+# the code interpreter's server as a file, for running it by hand (nsboxd and the agent have it
+# built in: runtime/interp_source.c)
 $(B)/code-interpreter: rootfs/code-interpreter/server.py
 	$(call say,CP,$@)
 	$(Q)install -m 0755 $< $@
