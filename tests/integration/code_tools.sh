@@ -248,24 +248,39 @@ s.listen(8)
 open("/tmp/evil.ready", "w").close()
 while True:
     c, _ = s.accept()
+    c.recv(65536)  # the request: unread, it would make close() a reset
     if mode == "garbage":
         c.sendall(b"SSH-2.0-hello\r\n\r\n")
     elif mode == "headers":
         c.sendall(b"HTTP/1.1 200 OK\r\n" + b"X: " + b"y" * 100000)
     elif mode == "chunks":
         c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+    elif mode == "notjson":
+        c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello\n\r\n0\r\n\r\n")
+    elif mode == "early":
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{\"type\": \"stdout\"")
+    elif mode == "endless":
+        c.sendall(b"HTTP/1.1 200 OK\r\n\r\n")
+        try:
+            while True:
+                c.sendall(b"x" * 65536)
+        except OSError:
+            pass
     elif mode == "silent":
         time.sleep(30)
     c.close()
 PY
         "$NSBOX" cp "$TEST_TMP/evil.py" "$sid:/tmp/evil.py" || fail "cp"
-        for mode in garbage headers chunks silent; do
+        for mode in garbage headers chunks notjson early endless silent; do
                 assert_status 0 "$NSBOX" exec -d --tag "evil-$mode" "$sid" -- python3 /tmp/evil.py "$mode"
                 for _ in $(seq 100); do "$NSBOX" exec "$sid" -- test -e /tmp/evil.ready && break; sleep 0.05; done
                 case $mode in
                 garbage) bad "$sid" run_code '{"code": "1"}' "run_code: the code interpreter's answer is not valid HTTP: status line" ;;
                 headers) bad "$sid" run_code '{"code": "1"}' "run_code: the code interpreter's answer is not valid HTTP: headers too long" ;;
                 chunks) bad "$sid" run_code '{"code": "1"}' "run_code: the code interpreter's answer is not valid HTTP: chunk size" ;;
+                notjson) bad "$sid" run_code '{"code": "1"}' "run_code: the code interpreter's answer is not valid HTTP: a line of the cell's output is not a JSON object" ;;
+                early) bad "$sid" run_code '{"code": "1"}' "run_code: the code interpreter closed the connection before its answer was complete" ;;
+                endless) bad "$sid" run_code '{"code": "1"}' "too_large: run_code: a line of the cell's output is over 16777216 bytes" ;;
                 silent) bad "$sid" run_code '{"code": "1", "timeout": 0.5}' "timeout: run_code: the code interpreter did not answer in time" ;;
                 esac
                 assert_status 0 "$NSBOX" call "$sid" process_kill "{\"tag\": \"evil-$mode\"}"
