@@ -291,6 +291,18 @@ PY
         assert_eq 0 "$(server_tagged "$sid")" "a code interpreter started while something else listened"
 }
 
+# A server that exits before it listens (python3-ipykernel missing says so on stderr): the call
+# fails with its last line, and the next call starts a server of its own.
+test_a_server_that_exits_before_it_is_ready_is_a_clear_error() {
+        local sid
+        sandbox sid
+        assert_status 0 "$NSBOX" exec -d --tag code-interpreter "$sid" -- sh -c 'sleep 0.5; echo starting >&2; echo "the code interpreter did not start: no kernel here" >&2; exit 1'
+        bad "$sid" run_code '{"code": "1"}' "run_code: the code interpreter did not start: no kernel here"
+        need_kernel
+        ok "$sid" run_code '{"code": "6 * 7"}'
+        assert_eq "42" "$(get 'r["text"]')" "a call after the failed server"
+}
+
 test_mcp_tools_call_run_code() {
         need_kernel
         local out
