@@ -125,6 +125,8 @@ $(B)/%.o: %.c $(B)/.flags
 # The default policy is built into the programs (.incbin in runtime/policy_default.c), which the
 # compiler's dependency files do not see.
 $(B)/runtime/policy_default.o $(B)/pic/runtime/policy_default.o: policy/default.json
+# So is the code interpreter's server (.incbin in runtime/interp_source.c).
+$(B)/runtime/interp_source.o $(B)/pic/runtime/interp_source.o: rootfs/code-interpreter/server.py
 
 # made anew: `ar r` keeps the members of sources since removed (runtime/daemon.o once), which
 # would still be linked in place of their successors
@@ -179,7 +181,8 @@ $(B)/nsboxd: $(B)/runtime/nsboxd.o $(B)/libnsbox.a
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
 
 # It serves the git tools too: libgit2.
-# the code interpreter's server, next to nsboxd as nsbox-agent is (nsboxd's code-interpreter template)
+# the code interpreter's server as a file, for running it by hand (nsboxd and the agent have it
+# built in: runtime/interp_source.c)
 $(B)/code-interpreter: rootfs/code-interpreter/server.py
 	$(call say,CP,$@)
 	$(Q)install -m 0755 $< $@

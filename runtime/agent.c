@@ -264,7 +264,7 @@ static void handle_cancel(agent *a, const request *rq)
                                 break;
                         }
         }
-        if (watch_cancel(a, (json_int_t)id))
+        if (watch_cancel(a, (json_int_t)id) || code_cancel(a, (json_int_t)id))
                 found = true;
         send_result(a, rq->id, json_pack("{sb}", "cancelled", found), NULL, 0);
 }
@@ -287,6 +287,7 @@ static void handle_pause(agent *a, const request *rq)
                                 t->paused = pause;
         }
         watch_pause(a, (json_int_t)id, pause);
+        code_pause(a, (json_int_t)id, pause);
         send_result(a, rq->id, json_pack("{sb}", "paused", pause), NULL, 0);
 }
 
@@ -353,6 +354,8 @@ static void handle_frame(agent *a, nsbox_frame *f)
                 handle_process(a, &rq);
         } else if (strcmp(rq.tool, "watch") == 0) {
                 handle_watch(a, &rq);
+        } else if (code_tool(rq.tool)) {
+                handle_code(a, &rq);
         } else if (strcmp(rq.tool, "cancel") == 0) {
                 handle_cancel(a, &rq);
         } else if (strcmp(rq.tool, "pause") == 0) {
@@ -412,6 +415,9 @@ static int run_deadlines(agent *a)
                         if (cand[i] && (!next || cand[i] < next))
                                 next = cand[i];
         }
+        uint64_t code_next = code_deadlines(a, now);
+        if (code_next && (!next || code_next < next))
+                next = code_next;
         for (proc *p = a->procs; p; p = p->next)
                 if (p->exited && !p->result && !proc_held(a, p)) {
                         uint64_t g = p->exit_ns + EXIT_GRACE_NS;
@@ -435,6 +441,7 @@ static void update_interest(agent *a)
                 nsbox_epoll_set(a->epfd, p->fd[0], WATCH(p->serial, 0), &p->events[0], p->stdin_q.len ? EPOLLOUT : 0);
         }
         watch_update_interest(a, high);
+        code_update_interest(a, high);
 }
 
 static void handle_signals(agent *a, int sfd)
@@ -495,6 +502,7 @@ static _Noreturn void agent_serve(const nsbox_agent_config *c, int sfd)
                         }
                         if ((key & 3) == WATCH_INOTIFY) {
                                 watch_ready(&a, key >> 2);
+                                code_ready(&a, key >> 2, ev[i].events);
                                 continue;
                         }
                         proc *p = NULL;

@@ -646,6 +646,20 @@ static int start_command(agent *a, const request *rq, exec_params *x, proc **ret
         return 0;
 }
 
+proc *proc_tagged(agent *a, const char *tag) { return proc_by_tag(a, tag, false); }
+
+int proc_start_detached(agent *a, json_t *params, pid_t *ret_pid, tool_error *e)
+{
+        request rq = { .id = -1, .tool = "exec", .in = { .params = params } };
+        exec_params x = { 0 };
+        proc *p = NULL;
+        int r = parse_exec(a, &rq, &x, e) < 0 || start_command(a, &rq, &x, &p, e) < 0 ? -1 : 0;
+        exec_params_release(&x);
+        if (r == 0)
+                *ret_pid = p->pid;
+        return r;
+}
+
 void handle_exec(agent *a, const request *rq)
 {
         tool_error e = { 0 };

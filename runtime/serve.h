@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The agent's serve mode, what its files share (agent.h is its interface): its state, its
  * commands' and requests' types, the epoll keys and the limits more than one file uses.  The
- * calls go one way: agent.c (run mode, requests, the loop) -> agent_procs.c (commands) and
- * agent_watch.c (watch calls) -> agent_send.c (frames out). */
+ * calls go one way: agent.c (run mode, requests, the loop) -> agent_code.c (code tools) ->
+ * agent_procs.c (commands), and agent_watch.c (watch calls) -> agent_send.c (frames out). */
 #pragma once
 
 #include <signal.h>
@@ -81,6 +81,8 @@ typedef struct agent {
         unsigned n_procs;
         struct watch_call *watches; /* watch calls streaming (agent_watch.c) */
         unsigned n_watches;
+        struct code_call *codes;    /* code tools' calls to the code interpreter (agent_code.c) */
+        unsigned n_codes;
         tool_ctx tctx;
 } agent;
 
@@ -90,7 +92,9 @@ typedef struct request {
         tool_in in;
 } request;
 
-#define WATCH_INOTIFY 3 /* epoll key: WATCH(serial, 3), a watch call's inotify fd (procs use 0-2) */
+/* epoll key: WATCH(serial, 3), a watch call's inotify fd or a code call's socket (procs use 0-2);
+ * serials are unique across all three */
+#define WATCH_INOTIFY 3
 
 /* agent_send.c */
 void agent_exit(agent *a, int status);
@@ -115,6 +119,11 @@ void proc_maybe_finish(agent *a, proc *p, uint64_t now);
 void reap(agent *a);
 void handle_exec(agent *a, const request *rq);
 void handle_process(agent *a, const request *rq);
+/* agent_code.c's server: the newest process tagged tag (the running one if any), or NULL; a
+ * detached command started from exec's params as exec would, answered to no one (*ret_pid 0 if
+ * it could not be executed: its message is in its err). */
+proc *proc_tagged(agent *a, const char *tag);
+int proc_start_detached(agent *a, json_t *params, pid_t *ret_pid, tool_error *e);
 /* agent_pty.c: a command's terminal, on the sandbox's own devpts */
 #define PTY_MAX_SIZE 1000
 int pty_parse_size(json_t *v, const char *tool, unsigned short *cols, unsigned short *rows, tool_error *e);
@@ -127,3 +136,12 @@ void watch_ready(agent *a, uint64_t serial);
 bool watch_cancel(agent *a, json_int_t id);
 void watch_pause(agent *a, json_int_t id, bool pause);
 void watch_update_interest(agent *a, bool high);
+
+/* agent_code.c: run_code and the *_code_context tools */
+bool code_tool(const char *tool);
+void handle_code(agent *a, const request *rq);
+void code_ready(agent *a, uint64_t serial, uint32_t events);
+bool code_cancel(agent *a, json_int_t id);
+void code_pause(agent *a, json_int_t id, bool pause);
+void code_update_interest(agent *a, bool high);
+uint64_t code_deadlines(agent *a, uint64_t now);

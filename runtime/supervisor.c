@@ -86,7 +86,7 @@ static int to_agent(nsbox_sup_call *c, json_t *p, bool given, size_t given_len, 
         c->b64 = !c->raw && !strcmp(c->tool, "read_file") && enc && !strcmp(enc, "base64");
         /* the agent streams output chunks as events exactly when the caller forwards them (and
          * refuses a watch that would not be forwarded) */
-        if ((c->exec || !strcmp(c->tool, "watch")) && json_object_set_new(p, "stream", json_boolean(c->stream)) < 0)
+        if ((c->exec || !strcmp(c->tool, "watch") || !strcmp(c->tool, "run_code")) && json_object_set_new(p, "stream", json_boolean(c->stream)) < 0)
                 goto nomem;
         bool write = !strcmp(c->tool, "write_file");
         json_t *b64 = json_object_get(p, "content_b64");
@@ -212,9 +212,10 @@ static void control(nsbox_supervisor *s, const char *tool, json_t *params)
 void nsbox_sup_cancel(nsbox_supervisor *s, nsbox_sup_call *c)
 {
         c->stream = false;
-        /* a command the caller waits for is killed, a watch ends; a process_connect or
-         * process_wait call only lets go of the process */
-        if (c->exec || !strcmp(c->tool, "watch") || !strcmp(c->tool, "process_connect") || !strcmp(c->tool, "process_wait"))
+        /* a command the caller waits for is killed, a watch ends, a cell is interrupted; a
+         * process_connect or process_wait call only lets go of the process */
+        if (c->exec || !strcmp(c->tool, "watch") || !strcmp(c->tool, "process_connect") || !strcmp(c->tool, "process_wait") ||
+            !strcmp(c->tool, "run_code"))
                 control(s, "cancel", json_pack("{sI}", "id", c->agent_id));
 }
 

@@ -488,6 +488,83 @@ static const tool_spec specs[] = {
                 no_aliases,
                 false,
         },
+
+        /* ---- code interpreter (runtime/agent_code.c) ---- */
+        {
+                "run_code",
+                "Run code in a live Jupyter-style context of the sandbox's code interpreter, which keeps its "
+                "variables, imports and working directory between calls (default: the default Python context; "
+                "the interpreter starts on first use, which needs python3-ipykernel). Returns E2B's Execution: "
+                "{results: [{text, html, markdown, png, jpeg, svg, json, latex, is_main_result, ...}], logs: "
+                "{stdout: [], stderr: []}, error: {name, value, traceback} or null, execution_count, text} "
+                "(text: the main result's, e.g. the value of the last expression).",
+                SCHEMA({
+                        "type": "object",
+                        "properties": {
+                                "code": {"type": "string", "description": "The code to run, e.g. \"import pandas as pd\\npd.DataFrame({'a': [1, 2]})\" (at most 1 MiB)."},
+                                "language": {"type": "string", "enum": ["python", "javascript", "bash"], "description": "Runs in that language's default context (default \"python\"); give language or context."},
+                                "context": {"type": "string", "description": "A context id from create_code_context, for state of its own."},
+                                "timeout": {"type": "number", "minimum": 0, "description": "Seconds after which the cell is interrupted (KeyboardInterrupt) and the context kept; 0 means no limit (default 300)."}
+                        },
+                        "required": ["code"]
+                }),
+                no_aliases,
+                false,
+        },
+        {
+                "create_code_context",
+                "Create a code context: a new live kernel (python: Jupyter; javascript: node; bash) whose state "
+                "is its own, for run_code's context. Returns {id, language, cwd}.",
+                SCHEMA({
+                        "type": "object",
+                        "properties": {
+                                "language": {"type": "string", "enum": ["python", "javascript", "bash"], "description": "The kernel's language (default \"python\")."},
+                                "cwd": {"type": "string", "description": "Its working directory, absolute or relative to the working directory (default: the interpreter's, /home/user when it exists)."}
+                        },
+                        "required": []
+                }),
+                no_aliases,
+                false,
+        },
+        {
+                "list_code_contexts",
+                "List the code interpreter's contexts, the default ones included. Returns {contexts: [{id, "
+                "language, cwd}]} (empty when the interpreter has not started).",
+                SCHEMA({
+                        "type": "object",
+                        "properties": {},
+                        "required": []
+                }),
+                no_aliases,
+                false,
+        },
+        {
+                "restart_code_context",
+                "Restart a code context's kernel: its state (variables, imports) is lost, its id stays. "
+                "Returns {context, restarted}.",
+                SCHEMA({
+                        "type": "object",
+                        "properties": {
+                                "context": {"type": "string", "description": "The context's id (create_code_context, list_code_contexts)."}
+                        },
+                        "required": ["context"]
+                }),
+                no_aliases,
+                false,
+        },
+        {
+                "remove_code_context",
+                "Shut a code context's kernel down and forget it. Returns {context, removed}.",
+                SCHEMA({
+                        "type": "object",
+                        "properties": {
+                                "context": {"type": "string", "description": "The context's id (create_code_context, list_code_contexts)."}
+                        },
+                        "required": ["context"]
+                }),
+                no_aliases,
+                false,
+        },
 };
 
 /* The "openai" format declares these exactly as agents built on OpenAI's function-calling

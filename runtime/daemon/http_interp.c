@@ -5,24 +5,22 @@
  * sandbox's 127.0.0.1:49999, which the port proxy reaches.  Create answers once the server's
  * default context (a Jupyter kernel) is ready: the server writes a ready file, a short exec waits
  * for it.  The server's source goes in on the exec's standard input, so it needs no path inside
- * the sandbox (a build tree, or a policy whose root is not the host's /usr, works alike). */
+ * the sandbox (a build tree, or a policy whose root is not the host's /usr, works alike): it is
+ * built into nsboxd (runtime/interp_source.c). */
 #include "http.h"
+#include "../interp_source.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#ifndef NSBOX_AGENTDIR
-#define NSBOX_AGENTDIR "/usr/local/libexec/nsbox"
-#endif
-#define INTERP_NAME "code-interpreter"
+#define INTERP_NAME NSBOX_INTERP_TAG
 #define INTERP_SOURCE_MAX (256 * 1024)
 #define INTERP_WAIT_S 60
-#define INTERP_PYTHON "/usr/bin/python3" /* Debian's, where python3-ipykernel is */
+#define INTERP_PYTHON NSBOX_INTERP_PYTHON
 
 bool interp_template(const char *name)
 {
@@ -51,31 +49,24 @@ static int read_small(const char *path, char **buf, size_t *len)
         return 0;
 }
 
-/* The server's source: $NSBOX_CODE_INTERPRETER, else next to nsboxd (a build tree), else next to
- * the installed agent, as nsbox-agent itself is found. */
+/* The server's source: $NSBOX_CODE_INTERPRETER (a file, for trying out a changed server), else
+ * the copy built into nsboxd (runtime/interp_source.c), which the agent's code tools start too. */
 static int interp_source(char **buf, size_t *len, char *why, size_t whylen)
 {
-        char path[PATH_MAX + 32], self[PATH_MAX];
         const char *env = secure_getenv("NSBOX_CODE_INTERPRETER");
-        int r = -ENOENT;
-        if (env && *env) {
-                snprintf(path, sizeof(path), "%s", env);
-                r = read_small(path, buf, len);
-        } else {
-                ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-                char *slash = n > 0 ? (self[n] = 0, strrchr(self, '/')) : NULL;
-                if (slash) {
-                        *slash = 0;
-                        snprintf(path, sizeof(path), "%s/" INTERP_NAME, self);
-                        r = read_small(path, buf, len);
+        if (!env || !*env) {
+                *len = nsbox_interp_source_len();
+                *buf = malloc(*len + 1);
+                if (!*buf) {
+                        snprintf(why, whylen, "out of memory");
+                        return -ENOMEM;
                 }
-                if (r == -ENOENT) {
-                        snprintf(path, sizeof(path), "%s/" INTERP_NAME, NSBOX_AGENTDIR);
-                        r = read_small(path, buf, len);
-                }
+                memcpy(*buf, nsbox_interp_source, *len + 1);
+                return 0;
         }
+        int r = read_small(env, buf, len);
         if (r < 0)
-                snprintf(why, whylen, "the code interpreter's server '%s': %s", path, strerror(-r));
+                snprintf(why, whylen, "the code interpreter's server '%s': %s", env, strerror(-r));
         return r;
 }
 
@@ -87,7 +78,7 @@ json_t *interp_start_params(uint64_t serial, json_t *envs, char *why, size_t why
         size_t len = 0;
         if (interp_source(&src, &len, why, whylen) < 0)
                 return NULL;
-        snprintf(boot, sizeof(boot), "import sys; exec(compile(sys.stdin.buffer.read(%zu), 'nsbox-code-interpreter', 'exec'))", len);
+        snprintf(boot, sizeof(boot), NSBOX_INTERP_BOOT, len);
         snprintf(ready, sizeof(ready), "/tmp/.nsbox-code-interpreter-%llu", (unsigned long long)serial);
         json_t *env = json_pack("{ss ss}", "HOME", "/home/user", "USER", "user");
         const char *k;

@@ -58,6 +58,7 @@ test_background_output_reaches_callbacks_live_and_connect_reattaches() { run_che
 test_sandbox_lifecycle_create_list_pause_connect_timeout_kill() { run_check lifecycle; }
 test_bad_input_raises_stable_codes_and_changes_nothing() { run_check errors; }
 test_run_code_runs_python_javascript_c_cpp() { run_check run_code; }
+test_run_code_e2b_style_keeps_state_in_code_contexts() { run_check code_interpreter; }
 test_files_watch_dir_sees_each_change_in_order() { run_check watch; }
 test_pty_create_takes_keys_resizes_and_ctrl_c() { run_check pty; }
 test_deepagents_backend_returns_deepagents_shapes() { run_check deepagents_shapes; }

@@ -318,6 +318,44 @@ def t_run_code():
         check(s.commands.run("ls -A /tmp").stdout == "", "run_code left files in /tmp")
 
 
+def t_code_interpreter():
+    """E2B's run_code (tool run_code): a live kernel, rich results, callbacks, contexts."""
+    from nsbox import Context, Execution
+    with Sandbox.create(metadata={"test": "code_interpreter"}) as s:
+        x = s.run_code("x = 41")
+        check(isinstance(x, Execution) and x.text is None and x.error is None, f"x = 41: {x}")
+        x = s.run_code("x + 1")
+        check(x.text == "42" and x.results[0].is_main_result and x.execution_count == 2, f"x + 1: {x}")
+        out, res, errs = [], [], []
+        x = s.run_code("print('hello')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\n1/0",
+                       on_stdout=out.append, on_result=res.append, on_error=errs.append)
+        check(out == ["hello\n"] and x.logs.stdout == ["hello\n"], f"stdout callback and logs: {out} {x.logs}")
+        check(len(res) == 1 and res[0].png_bytes()[:4] == b"\x89PNG" and "png" in res[0].formats(), f"chart: {res}")
+        check(x.error is not None and x.error.name == "ZeroDivisionError" and "line 5" in x.error.traceback
+              and [e.name for e in errs] == ["ZeroDivisionError"], f"error: {x.error} {errs}")
+        x = s.run_code("import pandas as pd\npd.DataFrame({'a': [1]})", language="python")
+        check("<table" in (x.results[0].html or ""), f"DataFrame html: {x.results}")
+        x = s.run_code("while True: pass", timeout=1)
+        check(x.error is not None and x.error.name == "KeyboardInterrupt", f"timeout: {x.error}")
+        check(s.run_code("x").text == "41", "the context after an interrupt")
+        c = s.create_code_context(language="bash", cwd="/tmp")
+        check(isinstance(c, Context) and c.language == "bash" and c.cwd == "/tmp", f"context: {c}")
+        s.run_code("V=7", context=c)
+        check(s.run_code("echo $V $PWD", context=c.id).logs.stdout == ["7 /tmp\n"], "bash context state")
+        check({k.id for k in s.list_code_contexts()} >= {c.id}, "list_code_contexts")
+        s.restart_code_context(c)
+        check(s.run_code("echo x${V}x", context=c).logs.stdout == ["xx\n"], "a restarted context lost its state")
+        s.remove_code_context(c)
+        raises(lambda: s.run_code("echo", context=c), NotFoundException, "not_found", "a removed context")
+        raises(lambda: s.run_code("1", language="cobol"), InvalidArgumentException, "invalid_argument", "language")
+        raises(lambda: s.run_code(5), InvalidArgumentException, "invalid_argument", "code not a string")
+        raises(lambda: s.remove_code_context(""), InvalidArgumentException, "invalid_argument", "empty context")
+        # llm-sandbox's style is chosen by its language as first of two strings
+        r = s.run_code("python", "print(6 * 7)")
+        check(r.exit_code == 0 and r.stdout == "42\n", f"llm-sandbox style: {r}")
+        check(s.run_code("print(6 * 7)", "python").logs.stdout == ["42\n"], "E2B style, language positional")
+
+
 def t_deepagents_shapes():
     with NsboxBackend(metadata={"test": "deepagents"}) as b:
         check(isinstance(b.id, str) and len(b.id) == 32, f"id: {b.id}")

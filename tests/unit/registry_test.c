@@ -43,6 +43,11 @@ static const struct {
         { "git_diff", "path staged paths context", "" },
         { "git_log", "path max_count ref", "" },
         { "git_commit", "path message all paths author_name author_email allow_empty", "message" },
+        { "run_code", "code language context timeout", "code" },
+        { "create_code_context", "language cwd", "" },
+        { "list_code_contexts", "", "" },
+        { "restart_code_context", "context", "context" },
+        { "remove_code_context", "context", "context" },
 };
 
 /* The helpers return why a value is wrong (NULL if it is right), so that the assertion, and the

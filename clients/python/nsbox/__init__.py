@@ -12,6 +12,7 @@ from ._rpc import Connection, runtime_paths
 from .exceptions import (CapacityException, CommandExitException, ConflictException, InvalidArgumentException,
                          NotFoundException, PermissionDeniedException, SandboxException, TimeoutException,
                          TooLargeException, UnavailableException)
+from .code import Context, Execution, ExecutionError, Logs, Result
 from .sandbox import (CommandHandle, CommandResult, Commands, EntryInfo, Filesystem, FilesystemEvent,
                       FilesystemEventType, FileType, Pty, PtyHandle, PtySize, Sandbox, SandboxInfo, SandboxQuery, WatchHandle, WriteInfo)
 
@@ -22,4 +23,4 @@ __all__ = ["Sandbox", "SandboxInfo", "SandboxQuery", "Filesystem", "Commands", "
            "Pty", "PtyHandle", "PtySize", "Connection", "runtime_paths", "SandboxException",
            "NotFoundException", "InvalidArgumentException", "PermissionDeniedException", "ConflictException",
            "TooLargeException", "TimeoutException", "CapacityException", "UnavailableException",
-           "CommandExitException"]
+           "CommandExitException", "Execution", "Result", "Logs", "ExecutionError", "Context"]

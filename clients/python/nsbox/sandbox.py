@@ -1,4 +1,5 @@
-"""A sandbox of nsboxd, shaped like E2B's ``Sandbox`` (files, commands) plus llm-sandbox's run_code.
+"""A sandbox of nsboxd, shaped like E2B's ``Sandbox`` (files, commands, the code interpreter's
+run_code and contexts) plus llm-sandbox's run_code.
 
 Each Sandbox object has a connection of its own to nsboxd; its methods are plain JSON-RPC calls
 of nsbox-protocol(7), named in each docstring.
@@ -17,6 +18,7 @@ from enum import Enum
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Union
 
 from ._rpc import Connection
+from .code import CellEvents, Context, Execution, ExecutionError, Result, check_language, context_id
 from .exceptions import (CommandExitException, InvalidArgumentException, NotFoundException, SandboxException,
                          TimeoutException)
 
@@ -879,8 +881,71 @@ class Sandbox:
         except NotFoundException:
             return False
 
-    def run_code(self, lang: str, code: str, libraries: Optional[List[str]] = None,
-                 timeout: Optional[float] = 60) -> CommandResult:
+    def run_code(self, *args, **kwargs) -> Union[Execution, CommandResult]:
+        """Run code, in one of two styles.
+
+        E2B's (tool run_code): ``run_code(code, language=None, context=None, on_stdout=None,
+        on_stderr=None, on_result=None, on_error=None, timeout=None)`` runs a cell in a live
+        kernel of the sandbox's code interpreter, which keeps its state between calls: the
+        default context of language ("python", "javascript" or "bash"; default python), or
+        context (a Context from create_code_context, or its id).  The callbacks get the cell's
+        output as it comes (text, Result, ExecutionError); timeout (seconds, default 300, 0: none)
+        interrupts the cell and keeps the context.  Returns an Execution (results, logs, error,
+        text: the main result's).  The interpreter starts on first use; it needs
+        python3-ipykernel in the sandbox's root.
+
+        llm-sandbox's: ``run_code(lang, code, libraries=None, timeout=60)`` runs a program once
+        and returns a CommandResult (see _run_program).  This style is used when the first two
+        positional arguments are strings and the first is one of its languages (python,
+        javascript, c, cpp, go, java, ruby and their aliases), or when lang= or libraries= is
+        given; else E2B's.  So run_code("python", "print(1)") is llm-sandbox's and
+        run_code("print(1)") or run_code("x", language="python") E2B's."""
+        if "lang" in kwargs or "libraries" in kwargs or (
+                len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str)
+                and _ALIASES.get(args[0].lower(), args[0].lower()) in _LANGS):
+            return self._run_program(*args, **kwargs)
+        return self._run_cell(*args, **kwargs)
+
+    def _run_cell(self, code: str, language: Optional[str] = None, context: Any = None,
+                  on_stdout: Optional[Callable[[str], None]] = None, on_stderr: Optional[Callable[[str], None]] = None,
+                  on_result: Optional[Callable[[Result], None]] = None,
+                  on_error: Optional[Callable[[ExecutionError], None]] = None,
+                  timeout: Optional[float] = None, **_ignored) -> Execution:
+        if not isinstance(code, str):
+            raise InvalidArgumentException("run_code: code must be a string", "invalid_argument")
+        check_language(language)
+        params: Dict[str, Any] = {"code": code}
+        if language is not None:
+            params["language"] = language
+        if context is not None:
+            params["context"] = context_id(context)
+        if timeout is not None:
+            params["timeout"] = timeout
+        streamed = any((on_stdout, on_stderr, on_result, on_error))
+        ev = CellEvents(on_stdout, on_stderr, on_result, on_error) if streamed else None
+        return Execution._from(self._call("run_code", params, on_event=ev, stream=streamed))
+
+    def create_code_context(self, language: Optional[str] = None, cwd: Optional[str] = None, **_ignored) -> Context:
+        """A new code context (tool create_code_context): a kernel of its own, for run_code's
+        context; language "python" (default), "javascript" or "bash"; cwd its directory."""
+        check_language(language)
+        params = {k: v for k, v in (("language", language), ("cwd", cwd)) if v is not None}
+        return Context._from(self._call("create_code_context", params))
+
+    def list_code_contexts(self, **_ignored) -> List[Context]:
+        """The code interpreter's contexts, the default ones included (tool list_code_contexts)."""
+        return [Context._from(c) for c in self._call("list_code_contexts", {})["contexts"]]
+
+    def restart_code_context(self, context: Any, **_ignored) -> None:
+        """Restart a context's kernel: its state is lost, its id stays (restart_code_context)."""
+        self._call("restart_code_context", {"context": context_id(context)})
+
+    def remove_code_context(self, context: Any, **_ignored) -> None:
+        """Shut a context's kernel down and forget it (tool remove_code_context)."""
+        self._call("remove_code_context", {"context": context_id(context)})
+
+    def _run_program(self, lang: str, code: str, libraries: Optional[List[str]] = None,
+                     timeout: Optional[float] = 60) -> CommandResult:
         """Run a program in one of python, javascript, c, cpp, go, java, ruby (as llm-sandbox's
         run): the code goes to a fresh directory under /tmp, is compiled if need be and run;
         the result is returned whatever the exit status.  libraries are installed first with
