@@ -9,6 +9,8 @@
 
 SESSION_DIR=$(mktemp -d /tmp/nsbox-lim.XXXXXX) || exit 1
 export NSBOX_SOCKET="$SESSION_DIR/d.sock"
+# the nsboxd the commands start goes with the file, whichever tests ran (TEST_ONLY too)
+trap 'stop_file_daemon "$SESSION_DIR"' EXIT
 
 jget() {
         python3 -c 'import json, sys
@@ -251,6 +253,3 @@ test_zz_daemon_stops_with_nothing_left() {
 }
 
 run_tests
-rc=$?
-rm -rf "$SESSION_DIR"
-exit $rc
