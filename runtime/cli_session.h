@@ -52,5 +52,24 @@ int nsbox_cmd_attach(int argc, char **argv);
 /* exec -it: exec's params (taken) run on a pty with our terminal raw; the command's status */
 int nsbox_cli_exec_tty(const char *id, json_t *tparams);
 
+/* cli.c: the command table */
+typedef struct nsbox_cli_command {
+        const char *name;
+        int (*fn)(int argc, char **argv);
+        unsigned params;  /* NSBOX_CMD_*: it takes the options table's flags for that command */
+        const char *opts; /* its other options, space-separated (--help is everyone's) */
+        const char *subs; /* its subcommands, space-separated, or NULL */
+} nsbox_cli_command;
+extern const nsbox_cli_command nsbox_cli_commands[];
+extern const size_t nsbox_cli_n_commands;
+const nsbox_cli_command *nsbox_cli_command_find(const char *name);
+
+/* cli_complete.c: nsbox completion; "did you mean" for a command's options */
+int nsbox_cmd_completion(int argc, char **argv);
+/* "nsbox: CMD: unknown option 'ARG' (did you mean --X? see nsbox CMD --help)"; returns 125 */
+int nsbox_cli_unknown_option(const char *cmd, const char *arg);
+
+int nsbox_cmd_inspect(int argc, char **argv);
+
 /* cli_mcp.c: nsbox mcp */
 int nsbox_cmd_mcp(int argc, char **argv);
