@@ -126,7 +126,7 @@ static void print_json_result(const nsbox_result *r, const nsbox_error *err)
                               "peak_memory_bytes", (json_int_t)r->max_rss_bytes, "status", r->status, "cgroup",
                               r->cgroup[0] ? r->cgroup : NULL);
         }
-        char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+        char *text = o ? nsbox_cli_dumps(o, JSON_COMPACT) : NULL;
         if (text)
                 fprintf(stderr, "%s\n", text);
         free(text);

@@ -31,8 +31,6 @@
 
 #define CP_CHUNK (4u << 20) /* bytes per call: large files are streamed, never held whole */
 
-/* Exit statuses of the client commands other than exec: 0, 1 when the daemon or a tool said
- * no, 125 when nsbox itself failed (bad option, no daemon). */
 
 /* nsboxd's messages may echo what a client chose (labels, names): escaped (nsbox_escape_controls) */
 static int say(const char *cmd, int status, const char *code, const nsbox_error *err)
@@ -79,10 +77,34 @@ int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t
         return 0;
 }
 
+/* Durations and seconds are the only reals nsboxd sends: to the microsecond's thousandth of a
+ * millisecond, printed with 15 digits, 3008.253 and not 3008.2534850000002. */
+static void round_reals(json_t *v, int depth)
+{
+        const char *k;
+        json_t *e;
+        size_t i;
+        if (depth > 64)
+                return;
+        double x = json_is_real(v) ? json_real_value(v) * 1000.0 : 0; /* no libm: by hand */
+        if (json_is_real(v) && x > -1e15 && x < 1e15)
+                json_real_set(v, (double)(long long)(x < 0 ? x - 0.5 : x + 0.5) / 1000.0);
+        else if (json_is_object(v))
+                json_object_foreach(v, k, e) round_reals(e, depth + 1);
+        else if (json_is_array(v))
+                json_array_foreach(v, i, e) round_reals(e, depth + 1);
+}
+
+char *nsbox_cli_dumps(json_t *v, size_t flags)
+{
+        round_reals(v, 0);
+        return json_dumps(v, flags | JSON_REAL_PRECISION(15));
+}
+
 #define print_json nsbox_cli_print_json
 void nsbox_cli_print_json(FILE *f, json_t *v)
 {
-        _cleanup_free_ char *text = json_dumps(v, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        _cleanup_free_ char *text = nsbox_cli_dumps(v, JSON_INDENT(2));
         _cleanup_free_ char *safe = text ? nsbox_json_escape_c1(text) : NULL; /* the same JSON, nothing a terminal acts on */
         if (safe)
                 fprintf(f, "%s\n", safe);
@@ -432,7 +454,7 @@ int nsbox_cmd_exec(int argc, char **argv)
         if (err_text) /* it could not start: why, as a streamed exec shows it */
                 fputs(err_text, stderr);
         if (json) {
-                char *text = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(9));
+                char *text = nsbox_cli_dumps(res, JSON_COMPACT);
                 if (text)
                         fprintf(stderr, "%s\n", text);
                 free(text);
@@ -533,7 +555,7 @@ int nsbox_cmd_call(int argc, char **argv)
         json_t *params = json_pack("{ss ss so}", "sandbox", argv[1], "tool", argv[2], "params", tparams);
         nsbox_client cl = { .fd = -1 };
         json_t *res = NULL;
-        int status = call_once("call", &cl, "call", params, NULL, NULL, &res, EXIT_REFUSED);
+        int status = call_once("call", &cl, "call", params, NULL, NULL, &res, EXIT_FAILED);
         nsbox_client_close(&cl);
         if (status == 0)
                 print_json(stdout, res);

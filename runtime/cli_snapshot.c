@@ -431,7 +431,7 @@ int nsbox_cmd_replay(int argc, char **argv)
                 } else {
                         printf("replay: %zu steps, all matched: no divergence\n", t.n_steps);
                 }
-                status = first ? EXIT_REFUSED : 0;
+                status = first ? EXIT_FAILED : 0;
         }
         json_decref(report);
         json_decref(rp.names);
