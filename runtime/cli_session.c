@@ -964,7 +964,7 @@ static const char usage_inspect[] =
         "\n"
         "Print the sandboxes as a JSON array, each object as nsbox ls --json has it.  An ID is a full\n"
         "id or a unique prefix of at least 4 characters.  One that is not found is said on stderr\n"
-        "(exit status 125), the others printed.\n";
+        "(exit status 125), the others printed (nothing when none is found).\n";
 
 int nsbox_cmd_inspect(int argc, char **argv)
 {
@@ -1003,7 +1003,7 @@ int nsbox_cmd_inspect(int argc, char **argv)
         }
         if (list && json_array_size(out) < (size_t)(argc - first))
                 status = EXIT_NSBOX;
-        if (list)
+        if (json_array_size(out))
                 print_json(stdout, out);
         json_decref(out);
         json_decref(list);
