@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsbox completion bash|zsh|fish, and "did you mean" for options: both read the command table
  * (cli.c) and the options table (params.c), so neither can drift from what the commands take. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,16 @@
 #include "cli_session.h"
 #include "params.h"
 #include "util.h"
+
+/* the table's flags that nsbox mcp takes only to refuse them (cli_mcp.c): not offered */
+static bool mcp_refuses(const char *flag)
+{
+        static const char *const refused[] = { "count", "reuse", "json", "record" };
+        for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+                if (!strcmp(flag, refused[i]))
+                        return true;
+        return false;
+}
 
 /* Every option of command c, space-separated: the table's flags it takes, its own, --help. */
 static char *command_options(const nsbox_cli_command *c)
@@ -17,6 +28,8 @@ static char *command_options(const nsbox_cli_command *c)
         for (size_t i = 0; c->params && i < nsbox_n_params; i++) {
                 const nsbox_param *p = &nsbox_params[i];
                 if (!p->flag || !(p->commands & c->params) || p->short_flag == 'h')
+                        continue;
+                if (c->params == NSBOX_CMD_MCP && mcp_refuses(p->flag))
                         continue;
                 if (p->short_flag)
                         sb_appendf(&sb, "-%c ", p->short_flag);

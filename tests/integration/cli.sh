@@ -99,6 +99,26 @@ test_completion_scripts_complete_commands_and_every_option() {
         assert_one_line_error "$OUT"
 }
 
+# man pages and --help agree with what nsbox takes: every option the completion offers (the
+# command tables) is in nsbox(1), and in the command's --help (those of the options table are
+# listed by run's)
+test_every_option_is_in_the_man_page_and_its_help() {
+        local complete="source <('$NSBOX' completion bash) 2>/dev/null; _nsbox; printf '%s\\n' \"\${COMPREPLY[@]}\""
+        local cmds c o roff help
+        cmds=$(bash -c "COMP_WORDS=(nsbox ''); COMP_CWORD=1; $complete" | grep -v '^-')
+        [ "$(echo "$cmds" | wc -w)" -gt 20 ] || fail "completion lists commands: $cmds"
+        for c in $cmds; do
+                help=$("$NSBOX" "$c" --help) || fail "nsbox $c --help"
+                [ "$c" = run ] && help="$help $("$NSBOX" create --help)"
+                case $c in create | mcp | replay) help="$help $("$NSBOX" run --help) $("$NSBOX" create --help)" ;; esac
+                for o in $(bash -c "COMP_WORDS=(nsbox $c --); COMP_CWORD=2; $complete"); do
+                        roff=$(printf '%s' "$o" | sed 's/-/\\-/g')
+                        grep -qF -- "$roff" "$NSBOX_SRC/man/nsbox.1" || fail "nsbox $c $o is not in man/nsbox.1"
+                        [ "$o" = --help ] || assert_contains "$help" "$o" "nsbox $c --help"
+                done
+        done
+}
+
 # ---- sandboxes -----------------------------------------------------------------------------
 
 test_ls_q_prints_ids_and_inspect_prints_ls_json_objects() {
