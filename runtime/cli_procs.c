@@ -81,7 +81,7 @@ int nsbox_cmd_logs(int argc, char **argv)
                 switch (c) {
                 case 'f': follow = true; break;
                 case 'h': fputs(usage_logs, stdout); return 0;
-                default: return nsbox_cli_usage_error("logs", "unknown option '%s'", argv[optind - 1]);
+                default: return nsbox_cli_unknown_option("logs", argv[optind - 1]);
                 }
         }
         if (argc - optind != 2)

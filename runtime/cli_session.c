@@ -503,11 +503,12 @@ int nsbox_cmd_watch(int argc, char **argv)
         bool recursive = false;
         int c;
         optind = 0;
+        opterr = 0; /* our one-line error, not getopt's */
         while ((c = getopt_long(argc, argv, "+rh", opts, NULL)) != -1) {
                 switch (c) {
                 case 'r': recursive = true; break;
                 case 'h': fputs(usage_watch, stdout); return 0;
-                default: return usage_error("watch", "unknown option '%s'", argv[optind - 1]);
+                default: return nsbox_cli_unknown_option("watch", argv[optind - 1]);
                 }
         }
         if (argc - optind != 2)
@@ -1142,7 +1143,7 @@ int nsbox_cmd_tools(int argc, char **argv)
                               stdout);
                         return 0;
                 } else
-                        return usage_error("tools", "unknown argument '%s'", argv[i]);
+                        return argv[i][0] == '-' ? nsbox_cli_unknown_option("tools", argv[i]) : usage_error("tools", "unknown argument '%s'", argv[i]);
         }
         json_t *t = tool_schemas(format);
         if (!t)
