@@ -825,6 +825,11 @@ int nsbox_cmd_cp(int argc, char **argv)
                 fputs(usage_cp, stdout);
                 return 0;
         }
+        if (argc >= 2 && (!strcmp(argv[1], "-r") || !strcmp(argv[1], "-R") || !strcmp(argv[1], "--recursive")))
+                return usage_error("cp", "%s: nsbox cp copies one file; for a directory: tar c DIR | nsbox exec -i ID -- tar x -C PATH",
+                                   argv[1]);
+        if (argc >= 2 && argv[1][0] == '-' && argv[1][1])
+                return nsbox_cli_unknown_option("cp", argv[1]);
         if (argc != 3)
                 return usage_error("cp", "expected SRC DST");
         _cleanup_free_ char *sid = NULL, *did = NULL;

@@ -51,6 +51,10 @@ test_a_typo_of_a_command_or_option_names_the_closest_one() {
         assert_status 125 "$NSBOX" run --zzzzzzzz -- true
         assert_one_line_error "$OUT"
         assert_not_contains "$OUT" "did you mean"
+        # cp -r is not there yet: the error says how to copy a directory
+        assert_status 125 "$NSBOX" cp -r "$TEST_TMP" 0123456789abcdef:/tmp/x
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "nsbox exec -i ID -- tar x -C PATH"
 }
 
 test_help_command_prints_that_commands_help() {
