@@ -208,10 +208,10 @@ test_users_see_and_remove_only_their_own_keys() {
         assert_contains "$OUT" "${tkey:0:12}" "the tenant's keys"
         assert_not_contains "$OUT" "${rootkey:0:12}" "the tenant's keys"
         OUT=$(as_tenant env NSBOX_SOCKET="$NSBOX_SOCKET" "$NSBOX" api-key rm "${rootkey:0:12}" 2>&1)
-        assert_eq 1 "$?" "the tenant removing root's key by prefix ($OUT)"
+        assert_eq 125 "$?" "the tenant removing root's key by prefix ($OUT)"
         assert_one_line_error "$OUT"
         OUT=$(as_tenant env NSBOX_SOCKET="$NSBOX_SOCKET" "$NSBOX" api-key create --uid 0 2>&1)
-        assert_eq 1 "$?" "the tenant making a key for root ($OUT)"
+        assert_eq 125 "$?" "the tenant making a key for root ($OUT)"
         assert_contains "$OUT" "permission_denied" "the tenant making a key for root"
         # root sees both and makes one for another uid
         assert_status 0 "$NSBOX" api-key create --uid 65534 --name nobody
@@ -223,7 +223,7 @@ test_users_see_and_remove_only_their_own_keys() {
         nobody=$(printf '%s' "$OUT" | python3 -c 'import json, sys; print([k["prefix"] for k in json.load(sys.stdin) if k["name"] == "nobody"][0])')
         for i in nobody "$nobody"; do
                 OUT=$(as_tenant env NSBOX_SOCKET="$NSBOX_SOCKET" "$NSBOX" api-key rm "$i" 2>&1)
-                assert_eq 1 "$?" "the tenant removing uid 65534's key $i ($OUT)"
+                assert_eq 125 "$?" "the tenant removing uid 65534's key $i ($OUT)"
                 assert_contains "$OUT" "not_found" "the tenant removing uid 65534's key $i"
         done
         # the tenant removes its own; root's 'shared' stays
