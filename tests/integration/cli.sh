@@ -96,7 +96,11 @@ test_completion_scripts_complete_commands_and_every_option() {
                 for o in $helpopts; do assert_contains " $compopts" " $o " "completion of nsbox $cmd"; done
         done
         command -v zsh > /dev/null && { zsh -n <("$NSBOX" completion zsh) || fail "zsh script does not parse"; }
-        command -v fish > /dev/null && { "$NSBOX" completion fish | fish --no-execute || fail "fish script does not parse"; }
+        if command -v fish > /dev/null; then
+                "$NSBOX" completion fish > "$TEST_TMP/nsbox.fish"
+                assert_eq exec "$(fish -c "source $TEST_TMP/nsbox.fish; complete -C 'nsbox ex'")" "fish: nsbox ex<TAB>"
+                assert_eq --timeout "$(fish -c "source $TEST_TMP/nsbox.fish; complete -C 'nsbox exec --ti'" | cut -f1)" "fish: nsbox exec --ti<TAB>"
+        fi
         assert_status 0 "$NSBOX" completion fish
         assert_contains "$OUT" "__fish_seen_subcommand_from exec' -l timeout"
         assert_status 125 "$NSBOX" completion tcsh
