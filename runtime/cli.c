@@ -302,18 +302,22 @@ static int cmd_help(int argc, char **argv)
         return c->fn(2, args);
 }
 
+/* "nsbox exce", "nsbox --versoin": the closest command, or option of nsbox's own */
 static int unknown_command(const char *cmd)
 {
-        const char *names[64];
+        static const char *const own[] = { "help", "version" };
+        const char *names[64], *near;
         size_t n = 0;
+        bool option = cmd[0] == '-';
         for (size_t i = 0; i < nsbox_cli_n_commands && n < 64; i++)
                 names[n++] = nsbox_cli_commands[i].name;
-        const char *near = nsbox_closest_word(cmd, names, n);
-        _cleanup_free_ char *safe = nsbox_escape_controls(cmd);
-        if (near)
-                fprintf(stderr, "nsbox: unknown command '%s' (did you mean %s? see nsbox --help)\n", safe ? safe : "?", near);
+        if (option)
+                near = cmd[1] == '-' ? nsbox_closest_word(cmd + 2, own, 2) : NULL;
         else
-                fprintf(stderr, "nsbox: unknown command '%s' (see nsbox --help)\n", safe ? safe : "?");
+                near = nsbox_closest_word(cmd, names, n);
+        _cleanup_free_ char *safe = nsbox_escape_controls(cmd);
+        fprintf(stderr, "nsbox: unknown %s '%s' (%s%s%s%ssee nsbox --help)\n", option ? "option" : "command", safe ? safe : "?",
+                near ? "did you mean " : "", near && option ? "--" : "", near ? near : "", near ? "? " : "");
         return 125;
 }
 
@@ -334,7 +338,5 @@ int main(int argc, char **argv)
         const nsbox_cli_command *c = nsbox_cli_command_find(cmd);
         if (c)
                 return c->fn(argc - 1, argv + 1);
-        if (cmd[0] == '-')
-                return nsbox_cli_usage_error("nsbox", "unknown option '%s'", cmd);
         return unknown_command(cmd);
 }

@@ -34,6 +34,9 @@ test_a_typo_of_a_command_or_option_names_the_closest_one() {
         assert_status 125 "$NSBOX" frobnicate
         assert_one_line_error "$OUT"
         assert_not_contains "$OUT" "did you mean"
+        assert_status 125 "$NSBOX" --versoin
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "unknown option '--versoin' (did you mean --version?"
         assert_status 125 "$NSBOX" run --tiemout 1 -- true
         assert_one_line_error "$OUT"
         assert_contains "$OUT" "unknown option '--tiemout' (did you mean --timeout?"
