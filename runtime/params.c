@@ -157,9 +157,11 @@ int nsbox_env_file_read(const char *path, char ***env, nsbox_error *err)
         __attribute__((cleanup(fclosep))) FILE *f = fopen(path, "re");
         if (!f)
                 return nsbox_err(err, errno, "--env-file '%s'", path);
-        char line[ENV_FILE_LINE_MAX + 2];
+        _cleanup_free_ char *line = malloc(ENV_FILE_LINE_MAX + 2);
         size_t total = 0;
-        for (unsigned no = 1; fgets(line, sizeof(line), f); no++) {
+        if (!line)
+                return nsbox_err(err, ENOMEM, "--env-file '%s'", path);
+        for (unsigned no = 1; fgets(line, ENV_FILE_LINE_MAX + 2, f); no++) {
                 size_t n = strlen(line);
                 total += n;
                 if (total > ENV_FILE_MAX)
