@@ -20,6 +20,13 @@
 #include "cli_session.h"
 #include "store.h"
 
+#include "params.h"
+
+static int cmd_run(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+static int unknown_command(const char *cmd);
+
 #ifndef NSBOX_VERSION
 #define NSBOX_VERSION "0.1.0"
 #endif
@@ -38,12 +45,14 @@ static const char usage_main[] =
         "  call ID TOOL [JSON]               one tool call (read_file, write_file, grep, git_commit, ...)\n"
         "  cp SRC DST                        copy a file into or out of a sandbox (one side is ID:PATH)\n"
         "  watch [-r] ID PATH                print the changes under directory PATH until Ctrl-C\n"
-        "  ls [--json] [--label K=V] [--state S]\n"
+        "  ls [-q] [--json] [--label K=V] [--state S]\n"
         "                                    list your sandboxes (with these labels, in this state)\n"
+        "  inspect ID...                     the sandboxes as JSON, as ls --json has them\n"
         "  set-timeout ID SECONDS [--idle S] the sandbox lives SECONDS more (E2B's setTimeout)\n"
         "  stats [--json]                    nsboxd's sandboxes, pools, acquire latency, memory\n"
         "  api-key create|ls|rm              keys for nsboxd's HTTP API (create prints the key once)\n"
-        "  rm [-f] ID...                     destroy sandboxes\n"
+        "  rm [-f] ID... | rm --all [--label K=V]\n"
+        "                                    destroy sandboxes (--all: every one of yours)\n"
         "  pause ID... | resume ID...        freeze and thaw sandboxes (cgroup.freeze, else SIGSTOP)\n"
         "  snapshot ID NAME                  capture a sandbox's filesystem as snapshot NAME\n"
         "  snapshot ls | snapshot rm NAME... list and remove snapshots\n"
@@ -52,8 +61,13 @@ static const char usage_main[] =
         "  gc                                remove store layers nothing uses\n"
         "  tools [--format json|openai|mcp]  the tool schemas, for an LLM's tool list\n"
         "  mcp [OPTIONS]                     Model Context Protocol server on stdio (Claude Code, ...)\n"
+        "  completion bash|zsh|fish          a completion script for the shell\n"
+        "  version                           nsbox's version\n"
+        "  help [COMMAND]                    this help, or COMMAND's (as nsbox COMMAND --help)\n"
         "\n"
         "  nsbox --help | nsbox --version | nsbox COMMAND --help\n"
+        "Exit status: 0; 125 when nsbox refused or failed (a bad option, no such sandbox, ...); the\n"
+        "command's own for run, exec, logs and attach; 1 when a tool call (call) or a replay failed.\n"
         "See nsbox(1), nsboxd(8), nsbox-policy(5) and nsbox-protocol(7).\n";
 
 static const char usage_run[] =
@@ -68,6 +82,7 @@ static const char usage_run[] =
         "  --bind SRC:DST[:rw]    bind host SRC at DST, read-only unless :rw\n"
         "  --tmpfs DST[:SIZE]     a private tmpfs at DST\n"
         "  -e, --env K=V | K      set K, or pass the caller's K through\n"
+        "  --env-file FILE        K=V (or K) lines, # comments and blank lines, as docker's\n"
         "  --hostname NAME        host name inside (default: nsbox)\n"
         "  --timeout SECONDS      kill every process of the sandbox after SECONDS; exit status 124\n"
         "  --disk SIZE            size of the writable layer and /tmp together (default: 1G)\n"
@@ -81,7 +96,8 @@ static const char usage_run[] =
         "                         forward a host loopback port to PORT inside (needs --net nat)\n"
         "  --from SNAPSHOT        start on a snapshot's filesystem (nsbox snapshot)\n"
         "  -t, --tty              when stdin is a terminal: CMD on a terminal of its own (job control),\n"
-        "                         ours in raw mode until it ends (-i is accepted: -it, as docker)\n"
+        "                         ours in raw mode until it ends\n"
+        "  -i, --interactive      accepted, for -it as in docker (stdin is always CMD's)\n"
         "  --json                 print a result object on stderr after the run\n"
         "  -h, --help             this help\n"
         "\n"
@@ -111,7 +127,7 @@ static void print_json_result(const nsbox_result *r, const nsbox_error *err)
                               "peak_memory_bytes", (json_int_t)r->max_rss_bytes, "status", r->status, "cgroup",
                               r->cgroup[0] ? r->cgroup : NULL);
         }
-        char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+        char *text = o ? nsbox_cli_dumps(o, JSON_COMPACT) : NULL;
         if (text)
                 fprintf(stderr, "%s\n", text);
         free(text);
@@ -218,6 +234,93 @@ static void ensure_std_fds(void)
                 }
 }
 
+/* Every command, its options (those of the options table it takes, params.h, and its own) and
+ * subcommands: what main dispatches, "did you mean" suggests and nsbox completion prints. */
+const nsbox_cli_command nsbox_cli_commands[] = {
+        { "run", cmd_run, NSBOX_CMD_RUN, "", NULL },
+        { "create", nsbox_cmd_create, NSBOX_CMD_CREATE, "", NULL },
+        { "exec", nsbox_cmd_exec, 0, "--timeout -w --workdir --cwd -e --env --env-file -d --detach -i --interactive -t --tty --tag --json", NULL },
+        { "logs", nsbox_cmd_logs, 0, "-f --follow", NULL },
+        { "attach", nsbox_cmd_attach, 0, "", NULL },
+        { "call", nsbox_cmd_call, 0, "", NULL },
+        { "cp", nsbox_cmd_cp, 0, "", NULL },
+        { "watch", nsbox_cmd_watch, 0, "-r --recursive", NULL },
+        { "ls", nsbox_cmd_ls, 0, "-q --quiet --json --label --state", NULL },
+        { "inspect", nsbox_cmd_inspect, 0, "", NULL },
+        { "set-timeout", nsbox_cmd_set_timeout, 0, "--idle --json", NULL },
+        { "stats", nsbox_cmd_stats, 0, "--json", NULL },
+        { "api-key", nsbox_cmd_api_key, 0, "--name --uid --json", "create ls rm" },
+        { "rm", nsbox_cmd_rm, 0, "-f --force --all --label", NULL },
+        { "pause", nsbox_cmd_pause, 0, "", NULL },
+        { "resume", nsbox_cmd_resume, 0, "", NULL },
+        { "snapshot", nsbox_cmd_snapshot, 0, "--json", "ls rm" },
+        { "reset", nsbox_cmd_reset, 0, "--json", NULL },
+        { "replay", nsbox_cmd_replay, NSBOX_CMD_REPLAY, "", NULL },
+        { "gc", nsbox_cmd_gc, 0, "--json", NULL },
+        { "tools", nsbox_cmd_tools, 0, "--format", NULL },
+        { "mcp", nsbox_cmd_mcp, NSBOX_CMD_MCP, "", NULL },
+        { "version", cmd_version, 0, "", NULL },
+        { "help", cmd_help, 0, "", NULL },
+        { "completion", nsbox_cmd_completion, 0, "", "bash zsh fish" },
+};
+const size_t nsbox_cli_n_commands = sizeof(nsbox_cli_commands) / sizeof(nsbox_cli_commands[0]);
+
+const nsbox_cli_command *nsbox_cli_command_find(const char *name)
+{
+        for (size_t i = 0; i < nsbox_cli_n_commands; i++)
+                if (!strcmp(name, nsbox_cli_commands[i].name))
+                        return &nsbox_cli_commands[i];
+        return NULL;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+        if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+                fputs("usage: nsbox version\n\nPrint nsbox's version (as nsbox --version).\n", stdout);
+                return 0;
+        }
+        if (argc > 1)
+                return nsbox_cli_usage_error("version", "unexpected argument '%s'", argv[1]);
+        printf("nsbox %s\n", NSBOX_VERSION);
+        return 0;
+}
+
+/* nsbox help CMD: CMD's own --help, so that the two cannot differ */
+static int cmd_help(int argc, char **argv)
+{
+        if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+                fputs(usage_main, stdout);
+                return 0;
+        }
+        if (argc > 2)
+                return nsbox_cli_usage_error("help", "expected one COMMAND");
+        const nsbox_cli_command *c = nsbox_cli_command_find(argv[1]);
+        if (!c)
+                return unknown_command(argv[1]);
+        char help_flag[] = "--help";
+        char *args[] = { argv[1], help_flag, NULL };
+        return c->fn(2, args);
+}
+
+/* "nsbox exce", "nsbox --versoin": the closest command, or option of nsbox's own */
+static int unknown_command(const char *cmd)
+{
+        static const char *const own[] = { "help", "version" };
+        const char *names[64], *near;
+        size_t n = 0;
+        bool option = cmd[0] == '-';
+        for (size_t i = 0; i < nsbox_cli_n_commands && n < 64; i++)
+                names[n++] = nsbox_cli_commands[i].name;
+        if (option)
+                near = cmd[1] == '-' ? nsbox_closest_word(cmd + 2, own, 2) : NULL;
+        else
+                near = nsbox_closest_word(cmd, names, n);
+        _cleanup_free_ char *safe = nsbox_escape_controls(cmd);
+        fprintf(stderr, "nsbox: unknown %s '%s' (%s%s%s%ssee nsbox --help)\n", option ? "option" : "command", safe ? safe : "?",
+                near ? "did you mean " : "", near && option ? "--" : "", near ? near : "", near ? "? " : "");
+        return 125;
+}
+
 int main(int argc, char **argv)
 {
         ensure_std_fds();
@@ -226,31 +329,14 @@ int main(int argc, char **argv)
                 return 125;
         }
         const char *cmd = argv[1];
-        if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
                 fputs(usage_main, stdout);
                 return 0;
         }
-        if (!strcmp(cmd, "--version")) {
-                printf("nsbox %s\n", NSBOX_VERSION);
-                return 0;
-        }
-        if (!strcmp(cmd, "run"))
-                return cmd_run(argc - 1, argv + 1);
-        static const struct {
-                const char *name;
-                int (*fn)(int, char **);
-        } session_cmds[] = {
-                { "create", nsbox_cmd_create }, { "exec", nsbox_cmd_exec }, { "call", nsbox_cmd_call }, { "cp", nsbox_cmd_cp },
-                { "ls", nsbox_cmd_ls },         { "rm", nsbox_cmd_rm },     { "pause", nsbox_cmd_pause },
-                { "resume", nsbox_cmd_resume }, { "tools", nsbox_cmd_tools }, { "snapshot", nsbox_cmd_snapshot },
-                { "reset", nsbox_cmd_reset },   { "gc", nsbox_cmd_gc },     { "replay", nsbox_cmd_replay },
-                { "set-timeout", nsbox_cmd_set_timeout }, { "stats", nsbox_cmd_stats },
-                { "mcp", nsbox_cmd_mcp },       { "watch", nsbox_cmd_watch }, { "logs", nsbox_cmd_logs },
-                { "attach", nsbox_cmd_attach }, { "api-key", nsbox_cmd_api_key },
-        };
-        for (size_t i = 0; i < sizeof(session_cmds) / sizeof(session_cmds[0]); i++)
-                if (!strcmp(cmd, session_cmds[i].name))
-                        return session_cmds[i].fn(argc - 1, argv + 1);
-        fprintf(stderr, "nsbox: unknown command '%s' (see nsbox --help)\n", cmd);
-        return 125;
+        if (!strcmp(cmd, "--version"))
+                return cmd_version(1, argv + 1);
+        const nsbox_cli_command *c = nsbox_cli_command_find(cmd);
+        if (c)
+                return c->fn(argc - 1, argv + 1);
+        return unknown_command(cmd);
 }

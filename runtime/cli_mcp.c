@@ -161,7 +161,7 @@ static json_t *tool_result(const mcp_server *s, json_t *result, bool is_error, c
 {
         char *dumped = NULL;
         if (!text) {
-                dumped = json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(12)); /* 2.149388, not 2.1493880000000001 */
+                dumped = nsbox_cli_dumps(result, JSON_COMPACT); /* 2.149, not 2.1493880000000001 */
                 text = dumped ? dumped : "";
         }
         json_t *r = json_pack("{s[{ss ss}] sb}", "content", "type", "text", "text", text, "isError", is_error);
@@ -566,6 +566,17 @@ int nsbox_cmd_mcp(int argc, char **argv)
                 nsbox_run_options_release(&o);
                 return nsbox_cli_usage_error("mcp", "--count, --reuse, --json and --record do not apply to nsbox mcp");
         }
+        /* the policy and every value checked as run checks them, before initialize is
+         * answered: a client must not see a healthy server whose every tool call fails */
+        nsbox_policy *p = NULL;
+        if (nsbox_run_options_policy(&o, &p, &err) < 0) {
+                _cleanup_free_ char *safe = nsbox_escape_controls(err.msg ? err.msg : "options");
+                fprintf(stderr, "nsbox: mcp: %s\n", safe ? safe : "options");
+                nsbox_error_clear(&err);
+                nsbox_run_options_release(&o);
+                return EXIT_NSBOX;
+        }
+        nsbox_policy_free(p);
         if (nsbox_cli_create_params("mcp", &o, &s.create_params) < 0) {
                 nsbox_run_options_release(&o);
                 return EXIT_NSBOX;

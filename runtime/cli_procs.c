@@ -26,7 +26,7 @@ static const char usage_logs[] =
         "Print the recent output (the last 64 KiB of stdout and of stderr) of a background process\n"
         "of sandbox ID, started with nsbox exec -d, named by its pid or its tag.  With -f, then its\n"
         "output as it comes until it exits.  The exit status is the process's once it has ended\n"
-        "(0 while it runs), 1 when there is no such process, 125 if nsbox failed.\n"
+        "(0 while it runs), 125 when there is no such process or nsbox failed.\n"
         "  -f, --follow           follow its output until it exits (nsbox attach does the same)\n";
 
 static const char usage_attach[] =
@@ -81,7 +81,7 @@ int nsbox_cmd_logs(int argc, char **argv)
                 switch (c) {
                 case 'f': follow = true; break;
                 case 'h': fputs(usage_logs, stdout); return 0;
-                default: return nsbox_cli_usage_error("logs", "unknown option '%s'", argv[optind - 1]);
+                default: return nsbox_cli_unknown_option("logs", argv[optind - 1]);
                 }
         }
         if (argc - optind != 2)

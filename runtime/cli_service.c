@@ -31,7 +31,7 @@ int nsbox_cmd_set_timeout(int argc, char **argv)
                                 return nsbox_cli_usage_error("set-timeout", "--idle needs a number of seconds");
                         idle = argv[i];
                 } else if (argv[i][0] == '-' && argv[i][1]) {
-                        return nsbox_cli_usage_error("set-timeout", "unknown option '%s'", argv[i]);
+                        return nsbox_cli_unknown_option("set-timeout", argv[i]);
                 } else if (npos < 2) {
                         pos[npos++] = argv[i];
                 } else {
@@ -69,7 +69,7 @@ int nsbox_cmd_stats(int argc, char **argv)
                         return 0;
                 }
                 if (strcmp(argv[i], "--json"))
-                        return nsbox_cli_usage_error("stats", "unknown argument '%s'", argv[i]);
+                        return argv[i][0] == '-' ? nsbox_cli_unknown_option("stats", argv[i]) : nsbox_cli_usage_error("stats", "unknown argument '%s'", argv[i]);
                 json = true;
         }
         nsbox_client cl = { .fd = -1 };
@@ -146,7 +146,8 @@ static int api_key_create(int argc, char **argv)
                         json_object_set_new(params, "uid", json_integer((json_int_t)uid));
                 } else {
                         json_decref(params);
-                        return nsbox_cli_usage_error("api-key", "unknown argument '%s'", argv[i]);
+                        return argv[i][0] == '-' ? nsbox_cli_unknown_option("api-key", argv[i])
+                                                  : nsbox_cli_usage_error("api-key", "unknown argument '%s'", argv[i]);
                 }
         }
         nsbox_client cl = { .fd = -1 };
@@ -173,7 +174,8 @@ static int api_key_ls(int argc, char **argv)
                         return 0;
                 }
                 if (strcmp(argv[i], "--json"))
-                        return nsbox_cli_usage_error("api-key", "unknown argument '%s'", argv[i]);
+                        return argv[i][0] == '-' ? nsbox_cli_unknown_option("api-key", argv[i])
+                                                  : nsbox_cli_usage_error("api-key", "unknown argument '%s'", argv[i]);
                 json = true;
         }
         nsbox_client cl = { .fd = -1 };

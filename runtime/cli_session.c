@@ -26,12 +26,11 @@
 #include "options.h"
 #include "params.h"
 #include "json.h"
+#include "supervisor.h"
 #include "util.h"
 
 #define CP_CHUNK (4u << 20) /* bytes per call: large files are streamed, never held whole */
 
-/* Exit statuses of the client commands other than exec: 0, 1 when the daemon or a tool said
- * no, 125 when nsbox itself failed (bad option, no daemon). */
 
 /* nsboxd's messages may echo what a client chose (labels, names): escaped (nsbox_escape_controls) */
 static int say(const char *cmd, int status, const char *code, const nsbox_error *err)
@@ -78,10 +77,34 @@ int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t
         return 0;
 }
 
+/* Durations and seconds are the only reals nsboxd sends: to the microsecond's thousandth of a
+ * millisecond, printed with 15 digits, 3008.253 and not 3008.2534850000002. */
+static void round_reals(json_t *v, int depth)
+{
+        const char *k;
+        json_t *e;
+        size_t i;
+        if (depth > 64)
+                return;
+        double x = json_is_real(v) ? json_real_value(v) * 1000.0 : 0; /* no libm: by hand */
+        if (json_is_real(v) && x > -1e15 && x < 1e15)
+                json_real_set(v, (double)(long long)(x < 0 ? x - 0.5 : x + 0.5) / 1000.0);
+        else if (json_is_object(v))
+                json_object_foreach(v, k, e) round_reals(e, depth + 1);
+        else if (json_is_array(v))
+                json_array_foreach(v, i, e) round_reals(e, depth + 1);
+}
+
+char *nsbox_cli_dumps(json_t *v, size_t flags)
+{
+        round_reals(v, 0);
+        return json_dumps(v, flags | JSON_REAL_PRECISION(15));
+}
+
 #define print_json nsbox_cli_print_json
 void nsbox_cli_print_json(FILE *f, json_t *v)
 {
-        _cleanup_free_ char *text = json_dumps(v, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        _cleanup_free_ char *text = nsbox_cli_dumps(v, JSON_INDENT(2));
         _cleanup_free_ char *safe = text ? nsbox_json_escape_c1(text) : NULL; /* the same JSON, nothing a terminal acts on */
         if (safe)
                 fprintf(f, "%s\n", safe);
@@ -176,9 +199,12 @@ static const char usage_exec[] =
         "\n"
         "Run CMD in sandbox ID, its output streamed to ours; the exit status is CMD's (128+N when\n"
         "killed by signal N, 124 on timeout, 126/127 when it cannot be run, 125 if nsbox failed).\n"
+        "Options go before ID (as docker's): what follows ID is the command; one that starts\n"
+        "with '-' is refused unless after --.\n"
         "  --timeout SECONDS      kill CMD's process group after SECONDS\n"
-        "  --cwd DIR              working directory (default: the sandbox's workdir)\n"
-        "  -e, --env K=V          set K for CMD (repeatable)\n"
+        "  -w, --workdir DIR      working directory (default: the sandbox's workdir; --cwd DIR too)\n"
+        "  -e, --env K=V | K      set K for CMD, or pass the caller's K through (repeatable)\n"
+        "  --env-file FILE        K=V (or K) lines, # comments and blank lines, as docker's\n"
         "  -d, --detach           start CMD in the background, print its pid (and tag) and return;\n"
         "                         it runs on after nsbox exits (see nsbox logs, nsbox attach)\n"
         "  -i, --interactive      forward our standard input to CMD's (default: /dev/null)\n"
@@ -294,74 +320,103 @@ static json_t *tty_size(void)
         return json_pack("{si si}", "cols", 80, "rows", 24);
 }
 
+/* -e K=V, or -e K: the caller's K, as nsbox run passes it (nothing when it has none) */
+static int exec_env(json_t *env, const char *kv)
+{
+        const char *eq = strchr(kv, '=');
+        if (eq == kv || !kv[0])
+                return usage_error("exec", "-e '%s': expected K=V or K", kv);
+        if (!eq) {
+                const char *v = getenv(kv);
+                return v ? json_object_set_new(env, kv, json_string(v)) < 0 ? EXIT_NSBOX : 0 : 0;
+        }
+        _cleanup_free_ char *k = strndup(kv, (size_t)(eq - kv));
+        return k && json_object_set_new(env, k, json_string(eq + 1)) == 0 ? 0 : EXIT_NSBOX;
+}
+
+static int exec_env_file(json_t *env, const char *path)
+{
+        nsbox_error err = { 0 };
+        _cleanup_strv_ char **lines = NULL;
+        if (nsbox_env_file_read(path, &lines, &err) < 0) {
+                int st = usage_error("exec", "%s", err.msg ? err.msg : "--env-file: out of memory");
+                nsbox_error_clear(&err);
+                return st;
+        }
+        for (char **l = lines; l && *l; l++) {
+                int st = exec_env(env, *l);
+                if (st)
+                        return st;
+        }
+        return 0;
+}
+
 int nsbox_cmd_exec(int argc, char **argv)
 {
-        enum { OPT_TIMEOUT = 0x100, OPT_CWD, OPT_JSON, OPT_TAG };
+        enum { OPT_TIMEOUT = 0x100, OPT_CWD, OPT_JSON, OPT_TAG, OPT_ENV_FILE };
         static const struct option opts[] = {
                 { "timeout", required_argument, NULL, OPT_TIMEOUT }, { "cwd", required_argument, NULL, OPT_CWD },
+                { "workdir", required_argument, NULL, 'w' },         { "env-file", required_argument, NULL, OPT_ENV_FILE },
                 { "env", required_argument, NULL, 'e' },             { "json", no_argument, NULL, OPT_JSON },
                 { "detach", no_argument, NULL, 'd' },                { "tag", required_argument, NULL, OPT_TAG },
                 { "interactive", no_argument, NULL, 'i' },           { "help", no_argument, NULL, 'h' },
                 { "tty", no_argument, NULL, 't' },
                 {},
         };
-        json_t *env = json_object();
+        _cleanup_(json_decrefp) json_t *env = json_object();
         const char *cwd = NULL, *tag = NULL;
         uint64_t timeout_ms = 0;
         bool json = false, detach = false, interactive = false, tty = false;
-        int c;
+        int c, st;
         optind = 0;
-        while ((c = getopt_long(argc, argv, "+:de:hit", opts, NULL)) != -1) {
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+:de:hitw:", opts, NULL)) != -1) {
                 switch (c) {
                 case 'd': detach = true; break;
                 case 'i': interactive = true; break;
                 case 't': tty = true; break;
                 case OPT_TAG: tag = optarg; break;
                 case OPT_TIMEOUT:
-                        if (parse_duration_ms(optarg, &timeout_ms) < 0) {
-                                json_decref(env);
+                        if (parse_duration_ms(optarg, &timeout_ms) < 0)
                                 return usage_error("exec", "--timeout '%s': expected seconds", optarg);
-                        }
                         break;
+                case 'w':
                 case OPT_CWD: cwd = optarg; break;
                 case OPT_JSON: json = true; break;
-                case 'e': {
-                        char *eq = strchr(optarg, '=');
-                        if (!eq || eq == optarg) {
-                                json_decref(env);
-                                return usage_error("exec", "-e '%s': expected K=V", optarg);
-                        }
-                        _cleanup_free_ char *k = strndup(optarg, (size_t)(eq - optarg));
-                        json_object_set_new(env, k, json_string(eq + 1));
+                case 'e':
+                        if ((st = exec_env(env, optarg)))
+                                return st;
                         break;
-                }
-                case 'h':
-                        json_decref(env);
-                        fputs(usage_exec, stdout);
-                        return 0;
-                case ':':
-                        json_decref(env);
-                        return usage_error("exec", "option '%s' needs a value", argv[optind - 1]);
+                case OPT_ENV_FILE:
+                        if ((st = exec_env_file(env, optarg)))
+                                return st;
+                        break;
+                case 'h': fputs(usage_exec, stdout); return 0;
+                case ':': return usage_error("exec", "option '%s' needs a value", argv[optind - 1]);
                 default:
-                        json_decref(env);
-                        return usage_error("exec", "unknown option '%s'", argv[optind - 1]);
+                        if (optopt && optopt < 0x100)
+                                return usage_error("exec", "unknown option '-%c'", optopt);
+                        return nsbox_cli_unknown_option("exec", argv[optind - 1]);
                 }
         }
-        if (argc - optind < 2 || (interactive && detach)) {
-                json_decref(env);
+        if (argc - optind < 2 || (interactive && detach))
                 return usage_error("exec", interactive && detach ? "-i and -d do not go together" : "expected a sandbox ID and a command");
-        }
         const char *id = argv[optind++];
+        /* docker's rule: options before the ID, the command after it; an option after the ID
+         * would otherwise run as the command (127) */
+        if (argv[optind][0] == '-' && strcmp(argv[optind], "--")) {
+                _cleanup_free_ char *safe = nsbox_escape_controls(argv[optind]);
+                return usage_error("exec", "'%s' after the sandbox ID: options go before the ID (nsbox exec [OPTIONS] ID [--] CMD)",
+                                   safe ? safe : "?");
+        }
         if (!strcmp(argv[optind], "--"))
                 optind++;
-        if (optind >= argc) {
-                json_decref(env);
+        if (optind >= argc)
                 return usage_error("exec", "no command given");
-        }
         json_t *cmd = json_array();
         for (int i = optind; i < argc; i++)
                 json_array_append_new(cmd, json_string(argv[i]));
-        json_t *tparams = json_pack("{so so}", "cmd", cmd, "env", env);
+        json_t *tparams = json_pack("{so sO}", "cmd", cmd, "env", env);
         if (cwd)
                 json_object_set_new(tparams, "cwd", json_string(cwd));
         if (timeout_ms)
@@ -399,7 +454,7 @@ int nsbox_cmd_exec(int argc, char **argv)
         if (err_text) /* it could not start: why, as a streamed exec shows it */
                 fputs(err_text, stderr);
         if (json) {
-                char *text = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(9));
+                char *text = nsbox_cli_dumps(res, JSON_COMPACT);
                 if (text)
                         fprintf(stderr, "%s\n", text);
                 free(text);
@@ -448,11 +503,12 @@ int nsbox_cmd_watch(int argc, char **argv)
         bool recursive = false;
         int c;
         optind = 0;
+        opterr = 0; /* our one-line error, not getopt's */
         while ((c = getopt_long(argc, argv, "+rh", opts, NULL)) != -1) {
                 switch (c) {
                 case 'r': recursive = true; break;
                 case 'h': fputs(usage_watch, stdout); return 0;
-                default: return usage_error("watch", "unknown option '%s'", argv[optind - 1]);
+                default: return nsbox_cli_unknown_option("watch", argv[optind - 1]);
                 }
         }
         if (argc - optind != 2)
@@ -500,7 +556,7 @@ int nsbox_cmd_call(int argc, char **argv)
         json_t *params = json_pack("{ss ss so}", "sandbox", argv[1], "tool", argv[2], "params", tparams);
         nsbox_client cl = { .fd = -1 };
         json_t *res = NULL;
-        int status = call_once("call", &cl, "call", params, NULL, NULL, &res, EXIT_REFUSED);
+        int status = call_once("call", &cl, "call", params, NULL, NULL, &res, EXIT_FAILED);
         nsbox_client_close(&cl);
         if (status == 0)
                 print_json(stdout, res);
@@ -769,6 +825,11 @@ int nsbox_cmd_cp(int argc, char **argv)
                 fputs(usage_cp, stdout);
                 return 0;
         }
+        if (argc >= 2 && (!strcmp(argv[1], "-r") || !strcmp(argv[1], "-R") || !strcmp(argv[1], "--recursive")))
+                return usage_error("cp", "%s: nsbox cp copies one file; for a directory: tar c DIR | nsbox exec -i ID -- tar x -C PATH",
+                                   argv[1]);
+        if (argc >= 2 && argv[1][0] == '-' && argv[1][1])
+                return nsbox_cli_unknown_option("cp", argv[1]);
         if (argc != 3)
                 return usage_error("cp", "expected SRC DST");
         _cleanup_free_ char *sid = NULL, *did = NULL;
@@ -784,111 +845,256 @@ int nsbox_cmd_cp(int argc, char **argv)
         return r;
 }
 
-/* ---- ls, rm, tools ---------------------------------------------------------------------------- */
+/* ---- ls, inspect, rm, tools ------------------------------------------------------------------- */
 
-int nsbox_cmd_ls(int argc, char **argv)
+static const char usage_ls[] =
+        "usage: nsbox ls [-q] [--json] [--label K=V]... [--state starting|running|paused|snapshotting]\n"
+        "\n"
+        "List your sandboxes (all of them for root): those with every label given, in the state given.\n"
+        "  -q, --quiet            print the ids only, one a line\n"
+        "  --json                 print them as a JSON array (as nsbox inspect does)\n";
+
+/* --label K=V into want; 0 or the usage error's status */
+static int label_arg(const char *cmd, const char *kv, json_t *want)
 {
-        bool json = false;
-        json_t *params = json_object(), *want = json_object();
-        json_object_set_new(params, "labels", want);
-        for (int i = 1; i < argc; i++) {
-                const char *eq = NULL;
-                if (!strcmp(argv[i], "--json")) {
-                        json = true;
-                } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-                        fputs("usage: nsbox ls [--json] [--label K=V]... [--state starting|running|paused|snapshotting]\n\n"
-                              "List your sandboxes (all of them for root): those with every label given, in the state given.\n",
-                              stdout);
-                        json_decref(params);
-                        return 0;
-                } else if ((!strcmp(argv[i], "--label") || !strcmp(argv[i], "--state")) && i + 1 >= argc) {
-                        json_decref(params);
-                        return usage_error("ls", "%s needs a value", argv[i]);
-                } else if (!strcmp(argv[i], "--label") && (eq = strchr(argv[i + 1], '=')) && eq != argv[i + 1]) {
-                        _cleanup_free_ char *k = strndup(argv[i + 1], (size_t)(eq - argv[i + 1]));
-                        json_object_set_new(want, k ? k : "", json_string(eq + 1));
-                        i++;
-                } else if (!strcmp(argv[i], "--label")) {
-                        json_decref(params);
-                        return usage_error("ls", "--label '%s': expected KEY=VALUE", argv[i + 1]);
-                } else if (!strcmp(argv[i], "--state")) {
-                        json_object_set_new(params, "state", json_string(argv[++i]));
-                } else {
-                        json_decref(params);
-                        return usage_error("ls", "unknown argument '%s'", argv[i]);
-                }
-        }
-        nsbox_client cl = { .fd = -1 };
-        json_t *res = NULL;
-        int status = call_once("ls", &cl, "list", params, NULL, NULL, &res, EXIT_REFUSED);
-        nsbox_client_close(&cl);
-        if (status)
-                return status;
-        json_t *list = json_object_get(res, "sandboxes");
-        if (json) {
-                print_json(stdout, list);
-        } else {
-                printf("%-32s  %-8s  %-6s  %-14s  %s\n", "ID", "STATE", "AGE", "POLICY", "LABELS");
-                size_t i;
-                json_t *s;
-                time_t now = time(NULL);
-                json_array_foreach(list, i, s) {
-                        json_int_t age = now - json_integer_value(json_object_get(s, "created"));
-                        char agebuf[32];
-                        snprintf(agebuf, sizeof(agebuf), age < 120 ? "%llds" : age < 7200 ? "%lldm" : "%lldh",
-                                 (long long)(age < 120 ? age : age < 7200 ? age / 60 : age / 3600));
-                        strbuf labels;
-                        sb_init(&labels, 4096);
-                        const char *k;
-                        json_t *v;
-                        json_object_foreach(json_object_get(s, "labels"), k, v)
-                                sb_appendf(&labels, "%s%s=%s", labels.len ? "," : "", k, json_string_value(v));
-                        /* what clients chose (labels, a policy's name) reaches the terminal escaped */
-                        const char *pol = json_string_value(json_object_get(s, "policy"));
-                        _cleanup_free_ char *safe_labels = nsbox_escape_controls(labels.buf ? labels.buf : "");
-                        _cleanup_free_ char *safe_pol = nsbox_escape_controls(pol ? base_name(pol) : "");
-                        _cleanup_free_ char *safe_id = nsbox_escape_controls(json_string_value(json_object_get(s, "id")) ?: "");
-                        _cleanup_free_ char *safe_state = nsbox_escape_controls(json_string_value(json_object_get(s, "state")) ?: "");
-                        printf("%-32s  %-8s  %-6s  %-14s  %s\n", safe_id ? safe_id : "", safe_state ? safe_state : "", agebuf,
-                               safe_pol ? safe_pol : "", safe_labels ? safe_labels : "");
-                        sb_release(&labels);
-                }
-        }
-        json_decref(res);
+        const char *eq = strchr(kv, '=');
+        if (!eq || eq == kv)
+                return usage_error(cmd, "--label '%s': expected KEY=VALUE", kv);
+        _cleanup_free_ char *k = strndup(kv, (size_t)(eq - kv));
+        json_object_set_new(want, k ? k : "", json_string(eq + 1));
         return 0;
 }
 
-/* rm, pause, resume: one daemon method applied to each ID in turn. */
-static int each_sandbox(const char *cmd, const char *method, const char *help, bool has_force, int argc, char **argv)
+/* nsboxd's list, for ls, inspect and rm --all; 0 or the exit status */
+static int list_sandboxes(const char *cmd, nsbox_client *cl, json_t *params, json_t **ret_list)
 {
-        bool force = false;
+        json_t *res = NULL;
+        int status = call_once(cmd, cl, "list", params, NULL, NULL, &res, EXIT_REFUSED);
+        if (status)
+                return status;
+        *ret_list = json_incref(json_object_get(res, "sandboxes"));
+        json_decref(res);
+        if (!json_is_array(*ret_list)) {
+                json_decref(*ret_list);
+                fprintf(stderr, "nsbox: %s: nsboxd sent a malformed list\n", cmd);
+                return EXIT_NSBOX;
+        }
+        return 0;
+}
+
+static void print_table(json_t *list)
+{
+        printf("%-32s  %-8s  %-6s  %-14s  %s\n", "ID", "STATE", "AGE", "POLICY", "LABELS");
+        size_t i;
+        json_t *s;
+        time_t now = time(NULL);
+        json_array_foreach(list, i, s) {
+                json_int_t age = now - json_integer_value(json_object_get(s, "created"));
+                char agebuf[32];
+                snprintf(agebuf, sizeof(agebuf), age < 120 ? "%llds" : age < 7200 ? "%lldm" : "%lldh",
+                         (long long)(age < 120 ? age : age < 7200 ? age / 60 : age / 3600));
+                strbuf labels;
+                sb_init(&labels, 4096);
+                const char *k;
+                json_t *v;
+                json_object_foreach(json_object_get(s, "labels"), k, v)
+                        sb_appendf(&labels, "%s%s=%s", labels.len ? "," : "", k, json_string_value(v));
+                /* what clients chose (labels, a policy's name) reaches the terminal escaped */
+                const char *pol = json_string_value(json_object_get(s, "policy"));
+                _cleanup_free_ char *safe_labels = nsbox_escape_controls(labels.buf ? labels.buf : "");
+                _cleanup_free_ char *safe_pol = nsbox_escape_controls(pol ? base_name(pol) : "");
+                _cleanup_free_ char *safe_id = nsbox_escape_controls(json_string_value(json_object_get(s, "id")) ?: "");
+                _cleanup_free_ char *safe_state = nsbox_escape_controls(json_string_value(json_object_get(s, "state")) ?: "");
+                printf("%-32s  %-8s  %-6s  %-14s  %s\n", safe_id ? safe_id : "", safe_state ? safe_state : "", agebuf,
+                       safe_pol ? safe_pol : "", safe_labels ? safe_labels : "");
+                sb_release(&labels);
+        }
+}
+
+int nsbox_cmd_ls(int argc, char **argv)
+{
+        bool json = false, quiet = false;
+        json_t *params = json_object(), *want = json_object();
+        json_object_set_new(params, "labels", want);
+        for (int i = 1; i < argc; i++) {
+                int st = 0;
+                if (!strcmp(argv[i], "--json")) {
+                        json = true;
+                } else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
+                        quiet = true;
+                } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+                        fputs(usage_ls, stdout);
+                        json_decref(params);
+                        return 0;
+                } else if ((!strcmp(argv[i], "--label") || !strcmp(argv[i], "--state")) && i + 1 >= argc) {
+                        st = usage_error("ls", "%s needs a value", argv[i]);
+                } else if (!strcmp(argv[i], "--label")) {
+                        st = label_arg("ls", argv[++i], want);
+                } else if (!strcmp(argv[i], "--state")) {
+                        json_object_set_new(params, "state", json_string(argv[++i]));
+                } else {
+                        st = argv[i][0] == '-' ? nsbox_cli_unknown_option("ls", argv[i]) : usage_error("ls", "unexpected argument '%s'", argv[i]);
+                }
+                if (st) {
+                        json_decref(params);
+                        return st;
+                }
+        }
+        if (quiet && json) {
+                json_decref(params);
+                return usage_error("ls", "-q and --json do not go together");
+        }
+        nsbox_client cl = { .fd = -1 };
+        json_t *list = NULL;
+        int status = list_sandboxes("ls", &cl, params, &list);
+        nsbox_client_close(&cl);
+        if (status)
+                return status;
+        size_t i;
+        json_t *s;
+        if (json)
+                print_json(stdout, list);
+        else if (quiet)
+                json_array_foreach(list, i, s) {
+                        _cleanup_free_ char *safe_id = nsbox_escape_controls(json_string_value(json_object_get(s, "id")) ?: "");
+                        printf("%s\n", safe_id ? safe_id : "");
+                }
+        else
+                print_table(list);
+        json_decref(list);
+        return 0;
+}
+
+static const char usage_inspect[] =
+        "usage: nsbox inspect ID...\n"
+        "\n"
+        "Print the sandboxes as a JSON array, each object as nsbox ls --json has it.  An ID is a full\n"
+        "id or a unique prefix of at least 4 characters.  One that is not found is said on stderr\n"
+        "(exit status 125), the others printed (nothing when none is found).\n";
+
+int nsbox_cmd_inspect(int argc, char **argv)
+{
+        int first = 1;
+        if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+                fputs(usage_inspect, stdout);
+                return 0;
+        }
+        if (argc >= 2 && !strcmp(argv[1], "--"))
+                first++;
+        else if (argc >= 2 && argv[1][0] == '-')
+                return nsbox_cli_unknown_option("inspect", argv[1]);
+        if (first >= argc)
+                return usage_error("inspect", "expected at least one sandbox ID");
+        nsbox_client cl = { .fd = -1 };
+        json_t *list = NULL, *out = json_array();
+        int status = list_sandboxes("inspect", &cl, json_object(), &list);
+        nsbox_client_close(&cl);
+        for (int a = first; status == 0 && a < argc; a++) {
+                nsbox_id_match m;
+                nsbox_id_match_init(&m, argv[a]);
+                size_t i;
+                json_t *s;
+                json_array_foreach(list, i, s)
+                        if (json_string_value(json_object_get(s, "id")))
+                                nsbox_id_match_offer(&m, json_string_value(json_object_get(s, "id")), s);
+                const char *code = NULL;
+                char msg[160];
+                json_t *found = nsbox_id_match_result(&m, &code, msg, sizeof(msg));
+                if (found) {
+                        json_array_append(out, found);
+                        continue;
+                }
+                _cleanup_free_ char *safe = nsbox_escape_controls(msg);
+                fprintf(stderr, "nsbox: inspect: %s: %s\n", code ? code : "not_found", safe ? safe : "");
+        }
+        if (list && json_array_size(out) < (size_t)(argc - first))
+                status = EXIT_NSBOX;
+        if (json_array_size(out))
+                print_json(stdout, out);
+        json_decref(out);
+        json_decref(list);
+        return status;
+}
+
+/* rm --all [--label K=V]...: the ids of the caller's own sandboxes (root's list has everyone's) */
+static int own_ids(json_t *labels, json_t **ret_ids)
+{
+        nsbox_client cl = { .fd = -1 };
+        json_t *list = NULL;
+        int status = list_sandboxes("rm", &cl, json_pack("{sO}", "labels", labels), &list);
+        nsbox_client_close(&cl);
+        if (status)
+                return status;
+        *ret_ids = json_array();
+        size_t i;
+        json_t *s;
+        json_array_foreach(list, i, s)
+                if (json_integer_value(json_object_get(s, "uid")) == (json_int_t)getuid() && json_is_string(json_object_get(s, "id")))
+                        json_array_append(*ret_ids, json_object_get(s, "id"));
+        json_decref(list);
+        return 0;
+}
+
+/* rm, pause, resume: one daemon method applied to each ID in turn (rm --all: to each of the
+ * caller's sandboxes with the labels given). */
+static int each_sandbox(const char *cmd, const char *method, const char *help, bool is_rm, int argc, char **argv)
+{
+        bool force = false, all = false;
+        _cleanup_(json_decrefp) json_t *labels = json_object(), *ids = NULL;
         int first = 1;
         for (; first < argc && argv[first][0] == '-'; first++) {
-                if (has_force && (!strcmp(argv[first], "-f") || !strcmp(argv[first], "--force")))
+                int st = 0;
+                if (!strcmp(argv[first], "--")) {
+                        first++;
+                        break;
+                }
+                if (is_rm && (!strcmp(argv[first], "-f") || !strcmp(argv[first], "--force")))
                         force = true;
+                else if (is_rm && !strcmp(argv[first], "--all"))
+                        all = true;
+                else if (is_rm && !strcmp(argv[first], "--label"))
+                        st = first + 1 < argc ? label_arg(cmd, argv[++first], labels) : usage_error(cmd, "--label needs a value");
                 else if (!strcmp(argv[first], "--help") || !strcmp(argv[first], "-h")) {
                         fputs(help, stdout);
                         return 0;
                 } else
-                        return usage_error(cmd, "unknown option '%s'", argv[first]);
+                        st = nsbox_cli_unknown_option(cmd, argv[first]);
+                if (st)
+                        return st;
         }
-        if (first >= argc)
+        if (all && first < argc)
+                return usage_error(cmd, "--all takes no sandbox ID ('%s')", argv[first]);
+        if (json_object_size(labels) && !all)
+                return usage_error(cmd, "--label goes with --all");
+        if (!all && first >= argc)
                 return usage_error(cmd, "expected at least one sandbox ID");
+        if (all) {
+                int st = own_ids(labels, &ids);
+                if (st)
+                        return st;
+                force = true; /* one that went meanwhile is gone as asked */
+        } else {
+                ids = json_array();
+                for (int i = first; i < argc; i++)
+                        json_array_append_new(ids, json_string(argv[i]));
+        }
         nsbox_client cl = { .fd = -1 };
         nsbox_error err = { 0 };
-        if (nsbox_client_connect(true, &cl, &err) < 0) {
+        if (json_array_size(ids) && nsbox_client_connect(true, &cl, &err) < 0) {
                 int st = say(cmd, EXIT_NSBOX, NULL, &err);
                 nsbox_error_clear(&err);
                 return st;
         }
         int status = 0;
-        for (int i = first; i < argc; i++) {
+        size_t i;
+        json_t *id;
+        json_array_foreach(ids, i, id) {
                 json_t *res = NULL;
                 const char *code = NULL;
-                if (nsbox_client_call(&cl, method, json_pack("{ss}", "sandbox", argv[i]), NULL, NULL, &res, &code, &err) < 0) {
+                if (nsbox_client_call(&cl, method, json_pack("{sO}", "sandbox", id), NULL, NULL, &res, &code, &err) < 0) {
                         if (!(force && code && !strcmp(code, "not_found"))) {
                                 say(cmd, 0, code, &err);
-                                status = code ? EXIT_REFUSED : EXIT_NSBOX;
+                                status = EXIT_REFUSED;
                         }
                         nsbox_error_clear(&err);
                         if (!code)
@@ -904,8 +1110,13 @@ static int each_sandbox(const char *cmd, const char *method, const char *help, b
 int nsbox_cmd_rm(int argc, char **argv)
 {
         return each_sandbox("rm", "destroy",
-                            "usage: nsbox rm [-f] ID...\n\nDestroy sandboxes: every process in them is killed and their writable\n"
-                            "layer discarded.  -f: an ID that does not exist is not an error.\n",
+                            "usage: nsbox rm [-f] ID...\n"
+                            "       nsbox rm --all [--label K=V]...\n"
+                            "\n"
+                            "Destroy sandboxes: every process in them is killed and their writable layer discarded.\n"
+                            "  -f, --force            an ID that does not exist is not an error\n"
+                            "  --all                  every sandbox of yours (of your user id, even for root)\n"
+                            "  --label K=V            with --all: only those with this label (repeatable)\n",
                             true, argc, argv);
 }
 
@@ -937,7 +1148,7 @@ int nsbox_cmd_tools(int argc, char **argv)
                               stdout);
                         return 0;
                 } else
-                        return usage_error("tools", "unknown argument '%s'", argv[i]);
+                        return argv[i][0] == '-' ? nsbox_cli_unknown_option("tools", argv[i]) : usage_error("tools", "unknown argument '%s'", argv[i]);
         }
         json_t *t = tool_schemas(format);
         if (!t)

@@ -25,8 +25,13 @@ int nsbox_cmd_stats(int argc, char **argv);
 int nsbox_cmd_api_key(int argc, char **argv);
 
 /* Shared by the client commands. */
-#define EXIT_REFUSED 1 /* nsboxd said no: not found, conflict, capacity, bad params */
-#define EXIT_NSBOX 125 /* nsbox itself failed, or a usage error */
+/* One rule (nsbox(1), EXIT STATUS): 125 when nothing was done, for any reason: a usage error,
+ * nsbox failing, or nsboxd saying no (not found, conflict, capacity, bad params); else the
+ * status of what ran: exec's command, or 1 for a call that returned an error or a replay that
+ * diverged. */
+#define EXIT_NSBOX 125
+#define EXIT_REFUSED EXIT_NSBOX
+#define EXIT_FAILED 1 /* call: the call returned an error; replay: it diverged */
 #include <jansson.h>
 #include <stdio.h>
 
@@ -41,6 +46,8 @@ void nsbox_cli_output_event(json_t *params, void *ud);
 int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t *params, nsbox_client_event_fn ev, void *ud,
                    json_t **ret, int refused_status);
 void nsbox_cli_print_json(FILE *f, json_t *v);
+/* json_dumps with reals rounded to 3 decimals and no float noise (they are durations) */
+char *nsbox_cli_dumps(json_t *v, size_t flags);
 /* The params of nsboxd's create for parsed create options (host paths made absolute); 0, or -1
  * after printing why, as "nsbox: CMD: ...". */
 struct nsbox_run_options;
@@ -51,6 +58,25 @@ int nsbox_cmd_logs(int argc, char **argv);
 int nsbox_cmd_attach(int argc, char **argv);
 /* exec -it: exec's params (taken) run on a pty with our terminal raw; the command's status */
 int nsbox_cli_exec_tty(const char *id, json_t *tparams);
+
+/* cli.c: the command table */
+typedef struct nsbox_cli_command {
+        const char *name;
+        int (*fn)(int argc, char **argv);
+        unsigned params;  /* NSBOX_CMD_*: it takes the options table's flags for that command */
+        const char *opts; /* its other options, space-separated (--help is everyone's) */
+        const char *subs; /* its subcommands, space-separated, or NULL */
+} nsbox_cli_command;
+extern const nsbox_cli_command nsbox_cli_commands[];
+extern const size_t nsbox_cli_n_commands;
+const nsbox_cli_command *nsbox_cli_command_find(const char *name);
+
+/* cli_complete.c: nsbox completion; "did you mean" for a command's options */
+int nsbox_cmd_completion(int argc, char **argv);
+/* "nsbox: CMD: unknown option 'ARG' (did you mean --X? see nsbox CMD --help)"; returns 125 */
+int nsbox_cli_unknown_option(const char *cmd, const char *arg);
+
+int nsbox_cmd_inspect(int argc, char **argv);
 
 /* cli_mcp.c: nsbox mcp */
 int nsbox_cmd_mcp(int argc, char **argv);

@@ -57,7 +57,8 @@ static int snapshot_ls(int argc, char **argv)
                 if (!strcmp(argv[i], "--json"))
                         json = true;
                 else
-                        return nsbox_cli_usage_error("snapshot", "ls: unknown argument '%s'", argv[i]);
+                        return argv[i][0] == '-' ? nsbox_cli_unknown_option("snapshot", argv[i])
+                                                  : nsbox_cli_usage_error("snapshot", "ls: unknown argument '%s'", argv[i]);
         }
         nsbox_error err = { 0 };
         nsbox_store st = NSBOX_STORE_INIT;
@@ -137,7 +138,7 @@ static int id_and_name(const char *cmd, const char *help, int argc, char **argv,
                 if (!strcmp(argv[i], "--json"))
                         *json = true;
                 else if (argv[i][0] == '-')
-                        return nsbox_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+                        return nsbox_cli_unknown_option(cmd, argv[i]);
                 else if (n < 2)
                         pos[n++] = argv[i];
                 else
@@ -223,7 +224,7 @@ int nsbox_cmd_gc(int argc, char **argv)
                 if (!strcmp(argv[i], "--json"))
                         json = true;
                 else
-                        return nsbox_cli_usage_error("gc", "unknown argument '%s'", argv[i]);
+                        return argv[i][0] == '-' ? nsbox_cli_unknown_option("gc", argv[i]) : nsbox_cli_usage_error("gc", "unknown argument '%s'", argv[i]);
         }
         nsbox_error err = { 0 };
         nsbox_store st = NSBOX_STORE_INIT;
@@ -431,7 +432,7 @@ int nsbox_cmd_replay(int argc, char **argv)
                 } else {
                         printf("replay: %zu steps, all matched: no divergence\n", t.n_steps);
                 }
-                status = first ? EXIT_REFUSED : 0;
+                status = first ? EXIT_FAILED : 0;
         }
         json_decref(report);
         json_decref(rp.names);

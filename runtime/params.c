@@ -87,6 +87,111 @@ static int env_client(const nsbox_param *p, const char *v, strbuf *why)
         return 0;
 }
 
+/* ---- did you mean, and --env-file ------------------------------------------------------------- */
+
+/* Edit distance with adjacent transpositions ("tiemout" is one edit from "timeout"). */
+static size_t edit_distance(const char *a, const char *b)
+{
+        size_t n = strlen(a), m = strlen(b);
+        if (n > 64 || m > 64)
+                return SIZE_MAX;
+        size_t d[65][65];
+        for (size_t i = 0; i <= n; i++)
+                d[i][0] = i;
+        for (size_t j = 0; j <= m; j++)
+                d[0][j] = j;
+        for (size_t i = 1; i <= n; i++)
+                for (size_t j = 1; j <= m; j++) {
+                        size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+                        if (d[i - 1][j] + 1 < best)
+                                best = d[i - 1][j] + 1;
+                        if (d[i][j - 1] + 1 < best)
+                                best = d[i][j - 1] + 1;
+                        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                                best = d[i - 2][j - 2] + 1;
+                        d[i][j] = best;
+                }
+        return d[n][m];
+}
+
+const char *nsbox_closest_word(const char *word, const char *const *candidates, size_t n)
+{
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX, len = strlen(word);
+        /* close enough to be a typo: one edit in a short word, two in a longer one */
+        size_t limit = len <= 4 ? 1 : 2;
+        for (size_t i = 0; i < n; i++) {
+                if (!candidates[i] || !*candidates[i])
+                        continue;
+                size_t d = edit_distance(word, candidates[i]), cl = strlen(candidates[i]);
+                /* "network" for "net": one word the start of the other */
+                if (d > limit && cl >= 3 && len >= 3 && !strncmp(word, candidates[i], len < cl ? len : cl))
+                        d = limit;
+                if (d <= limit && d < best_d) {
+                        best = candidates[i];
+                        best_d = d;
+                }
+        }
+        return best;
+}
+
+/* The long flag closest to NAME among those COMMAND takes, or NULL. */
+static const char *closest_flag(const char *name, unsigned command)
+{
+        const char *flags[64];
+        size_t n = 0;
+        for (size_t i = 0; i < nsbox_n_params && n < ARRAY_SIZE(flags); i++)
+                if (nsbox_params[i].flag && (nsbox_params[i].commands & command))
+                        flags[n++] = nsbox_params[i].flag;
+        return nsbox_closest_word(name, flags, n);
+}
+
+static void fclosep(FILE **f)
+{
+        if (*f)
+                fclose(*f);
+}
+
+int nsbox_env_file_read(const char *path, char ***env, nsbox_error *err)
+{
+        __attribute__((cleanup(fclosep))) FILE *f = fopen(path, "re");
+        if (!f)
+                return nsbox_err(err, errno, "--env-file '%s'", path);
+        _cleanup_free_ char *line = malloc(ENV_FILE_LINE_MAX + 2);
+        size_t total = 0;
+        if (!line)
+                return nsbox_err(err, ENOMEM, "--env-file '%s'", path);
+        for (unsigned no = 1; fgets(line, ENV_FILE_LINE_MAX + 2, f); no++) {
+                size_t n = strlen(line);
+                total += n;
+                if (total > ENV_FILE_MAX)
+                        return nsbox_err(err, 0, "--env-file '%s': larger than %u bytes", path, ENV_FILE_MAX);
+                if (n && line[n - 1] == '\n')
+                        line[--n] = '\0';
+                else if (n > ENV_FILE_LINE_MAX)
+                        return nsbox_err(err, 0, "--env-file '%s': line %u: longer than %u bytes", path, no, ENV_FILE_LINE_MAX);
+                if (n && line[n - 1] == '\r')
+                        line[--n] = '\0';
+                const char *s = line + strspn(line, " \t");
+                if (!*s || *s == '#') /* blank lines and comments, as docker reads them */
+                        continue;
+                size_t klen = strcspn(s, "=");
+                bool key_ok = klen > 0 && strcspn(s, " \t") >= klen;
+                for (size_t i = 0; key_ok && i < klen; i++)
+                        key_ok = s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+                                 (i && s[i] >= '0' && s[i] <= '9');
+                if (!key_ok)
+                        return nsbox_err(err, 0, "--env-file '%s': line %u: expected NAME=VALUE or NAME (a name of letters, digits and '_')",
+                                         path, no);
+                int r = strv_push(env, strdup(s));
+                if (r < 0)
+                        return nsbox_err(err, -r, "--env-file '%s'", path);
+        }
+        if (ferror(f))
+                return nsbox_err(err, EIO, "--env-file '%s'", path);
+        return 0;
+}
+
 /* ---- the table -------------------------------------------------------------------------------- */
 
 #define ALL (NSBOX_CMD_RUN | NSBOX_CMD_CREATE | NSBOX_CMD_MCP | NSBOX_CMD_REPLAY)
@@ -126,6 +231,8 @@ const nsbox_param nsbox_params[] = {
           "SRC:DST[:rw], a host path mounted inside" },
         { "tmpfs", "tmpfs", 0, NSBOX_PARAM_LIST, ALL, 0, F(tmpfs), 0, 0, 0, NULL, NULL, NULL, "DST[:SIZE], a tmpfs inside" },
         { "env", "env", 'e', NSBOX_PARAM_ENV, ALL, 0, F(env), 0, 0, 0, NULL, NULL, env_client, "K=V, a variable of the environment" },
+        { NULL, "env-file", 0, NSBOX_PARAM_ENV_FILE, NSBOX_CMD_RUN | NSBOX_CMD_CREATE | NSBOX_CMD_MCP, 0, F(env), 0, 0, 0, NULL, NULL, NULL,
+          "FILE of K=V lines, as docker's --env-file" },
         { "allow", "allow", 0, NSBOX_PARAM_LIST, ALL, 0, F(allow), 0, 0, 0, NULL, nsbox_egress_check, NULL, "an egress the network allows" },
         { "publish", "publish", 0, NSBOX_PARAM_LIST, ALL, NSBOX_PARAM_OPERATOR_ONLY, F(publish), 0, 0, 0, NULL, publish_check, NULL,
           "[127.0.0.1:]HOSTPORT[:PORT], a port forwarded from the host" },
@@ -259,6 +366,10 @@ static int set_value(const nsbox_param *p, const char *cmd, const char *v, nsbox
                 if ((r = strv_push(FIELD(o, p, char **), strdup(v))) < 0)
                         return nsbox_err(err, -r, "%s", cmd);
                 break;
+        case NSBOX_PARAM_ENV_FILE:
+                if ((r = nsbox_env_file_read(v, FIELD(o, p, char **), err)) < 0)
+                        return nsbox_err_wrap(err, r, "%s", cmd);
+                break;
         case NSBOX_PARAM_FLAG:
         case NSBOX_PARAM_TYPE_MAX:
                 *FIELD(o, p, bool) = true;
@@ -338,8 +449,14 @@ static int parse_flags(int argc, char **argv, unsigned command, nsbox_run_option
                 if (a[1] == '-') {
                         const char *eq = strchr(a + 2, '=');
                         p = long_flag(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
-                        if (!p || (eq && p->type == NSBOX_PARAM_FLAG))
+                        if (!p || (eq && p->type == NSBOX_PARAM_FLAG)) {
+                                _cleanup_free_ char *name = strndup(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
+                                const char *near = p ? NULL : closest_flag(name ? name : "", command);
+                                if (near)
+                                        return nsbox_err(err, 0, "%s: unknown option '%s' (did you mean --%s? see nsbox %s --help)", cmd, a,
+                                                         near, cmd);
                                 return nsbox_err(err, 0, "%s: unknown option '%s' (see nsbox %s --help)", cmd, a, cmd);
+                        }
                         if (eq)
                                 v = eq + 1;
                 } else {
@@ -496,6 +613,8 @@ static int json_param(const nsbox_param *p, int pass, json_t *v, nsbox_run_optio
         case NSBOX_PARAM_ENV:
         case NSBOX_PARAM_LABELS:
                 return json_list(p, pass, v, o, why, err);
+        case NSBOX_PARAM_ENV_FILE: /* the command line's only: no key */
+                break;
         case NSBOX_PARAM_FLAG:
         case NSBOX_PARAM_TYPE_MAX:
                 if (!json_is_boolean(v))
@@ -648,6 +767,7 @@ int nsbox_params_to_json(const nsbox_run_options *o, json_t **ret, nsbox_error *
                 case NSBOX_PARAM_LIST:
                 case NSBOX_PARAM_ENV:
                 case NSBOX_PARAM_LABELS: r = list_to_json(row, *(char **const *)field, p, err); continue;
+                case NSBOX_PARAM_ENV_FILE: continue; /* read into env already */
                 case NSBOX_PARAM_FLAG:
                 case NSBOX_PARAM_TYPE_MAX:
                         if (!*(const bool *)field)

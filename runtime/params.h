@@ -25,6 +25,7 @@ typedef enum nsbox_param_type {
         NSBOX_PARAM_ENV,     /* repeatable K=V (or K on the command line); JSON: array or map */
         NSBOX_PARAM_LABELS,  /* repeatable K=V; JSON: a map */
         NSBOX_PARAM_FLAG,    /* no value; JSON: true or false */
+        NSBOX_PARAM_ENV_FILE, /* the command line's --env-file: its lines go to the ENV list */
         NSBOX_PARAM_TYPE_MAX,
 } nsbox_param_type;
 
@@ -68,6 +69,16 @@ struct nsbox_param {
 /* The table, and its length. */
 extern const nsbox_param nsbox_params[];
 extern const size_t nsbox_n_params;
+
+/* --env-file: docker's format (NAME=VALUE or NAME lines, # comments, blank lines) appended to
+ * *env as K=V or K; a bad line is -EINVAL naming it.  At most ENV_FILE_MAX bytes. */
+#define ENV_FILE_MAX (1u << 20)
+#define ENV_FILE_LINE_MAX 65536u
+int nsbox_env_file_read(const char *path, char ***env, nsbox_error *err);
+
+/* The candidate closest to WORD, near enough to be a typo of it (or one the start of the
+ * other), or NULL: "did you mean" for commands and options. */
+const char *nsbox_closest_word(const char *word, const char *const *candidates, size_t n);
 
 /* The row of JSON key KEY, or of long flag FLAG; NULL when there is none. */
 const nsbox_param *nsbox_param_by_key(const char *key);

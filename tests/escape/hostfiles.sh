@@ -139,7 +139,7 @@ test_cp_out_of_a_fifo_is_refused() {
         assert_status 0 "$NSBOX" exec "$id" -- sh -c 'mkfifo fifo && mkdir d && ln -s fifo link'
         scratch_dir
         for src in fifo link d /dev/null; do
-                assert_status 1 timeout 30 "$NSBOX" cp "$id:$src" "$SCRATCH/out"
+                assert_status 125 timeout 30 "$NSBOX" cp "$id:$src" "$SCRATCH/out"
                 echo "    cp $src: $OUT" >&2
                 assert_one_line_error "$OUT"
                 assert_contains "$OUT" "is not a regular file" "nsbox cp of '$src'"
@@ -147,7 +147,7 @@ test_cp_out_of_a_fifo_is_refused() {
         assert_eq "" "$(find "$SCRATCH" -mindepth 1)" "the host directory after the refused copies"
         # into the sandbox: a host FIFO is refused at once too, not waited on
         mkfifo "$SCRATCH/hostfifo"
-        assert_status 1 timeout 30 "$NSBOX" cp "$SCRATCH/hostfifo" "$id:in"
+        assert_status 125 timeout 30 "$NSBOX" cp "$SCRATCH/hostfifo" "$id:in"
         assert_one_line_error "$OUT"
         assert_contains "$OUT" "is not a regular file" "nsbox cp of a host FIFO into the sandbox"
         assert_status 1 "$NSBOX" exec "$id" -- test -e in

@@ -88,7 +88,7 @@ for k in json.load(sys.stdin):
         assert_status 0 "$NSBOX" api-key rm ci.bot-2
         assert_status 0 "$NSBOX" api-key ls --json
         assert_eq "[]" "$OUT" "keys after rm"
-        assert_status 1 "$NSBOX" api-key rm ci.bot-2
+        assert_status 125 "$NSBOX" api-key rm ci.bot-2
         assert_one_line_error "$OUT"
         assert_contains "$OUT" "not_found" "api-key rm of a removed key"
         assert_status 125 "$NSBOX" api-key frobnicate
@@ -137,17 +137,17 @@ test_limits_and_bad_names_change_nothing() {
                 "$NSBOX" api-key create --name "k$i" > /dev/null 2>&1 || fail "api-key create k$i"
         done
         before=$(sha256sum < "$d/keys/api-keys.json")
-        assert_status 1 "$NSBOX" api-key create --name k65
+        assert_status 125 "$NSBOX" api-key create --name k65
         assert_one_line_error "$OUT"
         assert_contains "$OUT" "has 64 keys" "the 65th key"
         for i in 'b a d' '' "$(printf 'x%.0s' $(seq 65))" 'e2b_12345678' 'a/b' $'a\x1bb'; do
-                assert_status 1 "$NSBOX" api-key create --name "$i"
+                assert_status 125 "$NSBOX" api-key create --name "$i"
                 assert_one_line_error "$OUT"
                 assert_contains "$OUT" "invalid_argument" "api-key create --name '$i'"
         done
         assert_status 0 "$NSBOX" api-key rm k1
         before=$(sha256sum < "$d/keys/api-keys.json")
-        assert_status 1 "$NSBOX" api-key create --name k2
+        assert_status 125 "$NSBOX" api-key create --name k2
         assert_one_line_error "$OUT"
         assert_contains "$OUT" "conflict" "a name taken"
         assert_eq "$before" "$(sha256sum < "$d/keys/api-keys.json")" "the key file after refusals"
@@ -185,7 +185,7 @@ users_own_keys_as_user() {
         local d
         d=$(new_dir)
         start_daemon "$d"
-        assert_status 1 "$NSBOX" api-key create --uid 0 --name forroot
+        assert_status 125 "$NSBOX" api-key create --uid 0 --name forroot
         assert_contains "$OUT" "permission_denied" "a key for root, asked by a user"
         assert_one_line_error "$OUT"
         assert_status 0 "$NSBOX" api-key ls --json
@@ -208,10 +208,10 @@ test_users_see_and_remove_only_their_own_keys() {
         assert_contains "$OUT" "${tkey:0:12}" "the tenant's keys"
         assert_not_contains "$OUT" "${rootkey:0:12}" "the tenant's keys"
         OUT=$(as_tenant env NSBOX_SOCKET="$NSBOX_SOCKET" "$NSBOX" api-key rm "${rootkey:0:12}" 2>&1)
-        assert_eq 1 "$?" "the tenant removing root's key by prefix ($OUT)"
+        assert_eq 125 "$?" "the tenant removing root's key by prefix ($OUT)"
         assert_one_line_error "$OUT"
         OUT=$(as_tenant env NSBOX_SOCKET="$NSBOX_SOCKET" "$NSBOX" api-key create --uid 0 2>&1)
-        assert_eq 1 "$?" "the tenant making a key for root ($OUT)"
+        assert_eq 125 "$?" "the tenant making a key for root ($OUT)"
         assert_contains "$OUT" "permission_denied" "the tenant making a key for root"
         # root sees both and makes one for another uid
         assert_status 0 "$NSBOX" api-key create --uid 65534 --name nobody
@@ -223,7 +223,7 @@ test_users_see_and_remove_only_their_own_keys() {
         nobody=$(printf '%s' "$OUT" | python3 -c 'import json, sys; print([k["prefix"] for k in json.load(sys.stdin) if k["name"] == "nobody"][0])')
         for i in nobody "$nobody"; do
                 OUT=$(as_tenant env NSBOX_SOCKET="$NSBOX_SOCKET" "$NSBOX" api-key rm "$i" 2>&1)
-                assert_eq 1 "$?" "the tenant removing uid 65534's key $i ($OUT)"
+                assert_eq 125 "$?" "the tenant removing uid 65534's key $i ($OUT)"
                 assert_contains "$OUT" "not_found" "the tenant removing uid 65534's key $i"
         done
         # the tenant removes its own; root's 'shared' stays

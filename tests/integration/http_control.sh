@@ -273,7 +273,7 @@ same_users_keys() {
         assert_eq 200 "$CODE" "the sandbox with the user's second key"
         api DELETE "/sandboxes/$ID"
         assert_eq 204 "$CODE" "killed with the second key"
-        assert_status 1 "$NSBOX" api-key create --uid 0 --name forroot
+        assert_status 125 "$NSBOX" api-key create --uid 0 --name forroot
         assert_contains "$OUT" "permission_denied" "a key for root, asked by a user"
         KEY=$first
 }

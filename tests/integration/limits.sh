@@ -217,7 +217,7 @@ test_pause_freezes_and_resume_thaws() {
 }
 
 test_pause_and_resume_bad_input() {
-        assert_status 1 "$NSBOX" pause 00000000
+        assert_status 125 "$NSBOX" pause 00000000
         assert_one_line_error "$OUT"
         assert_contains "$OUT" "not_found" "unknown id"
         assert_status 125 "$NSBOX" pause

@@ -193,10 +193,10 @@ test_bad_unknown_and_duplicate_tags_are_one_line_errors() {
                 assert_contains "$OUT" invalid_argument "tag '$bad'"
                 assert_one_line_error "$OUT"
         done
-        assert_status 1 "$NSBOX" logs "$id" nosuch
+        assert_status 125 "$NSBOX" logs "$id" nosuch
         assert_contains "$OUT" not_found "logs of an unknown tag"
         assert_one_line_error "$OUT"
-        assert_status 1 "$NSBOX" attach "$id" 99999
+        assert_status 125 "$NSBOX" attach "$id" 99999
         assert_contains "$OUT" not_found "attach to an unknown pid"
         assert_one_line_error "$OUT"
         assert_status 1 "$NSBOX" call "$id" process_kill '{"tag": "nosuch"}'

@@ -398,10 +398,10 @@ big.bin" "$OUT" "copy into a directory"
         assert_eq "big.bin" "$(find "$TEST_TMP/outdir" -mindepth 1 -printf '%f\n')" "host directory after cp"
         # errors
         local errors=()
-        assert_status 1 "$NSBOX" cp "$id:/workspace/missing" "$TEST_TMP/missing"
+        assert_status 125 "$NSBOX" cp "$id:/workspace/missing" "$TEST_TMP/missing"
         errors+=("$OUT")
         [ ! -e "$TEST_TMP/missing" ] || fail "cp of a missing file created '$TEST_TMP/missing'"
-        assert_status 1 "$NSBOX" cp "$TEST_TMP/missing" "$id:/workspace/missing"
+        assert_status 125 "$NSBOX" cp "$TEST_TMP/missing" "$id:/workspace/missing"
         errors+=("$OUT")
         assert_status 0 "$NSBOX" call "$id" exists '{"path": "/workspace/missing"}'
         assert_eq false "$(echo "$OUT" | jget 'd["exists"]')" "missing file after a failed cp in"

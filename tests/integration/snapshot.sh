@@ -290,7 +290,7 @@ base-content" "$OUT" "after reset of a --from sandbox"
         assert_eq "base.txt new.txt changed" "$OUT" "after reset to rn-changed"
         # in use: rn-base (what it was created on, which reset returns to) and rn-changed (what it runs on)
         assert_eq "true true" "$(snapshot_field rn-base 's["in_use"]') $(snapshot_field rn-changed 's["in_use"]')" "in_use of rn-base, rn-changed"
-        assert_status 1 "$NSBOX" snapshot rm rn-changed
+        assert_status 125 "$NSBOX" snapshot rm rn-changed
         assert_contains "$OUT" "in use" "snapshot rm of the snapshot a sandbox was reset to"
         assert_status 0 "$NSBOX" reset "$f"
         assert_status 0 "$NSBOX" exec "$f" -- sh -c 'ls -A; cat base.txt'
@@ -654,14 +654,14 @@ test_bad_input_gets_one_line_errors_and_changes_nothing() {
         assert_status 125 "$NSBOX" create --from nosuch
         assert_contains "$OUT" "no snapshot 'nosuch'" "create --from nosuch"
         errors+=("$OUT")
-        assert_status 1 "$NSBOX" reset "$id" nosuch
+        assert_status 125 "$NSBOX" reset "$id" nosuch
         assert_contains "$OUT" "no snapshot 'nosuch'" "reset ID nosuch"
         errors+=("$OUT")
-        assert_status 1 "$NSBOX" snapshot rm nosuch
+        assert_status 125 "$NSBOX" snapshot rm nosuch
         assert_contains "$OUT" "no snapshot 'nosuch'" "snapshot rm nosuch"
         errors+=("$OUT")
         # a name already bound
-        assert_status 1 "$NSBOX" snapshot "$id" bad-s
+        assert_status 125 "$NSBOX" snapshot "$id" bad-s
         assert_contains "$OUT" "exists" "snapshot ID existing-name"
         errors+=("$OUT")
         # invalid names
@@ -684,10 +684,10 @@ test_bad_input_gets_one_line_errors_and_changes_nothing() {
                 errors+=("$OUT")
         done
         # a destroyed sandbox
-        assert_status 1 "$NSBOX" snapshot "$gone" bad-gone
+        assert_status 125 "$NSBOX" snapshot "$gone" bad-gone
         assert_contains "$OUT" "not_found" "snapshot of a destroyed sandbox"
         errors+=("$OUT")
-        assert_status 1 "$NSBOX" reset "$gone"
+        assert_status 125 "$NSBOX" reset "$gone"
         assert_contains "$OUT" "not_found" "reset of a destroyed sandbox"
         errors+=("$OUT")
         # a snapshot in use
@@ -696,7 +696,7 @@ test_bad_input_gets_one_line_errors_and_changes_nothing() {
         assert_eq bad-s "$("$NSBOX" ls --json | jget "[s['snapshot'] for s in d if s['id'] == '$user'][0]")" "the snapshot a sandbox runs on"
         before=$(store_state)
         sandboxes=$(sandbox_ids)
-        assert_status 1 "$NSBOX" snapshot rm bad-s
+        assert_status 125 "$NSBOX" snapshot rm bad-s
         assert_contains "$OUT" "in use" "snapshot rm of a snapshot in use"
         errors+=("$OUT")
         assert_contains " $(snapshot_names) " " bad-s " "snapshots after a refused rm"

@@ -370,7 +370,7 @@ print(c.ok("create", {"labels": {"x": evil}})["id"])' 2>&1) || fail "create with
         evil=$(printf '%s' "$OUT" | python3 -c 'import json, sys; print(ascii([s["labels"]["x"] for s in json.load(sys.stdin)]))')
         assert_eq "['\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\x7fend']" "$evil" "the label in nsbox ls --json"
         # an error echoing what a client typed (an 8-bit CSI: C0 controls were '?' already)
-        assert_status 1 "$NSBOX" rm $'\xc2\x9b2Jabcd'
+        assert_status 125 "$NSBOX" rm $'\xc2\x9b2Jabcd'
         printf '%s' "$OUT" | LC_ALL=C grep -q $'\xc2[\x80-\x9f]' && fail "nsbox rm printed a C1 control: $OUT"
         assert_contains "$OUT" "no sandbox '\\u009b2Jabcd'" "nsbox rm of an id with an escape sequence"
         assert_status 0 "$NSBOX" rm "$id"

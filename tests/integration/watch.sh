@@ -89,11 +89,11 @@ test_watch_recursive_sees_a_new_subdirectory() {
 test_watch_bad_input_is_a_one_line_error() {
         trap cleanup EXIT
         new_sandbox id
-        assert_status 1 "$NSBOX" watch "$id" /nope
+        assert_status 125 "$NSBOX" watch "$id" /nope
         assert_one_line_error "$OUT"
         case "$OUT" in *file_not_found*) ;; *) fail "missing path: $OUT" ;; esac
         assert_status 0 "$NSBOX" exec "$id" -- touch /workspace/f
-        assert_status 1 "$NSBOX" watch "$id" /workspace/f
+        assert_status 125 "$NSBOX" watch "$id" /workspace/f
         assert_one_line_error "$OUT"
         case "$OUT" in *not_a_directory*) ;; *) fail "a file: $OUT" ;; esac
         # a call that would not get the events
@@ -121,7 +121,7 @@ test_watch_64_per_sandbox_then_cancelled_ones_free_their_place() {
                 done
                 grep -q ' /workspace/m$' "$TEST_TMP/$i.out" || fail "watch $i saw nothing: $(cat "$TEST_TMP/$i.out")"
         done
-        assert_status 1 "$NSBOX" watch "$id" /workspace
+        assert_status 125 "$NSBOX" watch "$id" /workspace
         assert_one_line_error "$OUT"
         case "$OUT" in *conflict*64*) ;; *) fail "65th watch: $OUT" ;; esac
         # shellcheck disable=SC2086

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../runtime/params.h"
 #include "unit.h"
@@ -288,6 +289,60 @@ START_TEST(test_command_line_forms)
 }
 END_TEST
 
+/* "did you mean": a typo of a letter or two, or one word the start of the other; nothing else */
+START_TEST(test_closest_word_is_a_typo_or_a_prefix)
+{
+        const char *const words[] = { "timeout", "net", "tmpfs", "exec", "ls", "json" };
+        const size_t n = sizeof(words) / sizeof(words[0]);
+        ck_assert_str_eq(nsbox_closest_word("tiemout", words, n), "timeout");
+        ck_assert_str_eq(nsbox_closest_word("network", words, n), "net");
+        ck_assert_str_eq(nsbox_closest_word("exce", words, n), "exec");
+        ck_assert_str_eq(nsbox_closest_word("ps", words, n), "ls");
+        ck_assert_str_eq(nsbox_closest_word("jsno", words, n), "json");
+        ck_assert_ptr_null(nsbox_closest_word("frobnicate", words, n));
+        ck_assert_ptr_null(nsbox_closest_word("", words, n));
+}
+END_TEST
+
+static char *write_temp(const char *text)
+{
+        static char path[] = "/tmp/nsbox-envfile.XXXXXX";
+        strcpy(path, "/tmp/nsbox-envfile.XXXXXX");
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        close(fd);
+        return path;
+}
+
+/* docker's --env-file: K=V and K lines, comments and blank lines; a bad line named */
+START_TEST(test_env_file_is_dockers_format)
+{
+        nsbox_error err = { 0 };
+        char **env = NULL;
+        char *path = write_temp("# comment\n\n  A=1\nB=x=y \"q\"\r\nPASS\n");
+        UNIT_ASSERT_OK(nsbox_env_file_read(path, &env, &err), &err);
+        ck_assert_str_eq(env[0], "A=1");
+        ck_assert_str_eq(env[1], "B=x=y \"q\"");
+        ck_assert_str_eq(env[2], "PASS");
+        ck_assert_ptr_null(env[3]);
+        unlink(path);
+        strv_free(env);
+        env = NULL;
+        const char *bad[] = { "A=1\n=2\n", "A=1\nnot a name=2\n", "A=1\n1A=2\n" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                path = write_temp(bad[i]);
+                ck_assert_int_eq(nsbox_env_file_read(path, &env, &err), -EINVAL);
+                UNIT_ASSERT_ERROR(&err, "line 2: expected NAME=VALUE or NAME");
+                unlink(path);
+                strv_free(env);
+                env = NULL;
+        }
+        ck_assert_int_lt(nsbox_env_file_read("/nonexistent/env", &env, &err), 0);
+        UNIT_ASSERT_ERROR(&err, "--env-file '/nonexistent/env'");
+}
+END_TEST
+
 Suite *params_suite(void)
 {
         Suite *s = suite_create("params");
@@ -302,5 +357,7 @@ Suite *params_suite(void)
         unit_add(tc, test_json_params_parse_as_the_command_line);
         unit_add(tc, test_options_to_json_and_back);
         unit_add(tc, test_command_line_forms);
+        unit_add(tc, test_closest_word_is_a_typo_or_a_prefix);
+        unit_add(tc, test_env_file_is_dockers_format);
         return s;
 }

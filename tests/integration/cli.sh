@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# The command line a docker, bubblewrap or E2B user expects (issue 27): did you mean, help CMD,
+# version, completion, inspect, ls -q, rm --all, exec -w/-e K/--env-file, options after exec's
+# ID, one exit status rule, nsbox mcp checking its options first, JSON without float noise.
+# Runs as root and as an unprivileged user (tests/run does both).
+. "$(dirname "$0")/../lib.sh"
+
+# A daemon of our own on a socket of our own, stopped with its sandboxes when this file ends.
+SESSION_DIR=$(mktemp -d /tmp/nsbox-cli.XXXXXX) || exit 1
+export NSBOX_SOCKET="$SESSION_DIR/d.sock"
+trap 'stop_file_daemon "$SESSION_DIR"' EXIT
+
+MY_SANDBOXES=""
+new_sandbox() { # VAR [create options...]
+        local _var=$1 _sid
+        shift
+        _sid=$("$NSBOX" create "$@" 2>&1) || fail "nsbox create: $_sid"
+        [[ $_sid =~ ^[0-9a-f]{32}$ ]] || fail "nsbox create printed '$_sid'"
+        MY_SANDBOXES="$MY_SANDBOXES $_sid"
+        trap '[ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
+        printf -v "$_var" %s "$_sid"
+}
+
+ids() { "$NSBOX" ls --json | python3 -c 'import json, sys; print(" ".join(sorted(s["id"] for s in json.load(sys.stdin))))'; }
+
+# ---- finding one's way ---------------------------------------------------------------------
+
+test_a_typo_of_a_command_or_option_names_the_closest_one() {
+        assert_status 125 "$NSBOX" exce x -- true
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "unknown command 'exce' (did you mean exec?"
+        assert_status 125 "$NSBOX" ps
+        assert_contains "$OUT" "did you mean ls?"
+        assert_status 125 "$NSBOX" frobnicate
+        assert_one_line_error "$OUT"
+        assert_not_contains "$OUT" "did you mean"
+        assert_status 125 "$NSBOX" --versoin
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "unknown option '--versoin' (did you mean --version?"
+        assert_status 125 "$NSBOX" run --tiemout 1 -- true
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "unknown option '--tiemout' (did you mean --timeout?"
+        assert_status 125 "$NSBOX" create --network nat
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "did you mean --net?"
+        assert_status 125 "$NSBOX" exec --tiemout 1 0123456789abcdef -- true
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "did you mean --timeout?"
+        assert_status 125 "$NSBOX" ls --jsn
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "did you mean --json?"
+        assert_status 125 "$NSBOX" rm --al
+        assert_contains "$OUT" "did you mean --all?"
+        assert_status 125 "$NSBOX" run --zzzzzzzz -- true
+        assert_one_line_error "$OUT"
+        assert_not_contains "$OUT" "did you mean"
+        # cp -r is not there yet: the error says how to copy a directory
+        assert_status 125 "$NSBOX" cp -r "$TEST_TMP" 0123456789abcdef:/tmp/x
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "nsbox exec -i ID -- tar x -C PATH"
+}
+
+test_help_command_prints_that_commands_help() {
+        local cmd want
+        for cmd in run create exec ls rm inspect cp completion version mcp; do
+                want=$("$NSBOX" "$cmd" --help) || fail "nsbox $cmd --help failed"
+                assert_status 0 "$NSBOX" help "$cmd"
+                assert_eq "$want" "$OUT" "nsbox help $cmd"
+        done
+        assert_status 0 "$NSBOX" help
+        assert_eq "$("$NSBOX" --help)" "$OUT" "nsbox help"
+        assert_status 125 "$NSBOX" help exce
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "did you mean exec?"
+}
+
+test_version_is_the_same_as_dash_dash_version() {
+        assert_status 0 "$NSBOX" version
+        [[ $OUT =~ ^nsbox\ [0-9] ]] || fail "nsbox version printed '$OUT'"
+        assert_eq "$("$NSBOX" --version)" "$OUT"
+        assert_status 125 "$NSBOX" version extra
+        assert_one_line_error "$OUT"
+}
+
+# every long option a command's --help shows, the bash completion offers, and the other way
+# round: both come from the same tables
+test_completion_scripts_complete_commands_and_every_option() {
+        assert_status 0 bash -c "source <('$NSBOX' completion bash) && COMP_WORDS=(nsbox ex); COMP_CWORD=1; _nsbox && echo \"\${COMPREPLY[*]}\""
+        assert_eq exec "$OUT" "nsbox ex<TAB>"
+        assert_status 0 bash -c "source <('$NSBOX' completion bash) && COMP_WORDS=(nsbox exec --ti); COMP_CWORD=2; _nsbox && echo \"\${COMPREPLY[*]}\""
+        assert_eq "--timeout" "$OUT" "nsbox exec --ti<TAB>"
+        assert_status 0 bash -c "source <('$NSBOX' completion bash) && COMP_WORDS=(nsbox completion z); COMP_CWORD=2; _nsbox && echo \"\${COMPREPLY[*]}\""
+        assert_eq zsh "$OUT" "nsbox completion z<TAB>"
+        local cmd helpopts compopts
+        for cmd in run create exec logs watch ls rm mcp tools; do
+                helpopts=$("$NSBOX" "$cmd" --help | grep -oE '(^|[ ,])--[a-z][a-z-]*' | tr -d ' ,' | sort -u | tr '\n' ' ')
+                compopts=$(bash -c "source <('$NSBOX' completion bash) && COMP_WORDS=(nsbox $cmd --); COMP_CWORD=2; _nsbox && printf '%s\n' \"\${COMPREPLY[@]}\"" |
+                        sort -u | tr '\n' ' ')
+                for o in $helpopts; do assert_contains " $compopts" " $o " "completion of nsbox $cmd"; done
+        done
+        command -v zsh > /dev/null && { zsh -n <("$NSBOX" completion zsh) || fail "zsh script does not parse"; }
+        if command -v fish > /dev/null; then
+                "$NSBOX" completion fish > "$TEST_TMP/nsbox.fish"
+                assert_eq exec "$(fish -c "source $TEST_TMP/nsbox.fish; complete -C 'nsbox ex'")" "fish: nsbox ex<TAB>"
+                assert_eq --timeout "$(fish -c "source $TEST_TMP/nsbox.fish; complete -C 'nsbox exec --ti'" | cut -f1)" "fish: nsbox exec --ti<TAB>"
+        fi
+        assert_status 0 "$NSBOX" completion fish
+        assert_contains "$OUT" "__fish_seen_subcommand_from exec' -l timeout"
+        assert_status 125 "$NSBOX" completion tcsh
+        assert_one_line_error "$OUT"
+}
+
+# man pages and --help agree with what nsbox takes: every option the completion offers (the
+# command tables) is in nsbox(1), and in the command's --help (those of the options table are
+# listed by run's)
+test_every_option_is_in_the_man_page_and_its_help() {
+        local complete="source <('$NSBOX' completion bash) 2>/dev/null; _nsbox; printf '%s\\n' \"\${COMPREPLY[@]}\""
+        local cmds c o roff help
+        cmds=$(bash -c "COMP_WORDS=(nsbox ''); COMP_CWORD=1; $complete" | grep -v '^-')
+        [ "$(echo "$cmds" | wc -w)" -gt 20 ] || fail "completion lists commands: $cmds"
+        for c in $cmds; do
+                help=$("$NSBOX" "$c" --help) || fail "nsbox $c --help"
+                [ "$c" = run ] && help="$help $("$NSBOX" create --help)"
+                case $c in create | mcp | replay) help="$help $("$NSBOX" run --help) $("$NSBOX" create --help)" ;; esac
+                for o in $(bash -c "COMP_WORDS=(nsbox $c --); COMP_CWORD=2; $complete"); do
+                        roff=$(printf '%s' "$o" | sed 's/-/\\-/g')
+                        grep -qF -- "$roff" "$NSBOX_SRC/man/nsbox.1" || fail "nsbox $c $o is not in man/nsbox.1"
+                        [ "$o" = --help ] || assert_contains "$help" "$o" "nsbox $c --help"
+                done
+        done
+}
+
+# ---- sandboxes -----------------------------------------------------------------------------
+
+test_ls_q_prints_ids_and_inspect_prints_ls_json_objects() {
+        local a b
+        new_sandbox a --label cli=inspect
+        new_sandbox b --label cli=inspect
+        assert_status 0 "$NSBOX" ls -q --label cli=inspect
+        assert_eq "$(printf '%s\n' "$a" "$b" | sort)" "$(printf '%s\n' "$OUT" | sort)" "ls -q"
+        assert_status 0 "$NSBOX" inspect "$a" "${b:0:8}"
+        printf '%s' "$OUT" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert [s["id"] for s in d] == sys.argv[1:], d
+assert d[0]["labels"] == {"cli": "inspect"}, d' "$a" "$b" || fail "inspect printed: $OUT"
+        # not found: said, exit status as every command's, the others still printed
+        assert_status 125 "$NSBOX" inspect "$a" 0123456789abcdef0123456789abcdef
+        assert_contains "$OUT" "nsbox: inspect: not_found"
+        assert_contains "$OUT" "$a"
+        assert_status 125 "$NSBOX" inspect
+        assert_one_line_error "$OUT"
+        assert_status 125 "$NSBOX" ls -q --json
+        assert_one_line_error "$OUT"
+}
+
+test_rm_all_removes_only_the_labelled_sandboxes() {
+        local keep gone1 gone2 before
+        new_sandbox keep --label cli=keep
+        new_sandbox gone1 --label cli=gone
+        new_sandbox gone2 --label cli=gone --label other=x
+        assert_status 0 "$NSBOX" rm --all --label cli=gone
+        before=$(ids)
+        assert_contains "$before" "$keep"
+        assert_not_contains "$before" "$gone1"
+        assert_not_contains "$before" "$gone2"
+        assert_status 125 "$NSBOX" rm --all "$keep"
+        assert_one_line_error "$OUT"
+        assert_status 125 "$NSBOX" rm --label cli=keep
+        assert_one_line_error "$OUT"
+        assert_status 125 "$NSBOX" rm --all --label nolabel
+        assert_one_line_error "$OUT"
+        assert_contains "$(ids)" "$keep" "bad rm --all left the sandbox"
+        assert_status 0 "$NSBOX" rm --all
+        assert_eq "" "$(ids)" "after rm --all"
+        assert_status 0 "$NSBOX" rm --all # nothing to remove is not an error
+        MY_SANDBOXES=""
+}
+
+# ---- exec's options ------------------------------------------------------------------------
+
+test_exec_takes_workdir_env_passthrough_and_env_file() {
+        local id
+        new_sandbox id
+        assert_status 0 "$NSBOX" exec -w /tmp "$id" -- pwd
+        assert_eq /tmp "$OUT"
+        assert_status 0 "$NSBOX" exec --workdir=/tmp "$id" pwd
+        assert_eq /tmp "$OUT"
+        assert_status 0 "$NSBOX" exec --cwd /tmp "$id" pwd
+        assert_eq /tmp "$OUT"
+        assert_status 0 env CLI_PASS=from-host "$NSBOX" exec -e CLI_PASS -e CLI_UNSET "$id" -- sh -c 'echo "$CLI_PASS ${CLI_UNSET-unset}"'
+        assert_eq "from-host unset" "$OUT"
+        printf '# a comment\n\nA=1\n  B=two words\nC=x=y\nCLI_PASS\n' > "$TEST_TMP/env"
+        assert_status 0 env CLI_PASS=p "$NSBOX" exec --env-file "$TEST_TMP/env" -e A=override "$id" -- sh -c 'echo "$A|$B|$C|$CLI_PASS"'
+        assert_eq "override|two words|x=y|p" "$OUT"
+        assert_status 0 env CLI_PASS=p "$NSBOX" run --env-file "$TEST_TMP/env" -- sh -c 'echo "$A|$B|$C|$CLI_PASS"'
+        assert_eq "1|two words|x=y|p" "$OUT"
+        local c
+        new_sandbox c --env-file "$TEST_TMP/env"
+        assert_status 0 "$NSBOX" exec "$c" -- sh -c 'echo "$A|$B"'
+        assert_eq "1|two words" "$OUT"
+}
+
+test_a_bad_env_file_is_a_one_line_error_naming_the_line() {
+        local id cmd
+        new_sandbox id
+        printf 'A=1\nnot a name=2\n' > "$TEST_TMP/bad"
+        head -c $((2 << 20)) /dev/zero | tr '\0' 'A' > "$TEST_TMP/huge"
+        for cmd in "exec --env-file $TEST_TMP/bad $id -- true" "run --env-file $TEST_TMP/bad -- true" "create --env-file $TEST_TMP/bad"; do
+                # shellcheck disable=SC2086
+                assert_status 125 "$NSBOX" $cmd
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "line 2"
+        done
+        assert_status 125 "$NSBOX" exec --env-file "$TEST_TMP/huge" "$id" -- true
+        assert_one_line_error "$OUT"
+        assert_status 125 "$NSBOX" exec --env-file "$TEST_TMP/nosuch" "$id" -- true
+        assert_one_line_error "$OUT"
+        assert_eq "$id" "$("$NSBOX" ls -q)" "no sandbox was made"
+}
+
+test_an_option_after_exec_id_is_refused_not_run() {
+        local id
+        new_sandbox id
+        assert_status 125 "$NSBOX" exec "$id" --timeout 1 -- sleep 3
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "options go before the ID"
+        # after --, a command may start with '-' (and then is not found: 127)
+        assert_status 127 "$NSBOX" exec "$id" -- --timeout
+        assert_status 124 "$NSBOX" exec --timeout 0.5 "$id" -- sleep 3
+}
+
+# ---- exit statuses -------------------------------------------------------------------------
+
+# 125: nothing was done (usage, nsbox, or nsboxd said no), whatever the command
+test_not_found_exits_125_from_every_command() {
+        local gone=0123456789abcdef0123456789abcdef cmd
+        for cmd in "exec $gone -- true" "rm $gone" "pause $gone" "resume $gone" "inspect $gone" "logs $gone 1" "attach $gone 1" \
+                "set-timeout $gone 10" "reset $gone" "snapshot $gone snap" "watch $gone /tmp" "cp $gone:/etc/hostname $TEST_TMP/x" \
+                "snapshot rm nosuch-snapshot" "create --from nosuch-snapshot"; do
+                # shellcheck disable=SC2086
+                assert_status 125 "$NSBOX" $cmd
+                assert_one_line_error "$OUT"
+        done
+        # call's status is the call's: 1 when it returns an error
+        assert_status 1 "$NSBOX" call $gone exists '{"path": "."}'
+        assert_status 0 "$NSBOX" rm -f $gone
+}
+
+# ---- mcp -----------------------------------------------------------------------------------
+
+test_mcp_with_a_bad_option_exits_before_initialize() {
+        local init='{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}'
+        local bad
+        for bad in "--policy nosuch" "--memory 1" "--workdir relative" "--net bogus"; do
+                # shellcheck disable=SC2086
+                OUT=$(printf '%s\n' "$init" | "$NSBOX" mcp $bad 2> "$TEST_TMP/err")
+                local st=$?
+                assert_eq 125 "$st" "nsbox mcp $bad"
+                assert_eq "" "$OUT" "nsbox mcp $bad answered"
+                assert_one_line_error "$(cat "$TEST_TMP/err")"
+        done
+}
+
+# ---- JSON ----------------------------------------------------------------------------------
+
+test_json_reals_have_no_float_noise() {
+        local id
+        new_sandbox id
+        assert_status 0 "$NSBOX" exec --json "$id" -- sleep 0.01
+        assert_contains "$OUT" '"duration_ms"'
+        printf '%s' "$OUT" | grep -qE '[0-9]\.[0-9]{4,}' && fail "exec --json has a real with more than 3 decimals: $OUT"
+        assert_status 0 "$NSBOX" run --json -- true
+        printf '%s' "$OUT" | grep -qE '[0-9]\.[0-9]{4,}' && fail "run --json has a real with more than 3 decimals: $OUT"
+        "$NSBOX" set-timeout "$id" 100 > /dev/null || fail "set-timeout"
+        assert_status 0 "$NSBOX" inspect "$id"
+        printf '%s' "$OUT" | grep -qE '[0-9]\.[0-9]{4,}' && fail "inspect has a real with more than 3 decimals: $OUT"
+        true
+}
+
+run_tests
