@@ -1,7 +1,9 @@
 // make bench: the E2B SDK (e2b, pinned in tests/e2b) against nsboxd's HTTP API, and the same
-// operations through nsboxd's own socket in the same run.  Prints a table and one JSON line.
+// operations through nsboxd's own socket in the same run; @e2b/code-interpreter's create and
+// runCode (NSBOX_BENCH_CODE=0: not).  Prints a table and one JSON line.
 //   node e2b.mjs N SOCKET   (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY set; template "base" pooled)
 import { Sandbox } from "e2b";
+import { Sandbox as CodeSandbox } from "@e2b/code-interpreter";
 import net from "node:net";
 import { randomBytes } from "node:crypto";
 
@@ -93,6 +95,28 @@ fig.files_write_MBps = median(w);
 fig.files_read_MBps = median(r);
 await sbx.kill();
 
+// 4. the code interpreter (its server and first kernel start at create: no warm pool yet)
+if (process.env.NSBOX_BENCH_CODE !== "0") {
+        const firsts = [], cells = [];
+        for (let i = 0; i < 3; i++) {
+                const t0 = now();
+                const ci = await CodeSandbox.create();
+                const e = await ci.runCode("1+1");
+                if (e.text !== "2") throw new Error(`runCode('1+1') gave ${JSON.stringify(e.text)}`);
+                firsts.push(ms(t0));
+                if (i === 2)
+                        for (let j = 0; j < N; j++) {
+                                const t1 = now();
+                                await ci.runCode("1+1");
+                                cells.push(ms(t1));
+                        }
+                await ci.kill();
+        }
+        fig.code_create_to_first_result_ms = median(firsts);
+        fig.code_run_ms = median(cells);
+        fig.code_run_p99_ms = p99(cells);
+}
+
 const row = (k, v, u) => console.log(`  ${k.padEnd(44)} ${v.toFixed(2).padStart(9)} ${u}`);
 console.log(`== E2B SDK (e2b 2.51.0) against nsboxd --http, ${N} runs, medians`);
 row("Sandbox.create() (pool)", fig.create_ms, "ms");
@@ -105,4 +129,8 @@ if (fig.socket_exec_ms !== undefined) {
 }
 row("files.write 64 MiB", fig.files_write_MBps, "MB/s");
 row("files.read 64 MiB", fig.files_read_MBps, "MB/s");
+if (fig.code_run_ms !== undefined) {
+        row("CodeInterpreter create -> first runCode('1+1')", fig.code_create_to_first_result_ms, "ms (cold kernel)");
+        row("runCode('1+1') round trip", fig.code_run_ms, `ms (p99 ${fig.code_run_p99_ms.toFixed(2)})`);
+}
 console.log(JSON.stringify({ e2b: fig }));

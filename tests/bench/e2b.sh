@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The E2B SDK against nsboxd's HTTP API (part of make bench): an nsboxd of its own, with a pooled
-# "base" template and a key, and tests/bench/e2b.mjs run with the pinned e2b package (the E2B
+# "base" template and a key, and tests/bench/e2b.mjs run with the pinned e2b packages (the E2B
 # tier's npm cache).  As whoever runs it.
 #   tests/bench/e2b.sh [N]
 set -euo pipefail
