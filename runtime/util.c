@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -305,6 +306,15 @@ uint64_t now_ns(void)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int timeout_until(int timeout, uint64_t when, uint64_t now)
+{
+        if (!when)
+                return timeout;
+        uint64_t ms = when <= now ? 0 : (when - now + 999999) / 1000000;
+        int t = ms > INT_MAX ? INT_MAX : (int)ms;
+        return timeout < 0 || t < timeout ? t : timeout;
 }
 
 void nsbox_close_all_but(const int *keep, size_t n)

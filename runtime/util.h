@@ -75,6 +75,9 @@ int write_file_at(int dirfd, const char *path, const char *data, mode_t mode);
 size_t strv_length(char *const *v);
 int strv_push(char ***v, char *s); /* takes ownership of s */
 uint64_t now_ns(void); /* CLOCK_MONOTONIC */
+/* An epoll timeout (ms, -1: none) that also wakes at when (ns of now_ns; 0: no such deadline),
+ * rounded up so that the deadline has passed on waking. */
+int timeout_until(int timeout, uint64_t when, uint64_t now);
 /* A daemon's signals: SIGPIPE ignored; SIGTERM, SIGINT and SIGHUP blocked, to be read from a
  * signalfd made of *ret (the three of them). */
 void nsbox_block_stop_signals(sigset_t *ret);

@@ -810,6 +810,12 @@ void http_pump(daemon_state *d)
                 MHD_run(d->http->mhd);
 }
 
+/* The sooner of a request's deadline and its next keepalive (0: neither). */
+static uint64_t req_due(const hreq *r)
+{
+        return r->deadline_ns && (!r->keepalive_ns || r->deadline_ns < r->keepalive_ns) ? r->deadline_ns : r->keepalive_ns;
+}
+
 /* Requests' deadlines and keepalives; returns the loop's timeout for them and for MHD. */
 int http_timeout(daemon_state *d, int timeout)
 {
@@ -817,10 +823,10 @@ int http_timeout(daemon_state *d, int timeout)
                 return timeout;
         uint64_t now = now_ns(), next = 0;
         for (hreq *r = d->http->reqs; r; r = r->next) {
-                uint64_t due = r->deadline_ns && (!r->keepalive_ns || r->deadline_ns < r->keepalive_ns) ? r->deadline_ns : r->keepalive_ns;
+                uint64_t due = req_due(r);
                 if (due && due <= now && r->on_tick) {
                         r->on_tick(r, now);
-                        due = r->deadline_ns && (!r->keepalive_ns || r->deadline_ns < r->keepalive_ns) ? r->deadline_ns : r->keepalive_ns;
+                        due = req_due(r);
                 }
                 if (due && (!next || due < next))
                         next = due;
@@ -831,12 +837,7 @@ int http_timeout(daemon_state *d, int timeout)
         MHD_UNSIGNED_LONG_LONG ms;
         if (MHD_get_timeout(d->http->mhd, &ms) == MHD_YES && (timeout < 0 || ms < (MHD_UNSIGNED_LONG_LONG)timeout))
                 timeout = ms > 60000 ? 60000 : (int)ms;
-        if (next) {
-                int t = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
-                if (timeout < 0 || t < timeout)
-                        timeout = t;
-        }
-        return timeout;
+        return timeout_until(timeout, next, now);
 }
 
 void http_close(daemon_state *d)

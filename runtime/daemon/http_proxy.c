@@ -689,12 +689,7 @@ int proxy_timeout(proxy_state *p, int timeout)
                 next = wnext;
         if (p->timer_ns && (!next || p->timer_ns < next))
                 next = p->timer_ns;
-        if (next) {
-                int t = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
-                if (timeout < 0 || t < timeout)
-                        timeout = t;
-        }
-        return timeout;
+        return timeout_until(timeout, next, now);
 }
 
 void proxy_close(proxy_state *p)

@@ -307,12 +307,8 @@ static int serve(daemon_state *d, const char *sock, nsbox_error *err)
                 pool_fill(d);
                 if (d->pool_dirty) /* more to start: after what is ready now */
                         timeout = 0;
-                else if (d->pool_retry_ns) { /* a pool to refill later */
-                        uint64_t now = now_ns();
-                        int t = d->pool_retry_ns <= now ? 0 : (int)((d->pool_retry_ns - now + 999999) / 1000000);
-                        if (timeout < 0 || t < timeout)
-                                timeout = t;
-                }
+                else /* a pool to refill later */
+                        timeout = timeout_until(timeout, d->pool_retry_ns, now_ns());
                 if (d->stopping && (drained(d) || now_ns() >= d->drain_deadline_ns))
                         break;
                 reap_exited(false);
