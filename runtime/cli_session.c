@@ -578,7 +578,7 @@ static const char usage_cp[] =
 static bool split_remote(const char *arg, char **ret_id, const char **ret_path)
 {
         const char *colon = strchr(arg, ':');
-        if (!colon || colon - arg < 4 || colon - arg > 32)
+        if (!colon || colon - arg < 4 || colon - arg > NSBOX_ID_MAX)
                 return false;
         for (const char *p = arg; p < colon; p++)
                 if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
@@ -884,9 +884,14 @@ static int list_sandboxes(const char *cmd, nsbox_client *cl, json_t *params, jso
 
 static void print_table(json_t *list)
 {
-        printf("%-32s  %-8s  %-6s  %-14s  %s\n", "ID", "STATE", "AGE", "POLICY", "LABELS");
         size_t i;
         json_t *s;
+        int w = 32; /* ids with a node name are longer */
+        json_array_foreach(list, i, s) {
+                size_t n = strlen(json_string_value(json_object_get(s, "id")) ?: "");
+                w = n > (size_t)w && n <= 64 ? (int)n : w;
+        }
+        printf("%-*s  %-8s  %-6s  %-14s  %s\n", w, "ID", "STATE", "AGE", "POLICY", "LABELS");
         time_t now = time(NULL);
         json_array_foreach(list, i, s) {
                 json_int_t age = now - json_integer_value(json_object_get(s, "created"));
@@ -905,7 +910,7 @@ static void print_table(json_t *list)
                 _cleanup_free_ char *safe_pol = nsbox_escape_controls(pol ? base_name(pol) : "");
                 _cleanup_free_ char *safe_id = nsbox_escape_controls(json_string_value(json_object_get(s, "id")) ?: "");
                 _cleanup_free_ char *safe_state = nsbox_escape_controls(json_string_value(json_object_get(s, "state")) ?: "");
-                printf("%-32s  %-8s  %-6s  %-14s  %s\n", safe_id ? safe_id : "", safe_state ? safe_state : "", agebuf,
+                printf("%-*s  %-8s  %-6s  %-14s  %s\n", w, safe_id ? safe_id : "", safe_state ? safe_state : "", agebuf,
                        safe_pol ? safe_pol : "", safe_labels ? safe_labels : "");
                 sb_release(&labels);
         }

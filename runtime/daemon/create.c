@@ -317,9 +317,11 @@ static int sandbox_prepare(daemon_state *d, const client *c, json_t *params, san
                 nsbox_run_options_release(&o);
                 return nsbox_err(err, ENOMEM, "create: out of memory or randomness");
         }
-        char id[33];
+        char id[NSBOX_ID_SIZE];
         for (size_t i = 0; i < sizeof(rnd); i++)
                 snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+        if (d->conf->node[0]) /* a router finds the node from the id alone */
+                snprintf(id + NSBOX_ID_HEX, sizeof(id) - NSBOX_ID_HEX, "-%s", d->conf->node);
         calls_attach(d, s, id);
         s->create_params = shape;
         r = nsbox_run_options_policy(&o, &s->policy, err);

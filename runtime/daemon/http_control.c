@@ -35,7 +35,7 @@ typedef struct control {
         bool auto_resume;    /* autoResume.enabled: traffic resumes it once paused (http.c) */
         bool public_traffic; /* network.allowPublicTraffic */
         bool interp;        /* the code-interpreter template: its server started before the answer */
-        char sandbox_id[33];
+        char sandbox_id[NSBOX_ID_SIZE];
         char why[512];      /* why the code interpreter did not start, said once it is destroyed */
         char snapshot[64];  /* fork: the snapshot the forks start on */
         unsigned forks;     /* fork: how many are asked; forked: the results so far */
@@ -288,9 +288,13 @@ static void create_start(hreq *r, control *k)
 
 static void interp_fail(hreq *r, control *k);
 
-static unsigned create_status(const char *code)
+/* A node of a cluster that is full says 503, which a router tries on another node (contrib/haproxy);
+ * a tenant's own limit stays E2B's 429 (the SDKs' RateLimitError), as does a lone nsboxd's. */
+static unsigned create_status(const hreq *r, const char *code)
 {
-        return !strcmp(code, "capacity") ? 429 : !strcmp(code, "not_found") ? 404 : !strcmp(code, "invalid_argument") ? 400 : 500;
+        if (!strcmp(code, "capacity"))
+                return r->d->conf->node[0] && !cluster_free(r->d) ? 503 : 429;
+        return !strcmp(code, "not_found") ? 404 : !strcmp(code, "invalid_argument") ? 400 : 500;
 }
 
 /* The sandbox a create answered made E2B's: its tokens, template, metadata, envs and network. */
@@ -320,7 +324,7 @@ static void create_done(hreq *r, control *k, json_t *msg)
                 return;
         }
         if (code) {
-                control_error(r, create_status(code), "%s", why);
+                control_error(r, create_status(r, code), "%s", why);
                 return;
         }
         sandbox *s = created(r, k, msg);
@@ -549,7 +553,7 @@ static void fork_done(hreq *r, control *k, json_t *msg)
         if (s)
                 json_array_append_new(k->forked, json_pack("{so}", "sandbox", created_json(r, s)));
         else
-                json_array_append_new(k->forked, json_pack("{s{si ss}}", "error", "code", code ? (int)create_status(code) : 500, "message",
+                json_array_append_new(k->forked, json_pack("{s{si ss}}", "error", "code", code ? (int)create_status(r, code) : 500, "message",
                                                            code ? why : "the sandbox went away as it was made"));
         fork_next(r, k);
 }
@@ -773,7 +777,7 @@ void control_request(hreq *r)
                 control_error(r, 404, "%s %s is not part of the API nsbox serves", m, u);
                 return;
         }
-        char id[64];
+        char id[NSBOX_ID_SIZE];
         size_t n = strcspn(rest, "/");
         if (n == 0 || n >= sizeof(id)) {
                 control_error(r, 404, "Sandbox not found");
@@ -783,7 +787,8 @@ void control_request(hreq *r)
         id[n] = 0;
         sandbox *s = find_visible(r, id);
         if (!s) {
-                control_error(r, 404, "Sandbox %s not found", id);
+                char why[128];
+                control_error(r, 404, "Sandbox %s not found%s", id, http_elsewhere(r, id, why, sizeof(why)));
                 return;
         }
         on_sandbox(r, k, s, rest + n);

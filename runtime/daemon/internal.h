@@ -198,10 +198,17 @@ typedef struct apikey_table {
         apikey *keys; /* sorted by hash */
         size_t n;
         char *path;
+        /* the file as last read or written: another node's write to a shared file shows as a change */
+        uint64_t checked_ns;
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime;
 } apikey_table;
 
 typedef struct daemon_state {
         int epfd, listen_fd, sig_fd;
+        int agent_fd; /* cluster.agent_check's listener, or -1 (cluster.c) */
         uint64_t next_serial;
         client *clients;
         unsigned n_clients;
@@ -269,6 +276,15 @@ void serve_waiting(daemon_state *d);
 void pool_fill(daemon_state *d);
 void sync_readable(daemon_state *d, sandbox *s);
 
+/* cluster.c */
+#define CLUSTER_WEIGHT 256 /* HAProxy's largest server weight: the agent's 100% */
+unsigned cluster_free(const daemon_state *d);
+int cluster_agent_reply(const daemon_state *d, char *buf, size_t n);
+int cluster_open(daemon_state *d, nsbox_error *err);
+void cluster_accept(daemon_state *d);
+void cluster_close(daemon_state *d);
+int tcp_listen_on(const char *what, const char *spec, nsbox_error *err); /* http.c */
+
 /* keep.c */
 int state_dir_open(const char *sock, nsbox_error *err);
 unsigned state_cleanup(const daemon_state *d);
@@ -278,6 +294,7 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n);
 /* apikeys.c */
 int apikeys_open(daemon_state *d, nsbox_error *err);   /* the key file, read at start; refused in one line */
 void apikeys_close(daemon_state *d);
+int apikeys_refresh(daemon_state *d, bool force); /* a shared file another node changed: read again */
 /* true with the key's uid and gid when key is one of the table's: cheap, constant-time compare */
 bool apikey_lookup(daemon_state *d, const char *key, size_t len, uid_t *uid, gid_t *gid);
 void method_api_key_create(daemon_state *d, client *c, json_t *id, json_t *params);
