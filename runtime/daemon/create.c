@@ -747,6 +747,8 @@ void sync_readable(daemon_state *d, sandbox *s)
         if (s->pooled) { /* waits in its pool for a create; another may start */
                 d->tpl[s->tpl].fails = 0;
                 d->pool_dirty = true;
+                if (d->pool_ready)
+                        d->pool_ready(d, s);
                 return;
         }
         client *c = client_by_serial(d, s->create_client);

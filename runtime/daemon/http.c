@@ -733,6 +733,7 @@ int http_open(daemon_state *d, nsbox_error *err)
         d->http = calloc(1, sizeof(*d->http));
         if (!d->http)
                 return nsbox_err(err, ENOMEM, "http");
+        d->pool_ready = interp_pool_ready; /* a pooled code interpreter's kernel, started beforehand */
         int fd = tcp_listen_on("http.listen", spec, err);
         if (fd < 0)
                 return fd;

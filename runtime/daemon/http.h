@@ -116,6 +116,7 @@ void control_error(hreq *r, unsigned status, const char *fmt, ...) __attribute__
 bool interp_template(const char *name);
 json_t *interp_start_params(uint64_t serial, json_t *envs, char *why, size_t whylen);
 json_t *interp_wait_params(uint64_t serial, json_int_t pid);
+void interp_pool_ready(daemon_state *d, sandbox *s); /* daemon_state's pool_ready */
 
 /* http_envd.c: envd (Connect protocol): process.Process, filesystem.Filesystem, /health, and
  * what the two services share */

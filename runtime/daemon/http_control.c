@@ -20,8 +20,8 @@
 #define CONTROL_FORKS_MAX 100 /* the OpenAPI's maximum count */
 
 /* OP_INTERP_*: the code-interpreter template's steps after create (http_interp.c) */
-enum { OP_NONE, OP_CREATE, OP_KILL, OP_PAUSE, OP_CONNECT, OP_TIMEOUT, OP_SNAPSHOT, OP_INTERP_START, OP_INTERP_WAIT, OP_INTERP_FAILED,
-       OP_SNAPSHOTS, OP_DELETE_SNAPSHOT, OP_FORK_SNAPSHOT, OP_FORK };
+enum { OP_NONE, OP_CREATE, OP_KILL, OP_PAUSE, OP_CONNECT, OP_TIMEOUT, OP_SNAPSHOT, OP_INTERP_START, OP_INTERP_ENVS, OP_INTERP_WAIT,
+       OP_INTERP_FAILED, OP_SNAPSHOTS, OP_DELETE_SNAPSHOT, OP_FORK_SNAPSHOT, OP_FORK };
 
 typedef struct control {
         int op;
@@ -314,6 +314,29 @@ static sandbox *created(hreq *r, control *k, json_t *msg)
         return s;
 }
 
+static json_t *interp_call(const char *sid, const char *tool, json_t *params)
+{
+        return json_pack("{ss ss so sb}", "sandbox", sid, "tool", tool, "params", params, "stream", 0);
+}
+
+/* A pooled sandbox's server, started before this create took it: the create's envVars go to a
+ * file the server reads before each cell (server.py, sandbox_envs), then its ready file is
+ * waited for (there already, as a rule). */
+static void interp_prestarted(hreq *r, control *k, sandbox *s)
+{
+        json_int_t pid = s->interp_pid > 0 ? (json_int_t)s->interp_pid : 0; /* 0: its start is in flight */
+        if (json_object_size(k->envs)) {
+                char path[96], *text = json_dumps(k->envs, JSON_COMPACT);
+                snprintf(path, sizeof(path), "/tmp/.nsbox-code-interpreter-%llu.envs", (unsigned long long)s->serial);
+                k->op = OP_INTERP_ENVS;
+                k->step_id = http_rpc(r, "call", interp_call(s->sup.id, "write_file", json_pack("{ss ss}", "path", path, "content", text ? text : "{}")));
+                free(text);
+                return;
+        }
+        k->op = OP_INTERP_WAIT;
+        k->step_id = http_rpc(r, "call", interp_call(s->sup.id, "exec", interp_wait_params(s->serial, pid)));
+}
+
 static void create_done(hreq *r, control *k, json_t *msg)
 {
         const char *why, *code = rpc_error_code(msg, &why);
@@ -334,6 +357,10 @@ static void create_done(hreq *r, control *k, json_t *msg)
         }
         if (k->interp) {
                 snprintf(k->sandbox_id, sizeof(k->sandbox_id), "%s", s->sup.id);
+                if (s->interp_pid > 0 || s->interp_starting) { /* from a warm pool: started already */
+                        interp_prestarted(r, k, s);
+                        return;
+                }
                 json_t *p = interp_start_params(s->serial, k->envs, k->why, sizeof(k->why));
                 if (!p) {
                         interp_fail(r, k);
@@ -370,6 +397,9 @@ static void interp_step(hreq *r, control *k, json_t *msg)
         if (code) {
                 snprintf(k->why, sizeof(k->why), "the code interpreter did not start: %s", why);
                 interp_fail(r, k);
+        } else if (k->op == OP_INTERP_ENVS) {
+                k->op = OP_INTERP_WAIT;
+                k->step_id = http_rpc(r, "call", interp_call(k->sandbox_id, "exec", interp_wait_params(s->serial, s->interp_pid > 0 ? s->interp_pid : 0)));
         } else if (k->op == OP_INTERP_START) {
                 k->op = OP_INTERP_WAIT;
                 k->step_id = http_rpc(r, "call", json_pack("{ss ss so sb}", "sandbox", k->sandbox_id, "tool", "exec", "params",
@@ -668,6 +698,7 @@ static void on_msg(hreq *r, json_t *msg)
                 create_done(r, k, msg);
                 return;
         case OP_INTERP_START:
+        case OP_INTERP_ENVS:
         case OP_INTERP_WAIT:
         case OP_INTERP_FAILED:
                 interp_step(r, k, msg);

@@ -108,7 +108,9 @@ typedef struct pending {
         uint64_t step, start_ns; /* recording: the step number and when it was asked */
         json_t *rec_params;      /* recording: the params as the client sent them */
         char tool[32];
+        int internal;            /* nsboxd's own call, no client: what its answer is for (PENDING_*) */
 } pending;
+enum { PENDING_CLIENT, PENDING_INTERP_START };
 
 typedef struct sandbox {
         struct sandbox *next;
@@ -121,6 +123,10 @@ typedef struct sandbox {
         nsbox_limits limits;
         bool ready, paused;
         bool fresh;               /* handed over from a pool; its refill waits for its first reply */
+        /* a pooled code-interpreter sandbox's server, started before a create takes it: its pid;
+         * 0 none yet (or its start still in flight), -1 its start failed (http_interp.c) */
+        long long interp_pid;
+        bool interp_starting;
         uint64_t bound_client;    /* close_with_client: destroyed when this client (serial) goes */
         time_t created;
         uint64_t expires_ns, ready_deadline_ns;
@@ -233,6 +239,8 @@ typedef struct daemon_state {
         unsigned refused_quiet;  /* refused since, not logged */
         apikey_table apikeys;
         struct http_state *http; /* the HTTP listener (http.c); NULL: off */
+        /* a pooled sandbox is ready: what the HTTP API starts in it beforehand (http_interp.c) */
+        void (*pool_ready)(struct daemon_state *d, sandbox *s);
 } daemon_state;
 
 /* ---- what each room offers the others -------------------------------------------------------- */
@@ -324,6 +332,8 @@ void method_call(daemon_state *d, client *c, json_t *id, json_t *params);       
  * waits beside its reply line for calls_take_bytes, not base64 in it. */
 void method_call_bytes(daemon_state *d, client *c, json_t *id, json_t *params, const void *bytes, size_t len, bool raw);
 char *calls_take_bytes(client *c, json_t *id, size_t *len); /* a raw call's answer's bytes (the caller frees) */
+/* nsboxd's own call, answered to nobody: its answer goes to what kind says (PENDING_*). */
+int calls_internal(daemon_state *d, sandbox *s, const char *tool, json_t *params, int kind); /* takes params */
 void sandbox_died(daemon_state *d, sandbox *s);          /* its agent is gone; s is removed */
 void agents_update_interest(daemon_state *d);            /* streams paused or resumed; epoll interest */
 void calls_client_gone(daemon_state *d, client *c);       /* before c is freed */
