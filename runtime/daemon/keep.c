@@ -348,6 +348,8 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         s->sup.sb.cg.memory = json_is_true(json_object_get(rec, "cg_memory"));
         s->sup.sb.cg.pids = json_is_true(json_object_get(rec, "cg_pids"));
         s->sup.sb.cg.cpu = json_is_true(json_object_get(rec, "cg_cpu"));
+        if (s->sup.sb.cg.dirfd >= 0 && s->sup.sb.cg.path)
+                nsbox_cgroup_reopen_v1(&s->sup.sb.cg); /* its cgroup v1 directories, by the same name */
         s->sup.sb.start_ns = rec_u64(rec, "start_ns");
         s->sup.sb.net.pid = (pid_t)json_integer_value(json_object_get(net, "pid"));
         s->sup.sb.net.pidfd = take_fd(f, "net_pid", fds, n, false, &bad);
