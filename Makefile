@@ -30,7 +30,7 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 # Every dependency comes through pkg-config; the nsbox binary links only what it uses, so a cold
 # start does not pay for libgit2's relocations.
-ALL_PKGS := libseccomp libcap libnl-3.0 libnl-route-3.0 jansson libgit2 libmicrohttpd libcurl
+ALL_PKGS := libseccomp libcap libnl-3.0 libnl-route-3.0 jansson libgit2 libmicrohttpd libcurl hiredis
 RUN_PKGS := libseccomp libcap jansson libnl-route-3.0 libnl-3.0
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
 MISSING := $(shell for p in $(ALL_PKGS) check; do $(PKG_CONFIG) --exists $$p || echo $$p; done)
@@ -57,6 +57,9 @@ MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd zlib)
 # libcurl: the HTTP API's port proxy (runtime/daemon/http_proxy.c), in the same programs
 CURL_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcurl)
 CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl)
+# hiredis: the cluster catalog in Redis (runtime/daemon/catalog.c), in the same programs; its
+# headers as <hiredis/...>, without its -I (its net.h, sds.h... would shadow others)
+HIREDIS_LIBS := $(shell $(PKG_CONFIG) --libs hiredis)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
@@ -178,7 +181,7 @@ $(B)/nsbox: $(CLI_SRCS:%.c=$(B)/%.o) $(B)/libnsbox.a
 
 $(B)/nsboxd: $(B)/runtime/nsboxd.o $(B)/libnsbox.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(HIREDIS_LIBS)
 
 # It serves the git tools too: libgit2.
 # the code interpreter's server as a file, for running it by hand (nsboxd and the agent have it
@@ -189,12 +192,12 @@ $(B)/code-interpreter: rootfs/code-interpreter/server.py
 
 $(B)/nsbox-agent: $(B)/runtime/agent_main.o $(B)/libnsbox.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(HIREDIS_LIBS)
 
 $(B)/tests/unit: $(UNIT_OBJS) $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(CHECK_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(HIREDIS_LIBS) $(CHECK_LIBS)
 $(B)/unit-obj/%.o: tests/unit/%.c $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(call say,CC,$(@:$(B)/%=%))
@@ -222,7 +225,7 @@ fuzz-binaries: $(FUZZ_NAMES:%=$(B)/fuzz/%)
 $(B)/fuzz/%: tests/fuzz/%.c $(B)/libnsbox.a $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(call say,CCLD,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libnsbox.a $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libnsbox.a $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(HIREDIS_LIBS)
 
 # The unit tier in one process under valgrind (CK_FORK=no: one leak check for the whole run, not
 # one per forked test).  Also a tier of check, left out of a SANITIZE build (valgrind cannot run
@@ -249,12 +252,12 @@ check: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/code-interpreter $(B)/tests/
 $(B)/tests/bench-session: tests/bench/session.c $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
 	$(call say,CCLD,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(HIREDIS_LIBS)
 
 $(B)/tests/bench-daemon: tests/bench/daemon.c $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
 	$(call say,CCLD,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(HIREDIS_LIBS)
 
 bench: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/tests/bench-session $(B)/tests/bench-daemon
 	$(call say,BENCH,tests/bench/run)

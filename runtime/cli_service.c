@@ -96,6 +96,13 @@ int nsbox_cmd_stats(int argc, char **argv)
         if (I(mem, "budget"))
                 printf("memory: %lld MiB of limits committed of a %lld MiB budget; %lld MiB in use\n", I(mem, "committed") >> 20,
                        I(mem, "budget") >> 20, I(mem, "current_bytes") >> 20);
+        json_t *cap = json_object_get(res, "capacity"), *cat = json_object_get(res, "catalog");
+        const char *node = json_string_value(json_object_get(res, "node"));
+        if (node && *node)
+                printf("node %s: %lld creates free of max_sandboxes %lld\n", node, I(cap, "free"), I(cap, "max_sandboxes"));
+        if (json_is_object(cat))
+                printf("cluster catalog %s: %s%s%s\n", json_string_value(json_object_get(cat, "redis")), json_string_value(json_object_get(cat, "state")),
+                       json_is_string(json_object_get(cat, "error")) ? ", " : "", json_string_value(json_object_get(cat, "error")) ?: "");
         const char *name;
         json_t *t;
         json_object_foreach(json_object_get(res, "templates"), name, t)

@@ -255,11 +255,36 @@ static int parse_http(cctx *c, json_t *v, nsbox_dconfig *ret)
         return 0;
 }
 
+/* HOST:PORT (a DNS name or IPv4), [ADDR6]:PORT, or unix:/PATH */
+static bool redis_ok(const char *s)
+{
+        if (!s || strlen(s) > 300)
+                return false;
+        if (!strncmp(s, "unix:", 5))
+                return s[5] == '/' && strlen(s + 5) < 108;
+        const char *colon = strrchr(s, ':');
+        if (!colon || colon == s)
+                return false;
+        const char *p = colon + 1;
+        size_t digits = strspn(p, "0123456789"), hl = (size_t)(colon - s);
+        if (digits < 1 || digits > 5 || p[digits] || p[0] == '0' || atoi(p) > 65535)
+                return false;
+        if (s[0] == '[') {
+                char a[64];
+                unsigned char buf[16];
+                if (hl < 3 || s[hl - 1] != ']' || hl - 2 >= sizeof(a))
+                        return false;
+                snprintf(a, sizeof(a), "%.*s", (int)(hl - 2), s + 1);
+                return inet_pton(AF_INET6, a, buf) == 1;
+        }
+        return hl <= 253 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789.-") == hl && s[0] != '.' && s[0] != '-';
+}
+
 static int parse_cluster(cctx *c, json_t *v, nsbox_dconfig *ret)
 {
-        static const char *const known[] = { "node", "agent_check", NULL };
+        static const char *const known[] = { "node", "agent_check", "redis", "catalog_ttl", NULL };
         if (!json_is_object(v))
-                return bad(c, "cluster", "expected an object with \"node\", \"agent_check\"");
+                return bad(c, "cluster", "expected an object with \"node\", \"agent_check\", \"redis\", \"catalog_ttl\"");
         int r = check_keys(c, v, "cluster", known);
         if (r < 0)
                 return r;
@@ -272,6 +297,16 @@ static int parse_cluster(cctx *c, json_t *v, nsbox_dconfig *ret)
                 return bad(c, "cluster.agent_check", "expected \"ADDR:PORT\": an IPv4 address or a bracketed IPv6 one, and a port from 1 to 65535");
         if (a)
                 snprintf(ret->agent_check, sizeof(ret->agent_check), "%s", json_string_value(a));
+        json_t *rd = json_object_get(v, "redis");
+        if (rd && !redis_ok(json_string_value(rd)))
+                return bad(c, "cluster.redis", "expected \"HOST:PORT\" (a lowercase DNS name or an IPv4 address), \"[ADDR6]:PORT\" or \"unix:/PATH\"");
+        if (rd && !(ret->redis = strdup(json_string_value(rd))))
+                return nsbox_err(c->err, ENOMEM, "config");
+        json_t *ttl = json_object_get(v, "catalog_ttl");
+        if (ttl && (!json_is_number(ttl) || json_number_value(ttl) < 1 || json_number_value(ttl) > 3600))
+                return bad(c, "cluster.catalog_ttl", "expected 1 to 3600 seconds (how long a node's records outlive its last heartbeat)");
+        if (ttl)
+                ret->catalog_ttl_ms = (uint64_t)(json_number_value(ttl) * 1000.0 + 0.5);
         return 0;
 }
 
@@ -288,7 +323,7 @@ void nsbox_dconfig_defaults(nsbox_dconfig *ret)
         *ret = (nsbox_dconfig){ .max_sandboxes = 1024, .max_per_uid = 256, .default_memory = 512ull << 20, .drain_timeout_ms = 10000,
                                 .keep_timeout_ms = 600000, .max_connections_per_uid = 256, .max_request_bytes_per_uid = 64ull << 20,
                                 .request_timeout_ms = 30000, .handshake_timeout_ms = 10000, .max_disk = default_max_disk(), .http_internet = true,
-                                .http_public_traffic = true };
+                                .http_public_traffic = true, .catalog_ttl_ms = 15000 };
 }
 
 int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, nsbox_error *err)
@@ -413,6 +448,7 @@ void nsbox_dconfig_release(nsbox_dconfig *c)
         free(c->source);
         free(c->http_keys);
         free(c->http_domain);
+        free(c->redis);
         nsbox_dconfig_defaults(c);
 }
 

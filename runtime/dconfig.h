@@ -60,6 +60,8 @@ typedef struct nsbox_dconfig {
         char node[NSBOX_NODE_MAX + 1];
         /* cluster.agent_check: "ADDR:PORT" answering HAProxy's agent-check with the free capacity; "": off */
         char agent_check[NSBOX_HTTP_LISTEN_MAX];
+        char *redis;             /* cluster.redis: "HOST:PORT", "[ADDR6]:PORT" or "unix:PATH"; NULL: none */
+        uint64_t catalog_ttl_ms; /* cluster.catalog_ttl: how long a node's records outlive its last heartbeat */
 } nsbox_dconfig;
 
 /* The default path for this user: /etc/nsbox/nsboxd.json for root, else

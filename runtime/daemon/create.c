@@ -473,6 +473,7 @@ static void set_lifetimes(daemon_state *d, sandbox *s, const create_req *rq)
 
 static void reply_sandbox(daemon_state *d, client *c, json_t *id, sandbox *s, bool pooled, int created, uint64_t start_ns)
 {
+        CATALOG_TOLD(d, s, false); /* in the cluster's lists before its creator hears of it */
         json_t *o = sandbox_json(d, s);
         json_object_set_new(o, "pooled", json_boolean(pooled));
         if (created >= 0)
@@ -520,7 +521,8 @@ static unsigned n_waiting(const daemon_state *d)
 
 /* create and get_or_create.  Returns 1 when it must wait for capacity (nothing was replied; the
  * caller queues it until *deadline_ns, from 'wait' on the first try), else 0 (replied). */
-static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool goc, uint64_t start_ns, uint64_t *deadline_ns)
+static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool goc, const char *claim, uint64_t start_ns,
+                 uint64_t *deadline_ns)
 {
         if (d->stopping) {
                 reply_error(c, id, RPC_SERVER_ERROR, "unavailable", "nsboxd is stopping");
@@ -618,6 +620,7 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                 d->tpl[rq.tpl].misses++;
         s->owner = c->uid;
         s->goc = goc;
+        snprintf(s->claim, sizeof(s->claim), "%s", claim ? claim : "");
         s->req_start_ns = start_ns;
         set_lifetimes(d, s, &rq);
         s->bound_client = rq.close_with_client ? c->serial : 0;
@@ -628,21 +631,89 @@ out:
         return 0;
 }
 
-void method_create(daemon_state *d, client *c, json_t *id, json_t *params, bool goc)
+/* claim: a won claim of get_or_create across nodes, given to the sandbox it makes (or released). */
+static void create_now(daemon_state *d, client *c, json_t *id, json_t *params, bool goc, const char *claim, uint64_t now)
 {
-        uint64_t now = now_ns(), deadline = 0;
-        if (admit(d, c, id, params, goc, now, &deadline) == 0)
+        uint64_t deadline = 0;
+        if (admit(d, c, id, params, goc, claim, now, &deadline) == 0) {
+                bool taken = false;
+                for (sandbox *s = d->sandboxes; claim && s && !taken; s = s->next)
+                        taken = !strcmp(s->claim, claim);
+                if (claim && !taken) /* refused, or one of ours had the labels after all */
+                        catalog_claim_release(d, claim);
                 return;
+        }
         waiting *w = calloc(1, sizeof(*w)), **tail = &d->waitq;
         if (!w) {
                 reply_error(c, id, RPC_SERVER_ERROR, "internal", "create: out of memory");
+                if (claim)
+                        catalog_claim_release(d, claim);
                 return;
         }
         *w = (waiting){ .client = c->serial, .deadline_ns = deadline, .start_ns = now, .rpc_id = json_incref(id ? id : json_null()),
                         .params = json_deep_copy(params), .goc = goc };
+        snprintf(w->claim, sizeof(w->claim), "%s", claim ? claim : "");
         while (*tail)
                 tail = &(*tail)->next;
         *tail = w;
+}
+
+/* A get_or_create waiting for its claim across nodes (catalog.c). */
+typedef struct goc_claim {
+        uint64_t client, start_ns;
+        json_t *rpc_id, *params;
+        bool again; /* claimed anew once after its claim was given up */
+} goc_claim;
+
+static void claimed(daemon_state *d, void *ctx, int outcome, const char *value)
+{
+        goc_claim *g = ctx;
+        client *c = client_by_serial(d, g->client);
+        bool pending = outcome == CATALOG_CLAIM_THEIRS && !strncmp(value, "pending:", 8);
+        sandbox *local = NULL;
+        for (sandbox *s = d->sandboxes; outcome == CATALOG_CLAIM_THEIRS && s && !local; s = s->next)
+                local = !strcmp(s->sup.id, value) ? s : NULL;
+        if (!c) {
+                if (outcome == CATALOG_CLAIM_MINE)
+                        catalog_claim_release(d, value);
+        } else if (outcome == CATALOG_CLAIM_GONE && !g->again) {
+                g->again = true;
+                if (catalog_claim(d, c->uid, json_object_get(g->params, "labels"), claimed, g) == 0)
+                        return;
+                create_now(d, c, g->rpc_id, g->params, true, NULL, g->start_ns);
+        } else if (pending) {
+                reply_error(c, g->rpc_id, RPC_SERVER_ERROR, "conflict", "get_or_create: the sandbox with these labels is still being made on node '%s'",
+                            value + 8);
+        } else if (outcome == CATALOG_CLAIM_THEIRS && !local) {
+                reply_error(c, g->rpc_id, RPC_SERVER_ERROR, "conflict",
+                            "get_or_create: the sandbox with these labels is %s, on node '%s': reach it there (or through the cluster's router)",
+                            value, nsbox_id_node(value));
+        } else { /* ours to make, ours already, or Redis did not answer: this node decides */
+                create_now(d, c, g->rpc_id, g->params, true, outcome == CATALOG_CLAIM_MINE ? value : NULL, g->start_ns);
+        }
+        json_decref(g->rpc_id);
+        json_decref(g->params);
+        free(g);
+}
+
+void method_create(daemon_state *d, client *c, json_t *id, json_t *params, bool goc)
+{
+        uint64_t now = now_ns();
+        json_t *labels = json_object_get(params, "labels");
+        /* get_or_create with a cluster catalog: one node makes the sandbox for these labels */
+        if (goc && d->catalog && json_object_size(labels) && !find_labelled(d, c->uid, labels)) {
+                goc_claim *g = calloc(1, sizeof(*g));
+                if (g) {
+                        *g = (goc_claim){ .client = c->serial, .start_ns = now, .rpc_id = json_incref(id ? id : json_null()),
+                                          .params = json_deep_copy(params) };
+                        if (g->params && catalog_claim(d, c->uid, labels, claimed, g) == 0)
+                                return;
+                        json_decref(g->rpc_id);
+                        json_decref(g->params);
+                        free(g);
+                }
+        }
+        create_now(d, c, id, params, goc, NULL, now);
 }
 
 /* Creates waiting for capacity, in the order they came: tried again when room was freed, and
@@ -653,10 +724,15 @@ void serve_waiting(daemon_state *d)
                 waiting *w = *pp;
                 client *c = client_by_serial(d, w->client);
                 /* stopping: admit answers unavailable */
-                if (c && admit(d, c, w->rpc_id, w->params, w->goc, w->start_ns, &w->deadline_ns) == 1) {
+                if (c && admit(d, c, w->rpc_id, w->params, w->goc, w->claim[0] ? w->claim : NULL, w->start_ns, &w->deadline_ns) == 1) {
                         pp = &w->next;
                         continue;
                 }
+                bool taken = false;
+                for (sandbox *s = d->sandboxes; w->claim[0] && s && !taken; s = s->next)
+                        taken = !strcmp(s->claim, w->claim);
+                if (w->claim[0] && !taken)
+                        catalog_claim_release(d, w->claim);
                 *pp = w->next;
                 json_decref(w->rpc_id);
                 json_decref(w->params);

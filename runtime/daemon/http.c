@@ -27,6 +27,7 @@ struct http_state {
         bool dirty; /* replies wait in a client for room in its request's stream */
         bool woke;  /* a request was resumed: MHD_run must see it */
         struct proxy_state *proxy; /* the port proxy (http_proxy.c) */
+        uint64_t serial;           /* the last request's */
 };
 
 /* ---- what the services use ------------------------------------------------------------------ */
@@ -239,12 +240,21 @@ hreq *http_internal_new(hreq *like)
         r->gid = like->gid;
         r->sandbox = like->sandbox;
         memcpy(r->sandbox_id, like->sandbox_id, sizeof(r->sandbox_id));
+        r->serial = ++r->d->http->serial;
         r->next = r->d->http->reqs;
         if (r->next)
                 r->next->pprev = &r->next;
         r->pprev = &r->d->http->reqs;
         r->d->http->reqs = r;
         return r;
+}
+
+hreq *http_req_by_serial(daemon_state *d, uint64_t serial)
+{
+        for (hreq *r = d->http ? d->http->reqs : NULL; r; r = r->next)
+                if (r->serial == serial)
+                        return r;
+        return NULL;
 }
 
 /* Its calls cancelled, as a closed request's.  Not from its own on_msg (http_pump walks the
@@ -576,6 +586,7 @@ static enum MHD_Result first_call(daemon_state *d, struct MHD_Connection *conn, 
         r->method = method;
         r->body_max = HTTP_BODY_MAX;
         sb_init(&r->body, 0);
+        r->serial = ++d->http->serial;
         r->next = d->http->reqs;
         if (r->next)
                 r->next->pprev = &r->next;

@@ -34,6 +34,7 @@ enum { HR_CONTROL, HR_ENVD, HR_PROXY };
 
 struct hreq {
         struct hreq *next, **pprev;     /* the daemon's live requests */
+        uint64_t serial;                /* names it to an answer that comes later (http_req_by_serial) */
         daemon_state *d;
         struct MHD_Connection *conn;
         const char *method, *url;       /* MHD's, for the request's lifetime */
@@ -96,6 +97,7 @@ int http_stream_write(hreq *r, const void *data, size_t len);
 void http_stream_end(hreq *r);
 void http_wake(hreq *r);
 sandbox *http_sandbox(hreq *r);      /* r's sandbox, if it is still there */
+hreq *http_req_by_serial(daemon_state *d, uint64_t serial); /* a live request, or NULL */
 hreq *http_internal_new(hreq *like); /* no connection: like's sandbox and user (http.c) */
 void http_internal_free(hreq *r);
 int http_sandbox_token(sandbox *s);  /* its data-plane access token, made anew */

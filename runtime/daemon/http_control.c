@@ -311,6 +311,7 @@ static sandbox *created(hreq *r, control *k, json_t *msg)
         json_object_set_new(s->http, "public", json_boolean(k->public_traffic));
         if (k->auto_resume) /* and the timeout it gets again then */
                 json_object_set_new(s->http, "auto_resume", json_integer((json_int_t)(k->timeout_s ? k->timeout_s : CONTROL_MAX_TIMEOUT_S)));
+        CATALOG_TOLD(r->d, s, false); /* its E2B metadata in the cluster's lists */
         return s;
 }
 
@@ -450,37 +451,36 @@ static bool metadata_match(const char *filter, json_t *meta)
         return true;
 }
 
-static void list(hreq *r, bool v2)
+/* GET /sandboxes, /v2/sandboxes: the arguments, checked once */
+typedef struct list_args {
+        char *filter, *state;
+        bool v2, running, paused;
+        unsigned long max, from; /* from: a serial (this node's pages) or an offset (the catalog's: "c" tokens) */
+        bool from_catalog;
+        uint64_t req; /* the request's serial: it may be gone when the catalog answers */
+} list_args;
+
+static void list_args_free(list_args *a)
 {
-        const char *filter = http_arg(r, "metadata"), *state = http_arg(r, "state"), *limit = http_arg(r, "limit"),
-                   *next = http_arg(r, "nextToken");
-        unsigned long max = CONTROL_LIST_MAX, from = 0;
-        char *end;
-        if (limit && (!*limit || (max = strtoul(limit, &end, 10)) == 0 || *end || max > CONTROL_LIST_MAX)) {
-                control_error(r, 400, "'limit' must be 1-%d", CONTROL_LIST_MAX);
-                return;
-        }
-        if (next && (!*next || (from = strtoul(next, &end, 10), *end))) {
-                control_error(r, 400, "'nextToken' is not one this server gave");
-                return;
-        }
-        bool running = !state || strstr(state, "running"), paused = v2 && state && strstr(state, "paused");
-        if (!v2)
-                paused = false;
-        else if (!state)
-                paused = true;
+        free(a->filter);
+        free(a->state);
+        free(a);
+}
+
+static bool listed_state(const list_args *a, bool paused) { return paused ? a->paused : a->running; }
+
+/* This node's sandboxes alone: newest first, paged by serial. */
+static void list_local(hreq *r, const list_args *a)
+{
         json_t *arr = json_array();
         unsigned long n = 0, more = 0;
-        /* newest first in the list nsboxd keeps: walk it and page by serial, descending */
         for (sandbox *s = r->d->sandboxes; s && arr; s = s->next) {
-                if (s->pooled || !s->ready || r->uid != s->owner || (from && s->serial >= from))
-                        continue;
-                if ((s->paused && !paused) || (!s->paused && !running))
+                if (s->pooled || !s->ready || r->uid != s->owner || (a->from && s->serial >= a->from) || !listed_state(a, s->paused))
                         continue;
                 json_t *meta = json_object_get(s->http, "metadata");
-                if (filter && !metadata_match(filter, meta ? meta : s->labels))
+                if (a->filter && !metadata_match(a->filter, meta ? meta : s->labels))
                         continue;
-                if (n == max) {
+                if (n == a->max) {
                         more = s->serial + 1;
                         break;
                 }
@@ -490,6 +490,102 @@ static void list(hreq *r, bool v2)
         if (more && asprintf(&r->next_token, "%lu", more) < 0)
                 r->next_token = NULL;
         http_answer_json(r, 200, arr);
+}
+
+static int newest_first(const void *x, const void *y)
+{
+        json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
+        int c = strcmp(json_string_value(json_object_get(b, "startedAt")) ?: "", json_string_value(json_object_get(a, "startedAt")) ?: "");
+        return c ? c : strcmp(json_string_value(json_object_get(a, "sandboxID")) ?: "", json_string_value(json_object_get(b, "sandboxID")) ?: "");
+}
+
+/* The catalog's answer: every node's records of the owner, this node's own taken fresh. */
+static void list_catalog(daemon_state *d, void *ctx, json_t *records)
+{
+        list_args *a = ctx;
+        hreq *r = http_req_by_serial(d, a->req);
+        if (r && !records && a->from_catalog)
+                control_error(r, 503, "the cluster catalog that gave this nextToken is down: list again from the start");
+        else if (r && !records)
+                list_local(r, a); /* Redis did not answer: this node's own */
+        if (!r || !records) {
+                list_args_free(a);
+                return;
+        }
+        size_t n = 0, i;
+        json_t *o, *all = json_array();
+        for (sandbox *s = d->sandboxes; s && all; s = s->next)
+                if (!s->pooled && s->ready && s->owner == r->uid)
+                        json_array_append_new(all, control_sandbox_json(d, s));
+        json_array_foreach(records, i, o) {
+                const char *node = json_string_value(json_object_get(o, "node"));
+                if (!node || !strcmp(node, d->conf->node))
+                        continue; /* ours: listed fresh above */
+                json_object_del(o, "owner");
+                json_array_append(all, o);
+        }
+        json_t **v = calloc(json_array_size(all) + 1, sizeof(*v));
+        json_array_foreach(all, i, o) {
+                json_t *meta = json_object_get(o, "metadata");
+                const char *st = json_string_value(json_object_get(o, "state"));
+                if (v && listed_state(a, st && !strcmp(st, "paused")) && (!a->filter || metadata_match(a->filter, meta)))
+                        v[n++] = o;
+        }
+        if (!v) {
+                json_decref(all);
+                list_args_free(a);
+                control_error(r, 500, "out of memory");
+                return;
+        }
+        qsort(v, n, sizeof(*v), newest_first);
+        json_t *page = json_array();
+        for (size_t k = a->from; k < n && k < a->from + a->max; k++)
+                json_array_append(page, v[k]);
+        if (a->from + a->max < n && asprintf(&r->next_token, "c%lu", a->from + a->max) < 0)
+                r->next_token = NULL;
+        free(v);
+        json_decref(all);
+        list_args_free(a);
+        http_answer_json(r, 200, page);
+}
+
+static void list(hreq *r, bool v2)
+{
+        const char *filter = http_arg(r, "metadata"), *state = http_arg(r, "state"), *limit = http_arg(r, "limit"),
+                   *next = http_arg(r, "nextToken");
+        list_args *a = calloc(1, sizeof(*a));
+        char *end;
+        if (!a || (filter && !(a->filter = strdup(filter))) || (state && !(a->state = strdup(state)))) {
+                if (a)
+                        list_args_free(a);
+                control_error(r, 500, "out of memory");
+                return;
+        }
+        a->max = CONTROL_LIST_MAX;
+        a->v2 = v2;
+        a->req = r->serial;
+        if (limit && (!*limit || (a->max = strtoul(limit, &end, 10)) == 0 || *end || a->max > CONTROL_LIST_MAX)) {
+                list_args_free(a);
+                control_error(r, 400, "'limit' must be 1-%d", CONTROL_LIST_MAX);
+                return;
+        }
+        a->from_catalog = next && next[0] == 'c';
+        if (next && (!next[a->from_catalog] || (a->from = strtoul(next + a->from_catalog, &end, 10), *end) ||
+                     (a->from_catalog && !r->d->catalog))) {
+                list_args_free(a);
+                control_error(r, 400, "'nextToken' is not one this server gave");
+                return;
+        }
+        a->running = !state || strstr(state, "running");
+        a->paused = v2 && (!state || strstr(state, "paused"));
+        /* with a cluster catalog: every node's; without it, or when it cannot ask now, this node's */
+        if (r->d->catalog && (a->from_catalog || !next) && catalog_list(r->d, r->uid, list_catalog, a) == 0)
+                return;
+        if (a->from_catalog)
+                control_error(r, 503, "the cluster catalog that gave this nextToken is down: list again from the start");
+        else
+                list_local(r, a);
+        list_args_free(a);
 }
 
 static void metrics(hreq *r, sandbox *s)

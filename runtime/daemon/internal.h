@@ -64,6 +64,7 @@ enum { K_LISTEN, K_SIGNAL, K_CLIENT, K_SYNC, K_AGENT, K_PIDFD, K_JOB, K_HTTP }; 
 
 /* Work that would stall the loop runs in a forked worker, which reports one JSON line on a pipe. */
 enum { JOB_NONE, JOB_SNAPSHOT, JOB_REPO };
+#define CATALOG_CLAIM_KEY 96 /* "nsbox:claim:UID:SHA256" (catalog.c) */
 #define KEY(serial, kind) ((uint64_t)(serial) << 3 | (uint64_t)(kind))
 
 /* A raw call's answer bytes, beside its reply line until the caller takes them (calls.c). */
@@ -164,6 +165,7 @@ typedef struct sandbox {
         uint64_t mem_commit;     /* its memory limit, counted against memory_budget */
         uint64_t req_start_ns;   /* when the create waiting for it came, for the acquire latency */
         bool goc;                /* that create was get_or_create: its result says "created" */
+        char claim[CATALOG_CLAIM_KEY]; /* get_or_create's claim across nodes, kept while it lives (catalog.c) */
         json_t *waiters;         /* get_or_create calls waiting for it: [[client serial, id, start ns]...] */
         unsigned id_slot;        /* root: its own host id range (userns.h); 0: the shared one */
         int id_lock_fd;
@@ -176,6 +178,7 @@ typedef struct waiting {
         uint64_t client, deadline_ns, start_ns;
         json_t *rpc_id, *params;
         bool goc;
+        char claim[CATALOG_CLAIM_KEY]; /* a get_or_create's claim across nodes, won */
 } waiting;
 
 typedef struct tpl_state {
@@ -241,6 +244,10 @@ typedef struct daemon_state {
         struct http_state *http; /* the HTTP listener (http.c); NULL: off */
         /* a pooled sandbox is ready: what the HTTP API starts in it beforehand (http_interp.c) */
         void (*pool_ready)(struct daemon_state *d, sandbox *s);
+        /* the cluster catalog (catalog.c): NULL without cluster.redis; its hook, told of each
+         * sandbox made, changed or gone */
+        struct catalog *catalog;
+        void (*catalog_hook)(struct daemon_state *d, sandbox *s, bool gone);
 } daemon_state;
 
 /* ---- what each room offers the others -------------------------------------------------------- */
@@ -283,6 +290,24 @@ void method_create(daemon_state *d, client *c, json_t *id, json_t *params, bool 
 void serve_waiting(daemon_state *d);
 void pool_fill(daemon_state *d);
 void sync_readable(daemon_state *d, sandbox *s);
+
+/* catalog.c: the cluster catalog in Redis (cluster.redis) */
+typedef void (*catalog_list_fn)(daemon_state *d, void *ctx, json_t *records); /* records NULL: Redis did not answer */
+int catalog_open(daemon_state *d, nsbox_error *err);
+void catalog_close(daemon_state *d);
+void catalog_event(daemon_state *d, uint64_t key, uint32_t events);
+int catalog_run(daemon_state *d, int timeout); /* due work (reconnect, heartbeat); the loop's timeout */
+json_t *catalog_stats(const daemon_state *d);
+int catalog_list(daemon_state *d, uid_t uid, catalog_list_fn fn, void *ctx); /* the owner's records on every node */
+/* get_or_create across nodes: the labels claimed in Redis (atomically: one node wins).  fn gets
+ * MINE (value: the claim's key, for the sandbox made here), THEIRS (value: the id of the sandbox
+ * made for them, or "pending:NODE" still), GONE (claimed and given up meanwhile: try again) or
+ * NONE (no answer from Redis: this node alone decides). */
+enum { CATALOG_CLAIM_NONE, CATALOG_CLAIM_MINE, CATALOG_CLAIM_THEIRS, CATALOG_CLAIM_GONE };
+typedef void (*catalog_claim_fn)(daemon_state *d, void *ctx, int outcome, const char *value);
+int catalog_claim(daemon_state *d, uid_t uid, json_t *labels, catalog_claim_fn fn, void *ctx);
+void catalog_claim_release(daemon_state *d, const char *key); /* a claim of ours whose sandbox was not made */
+#define CATALOG_TOLD(d, s, gone) ((d)->catalog_hook ? (d)->catalog_hook((d), (s), (gone)) : (void)0)
 
 /* cluster.c */
 #define CLUSTER_WEIGHT 256 /* HAProxy's largest server weight: the agent's 100% */

@@ -223,6 +223,8 @@ static int daemon_open(daemon_state *d, const nsbox_daemon_config *cfg, const ch
         r = http_open(d, err);
         if (r == 0)
                 r = cluster_open(d, err);
+        if (r == 0)
+                r = catalog_open(d, err);
         if (r < 0)
                 return r;
         if (cfg->ready_fd >= 0) {
@@ -256,6 +258,8 @@ static void dispatch(daemon_state *d, const struct epoll_event *ev, const char *
         case K_LISTEN:
                 if (serial == 1)
                         cluster_accept(d);
+                else if (serial >= 2)
+                        catalog_event(d, key, ev->events);
                 else
                         accept_clients(d);
                 break;
@@ -321,6 +325,7 @@ static int serve(daemon_state *d, const char *sock, nsbox_error *err)
                         timeout = 20;
                 http_pump(d);
                 timeout = http_timeout(d, timeout);
+                timeout = catalog_run(d, timeout);
                 update_interest(d);
                 struct epoll_event ev[64];
                 int n = epoll_wait(d->epfd, ev, 64, timeout);
@@ -357,6 +362,7 @@ static void daemon_close(daemon_state *d, const char *sock)
                 sandbox_remove(d, d->sandboxes, "unavailable", "was stopped with nsboxd");
         reap_exited(true);
         http_close(d); /* its requests end, and their clients */
+        catalog_close(d);
         cluster_close(d);
         for (client *c = d->clients; c; c = c->next) /* the last replies, if they can go now */
                 (void)nsbox_queue_flush(&c->out, c->fd);

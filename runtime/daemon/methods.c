@@ -265,13 +265,13 @@ void method_stats(daemon_state *d, client *c, json_t *id)
         unsigned clients = 0;
         for (client *x = d->clients; x; x = x->next)
                 clients++;
-        reply_result(c, id, json_pack("{s{si si si si si} so so s{sI sI sI} s{si si si} sf si sb ss}", "sandboxes", "total", (int)total, "starting",
+        reply_result(c, id, json_pack("{s{si si si si si} so so s{sI sI sI} s{si si si} sf si sb ss so}", "sandboxes", "total", (int)total, "starting",
                                       (int)starting, "running", (int)running, "paused", (int)paused, "pooled", (int)pooled, "templates", tpls,
                                       "acquire_ms", lat, "memory", "budget", (json_int_t)d->conf->memory_budget, "committed",
                                       (json_int_t)committed(d), "current_bytes", (json_int_t)mem_now, "capacity", "max_sandboxes",
                                       (int)d->conf->max_sandboxes, "max_per_uid", (int)d->conf->max_per_uid, "free", (int)cluster_free(d),
                                       "uptime_s", (double)(now_ns() - d->start_ns) / 1e9, "clients", (int)clients, "stopping", d->stopping,
-                                      "node", d->conf->node));
+                                      "node", d->conf->node, "catalog", catalog_stats(d)));
 }
 
 void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params)
@@ -299,6 +299,7 @@ int sandbox_pause(sandbox *s, bool pause, const char *why, nsbox_error *err)
         s->last_active_ns = now_ns();
         dlog(LOG_INFO, pause ? "sandbox.paused" : "sandbox.resumed", s->sup.id, "sandbox %s %s%s in %.2f ms", s->sup.id, pause ? "paused" : "resumed",
              why, (double)(now_ns() - t0) / 1e6);
+        CATALOG_TOLD(s->d, s, false);
         return 0;
 }
 

@@ -148,6 +148,7 @@ void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const char *w
         d->n_sandboxes--;
         d->capacity_freed = true;
         d->pool_dirty = true;
+        CATALOG_TOLD(d, s, true);
         job_stop(d, s, why);
         nsbox_sup_fail_all(&s->sup, code, why);
         if (s->create_rpc_id)

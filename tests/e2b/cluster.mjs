@@ -46,6 +46,14 @@ await check("every_call_reaches_its_node", async () => {
         });
 }, 300000);
 
+await check("list_with_a_metadata_filter_answers_for_every_node", async () => {
+        const seen = new Set(), pages = Sandbox.list({ query: { metadata: { cluster: RUN } }, limit: 25 });
+        for (let i = 0; pages.hasNext && i < 20; i++) for (const s of await pages.nextItems()) seen.add(s.sandboxId);
+        const want = boxes.map((b) => b.sandboxId);
+        const missing = want.filter((id) => !seen.has(id));
+        assert(missing.length === 0 && seen.size === want.length, `listed ${seen.size} of ${want.length}; missing ${missing.slice(0, 3).join(" ")}`);
+}, 60000);
+
 await check("connect_and_info_by_id", async () => {
         for (const i of [0, Math.floor(N / 2), N - 1]) {
                 const id = boxes[i].sandboxId;

@@ -3,17 +3,22 @@
 # a, b, c (--node, cluster.agent_check, one shared key file), each in a network namespace of its own
 # as root (veth pairs and 10.231.X.Y addresses of this test), on loopback ports as a user; HAProxy
 # from contrib/haproxy/nsbox-haproxy-config in front; the unmodified e2b SDK pointed at it
-# (tests/e2b/cluster.mjs).  Checks: 60 creates placed by free capacity (a: 100 slots, b: 20, c: full,
-# so a gets most, b some, c none), every call reaching the node its id names, a key made on one
-# node taking on all, kill -9 of a node (its sandboxes answer not found at once, creates go
-# elsewhere, the restarted node takes creates again), bad ids and keys refused in JSON, and
-# nothing left.  Needs haproxy (Debian's 2.6; ./quickstart.sh --deps) and the e2b npm package
-# (tests/e2b, as integration/e2b.sh).
+# (tests/e2b/cluster.mjs), and a Redis of the test's as the cluster catalog.  Checks: 60 creates
+# placed by free capacity (a: 100 slots, b: 20, c: full, so a gets most, b some, c none), every
+# call reaching the node its id names, Sandbox.list with a metadata filter answering for every
+# node, a key made on one node taking on all, eight concurrent get_or_create calls on two nodes
+# giving one sandbox, kill -9 of a node (its sandboxes answer not found at once and leave the
+# lists within the TTL, creates go elsewhere, the restarted node takes creates again), Redis
+# stopped (each node serves its own) and restarted (the catalog rebuilt), bad ids and keys
+# refused in JSON, and nothing left.  Needs haproxy and redis-server (Debian's; ./quickstart.sh
+# --deps) and the e2b npm package (tests/e2b, as integration/e2b.sh).
 . "$(dirname "$0")/../lib.sh"
 
 NSBOXD=${NSBOXD:-$(dirname "$NSBOX")/nsboxd}
 NSBOX_SRC=${NSBOX_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 HAPROXY=${HAPROXY:-$(command -v haproxy || echo /usr/sbin/haproxy)} # in sbin: not on a user's PATH
+REDIS=${REDIS:-$(command -v redis-server || echo /usr/bin/redis-server)}
+TTL=3 # cluster.catalog_ttl: a dead node's records go within it
 SESSION_DIR=$(mktemp -d /tmp/nsbox-cluster.XXXXXX) || exit 1
 chmod 0711 "$SESSION_DIR"
 export NSBOX_STORE="$SESSION_DIR/store"
@@ -42,6 +47,7 @@ stop_node() {
 stop_all() {
         local st=$? n
         [ -s "$SESSION_DIR/haproxy.pid" ] && kill -TERM "$(cat "$SESSION_DIR/haproxy.pid")" 2> /dev/null
+        [ -s "$SESSION_DIR/redis.pid" ] && kill -TERM "$(cat "$SESSION_DIR/redis.pid")" 2> /dev/null
         for n in a b c; do stop_node "$n"; done
         if [ "$TEST_AS" = root ]; then
                 for n in a b c; do ip netns del "$(netns_of "$n")" 2> /dev/null; done
@@ -74,6 +80,21 @@ make_netns() {
                 ip -n "$ns" addr add "10.231.$NET.$((4 * i + 2))/30" dev eth0 && ip -n "$ns" link set eth0 up
 }
 
+# Where NODE reaches Redis: the host's end of its veth (root), or the loopback
+redis_addr() { if [ "$TEST_AS" = root ]; then echo "10.231.$NET.$((4 * $(node_index "$1") + 1))"; else echo 127.0.0.1; fi; }
+
+# Redis for the catalog, on REDIS_PORT, reachable from every node; nothing kept on disk
+start_redis() {
+        local binds="127.0.0.1" n
+        [ "$TEST_AS" = root ] && for n in a b c; do binds="$binds $(redis_addr "$n")"; done
+        # shellcheck disable=SC2086
+        "$REDIS" --port "$REDIS_PORT" --bind $binds --protected-mode no --save '' --appendonly no --dir "$SESSION_DIR" \
+                >> "$SESSION_DIR/redis.log" 2>&1 < /dev/null 3>&- &
+        echo $! > "$SESSION_DIR/redis.pid"
+        for _ in $(seq 100); do (exec 4<> "/dev/tcp/127.0.0.1/$REDIS_PORT") 2> /dev/null && return 0; sleep 0.05; done
+        setup_failed "redis-server did not answer: $(tail -n 3 "$SESSION_DIR/redis.log")"
+}
+
 # start NODE with MAX sandboxes; waits until its socket and its HTTP port answer
 start_node() {
         local n=$1 max=$2 dir="$SESSION_DIR/$1" addr port aport pid
@@ -81,7 +102,8 @@ start_node() {
         [ -s "$dir/net" ] || node_net "$n" > "$dir/net"
         read -r addr port aport < "$dir/net"
         printf '{"max_sandboxes": %s, "http": {"listen": "%s:%s", "keys": "%s/keys.json", "internet": false},
- "cluster": {"node": "%s", "agent_check": "%s:%s"}}\n' "$max" "$addr" "$port" "$SESSION_DIR" "$n" "$addr" "$aport" > "$dir/config.json"
+ "cluster": {"node": "%s", "agent_check": "%s:%s", "redis": "%s:%s", "catalog_ttl": %s}}\n' "$max" "$addr" "$port" "$SESSION_DIR" "$n" \
+                "$addr" "$aport" "$(redis_addr "$n")" "$REDIS_PORT" "$TTL" > "$dir/config.json"
         local run=()
         [ "$TEST_AS" = root ] && run=(nsenter "--net=/run/netns/$(netns_of "$n")")
         NSBOX_STORE="$dir/store" "${run[@]}" "$NSBOXD" --config "$dir/config.json" --socket "$dir/d.sock" >> "$dir/log" 2>&1 < /dev/null 3>&- &
@@ -99,7 +121,7 @@ start_node() {
 
 # the router's weight for each node of the placing backend, from HAProxy's stats CSV: "a=W b=W c=W"
 weights() {
-        curl -s "http://127.0.0.1:$STATS_PORT/;csv" | awk -F, '$1 == "place" && $2 != "BACKEND" { printf "%s=%s ", $2, ($18 ~ /^DRAIN/ ? 0 : $19) }'
+        curl -s "http://127.0.0.1:$STATS_PORT/;csv" | awk -F, '$1 == "place" && $2 != "BACKEND" { printf "%s=%s ", $2, ($18 ~ /^UP/ ? $19 : 0) }'
 }
 
 # until the router's weights satisfy the shell test given (on $W), or 20 s pass
@@ -117,6 +139,7 @@ server_status() { curl -s "http://127.0.0.1:$STATS_PORT/;csv" | awk -F, -v b="$1
 
 setup() {
         [ -x "$HAPROXY" ] || { setup_failed "haproxy is missing (./quickstart.sh --deps installs Debian's)"; return 1; }
+        [ -x "$REDIS" ] || { setup_failed "redis-server is missing (./quickstart.sh --deps installs Debian's)"; return 1; }
         command -v node > /dev/null || { setup_failed "node is missing (./quickstart.sh --deps)"; return 1; }
         local dir n
         dir=$(npm_cache_dir e2b node_modules/.package-lock.json "$NSBOX_SRC/tests/e2b" 2> "$SESSION_DIR/npm.err") ||
@@ -126,7 +149,9 @@ setup() {
         if [ "$TEST_AS" = root ]; then
                 for n in a b c; do make_netns "$n" || { setup_failed "cannot make network namespace for node $n"; return 1; }; done
         fi
-        start_node a 100 && start_node b 20 && start_node c 1 || return 1
+        REDIS_PORT=$(free_port)
+        echo "$REDIS_PORT" > "$SESSION_DIR/redis.port"
+        start_redis && start_node a 100 && start_node b 20 && start_node c 1 || return 1
         # the key is made on a after all three started: b and c read the shared file again
         KEY=$(NSBOX_SOCKET="$SESSION_DIR/a/d.sock" "$NSBOX" api-key create 2> /dev/null | grep -xE 'e2b_[0-9a-f]{40}') ||
                 { setup_failed "api-key create on node a gave no key"; return 1; }
@@ -153,7 +178,15 @@ setup
 ready() {
         [ -e "$SESSION_DIR/setup.ok" ] || fail "$(cat "$SESSION_DIR/setup.err")"
         read -r KEY PORT STATS_PORT < "$SESSION_DIR/router"
+        REDIS_PORT=$(cat "$SESSION_DIR/redis.port")
         URL=http://127.0.0.1:$PORT
+}
+
+# the ids GET /v2/sandboxes?metadata=cluster=RUN lists through the router (one node answers)
+listed_ids() { # METADATA-FILTER
+        api GET "/v2/sandboxes?metadata=$1"
+        [ "$CODE" = 200 ] || fail "list through the router: $CODE $BODY"
+        printf '%s' "$BODY" | python3 -c 'import json, sys; print("\n".join(sorted(s["sandboxID"] for s in json.load(sys.stdin))))'
 }
 
 # api METHOD PATH [curl args...] through the router: CODE, BODY, SECS (the time it took)
@@ -223,6 +256,32 @@ test_c_bad_ids_and_keys() {
         case $(cat "$TEST_TMP/body") in *"names node 'b', and this is node 'a'"*) ;; *) fail "node a's answer: $(cat "$TEST_TMP/body")" ;; esac
 }
 
+# get_or_create across nodes: eight at once on a and b for one thread id give one sandbox; the
+# callers of its node get it, the others a conflict that names it
+test_cc_get_or_create_across_nodes_gives_one_sandbox() {
+        ready
+        local i n pids="" made out
+        for i in 1 2 3 4 5 6 7 8; do
+                n=$([ $((i % 2)) = 0 ] && echo a || echo b)
+                (NSBOX_SOCKET="$SESSION_DIR/$n/d.sock" "$NSBOX" create --reuse --label "thread=t$$" > "$TEST_TMP/goc.$i" 2>&1
+                        echo "status $?" >> "$TEST_TMP/goc.$i") &
+                pids="$pids $!"
+        done
+        # shellcheck disable=SC2086
+        wait $pids
+        made=$(for n in a b c; do NSBOX_SOCKET="$SESSION_DIR/$n/d.sock" "$NSBOX" ls --label "thread=t$$" -q 2> /dev/null; done)
+        assert_eq 1 "$(printf '%s\n' "$made" | grep -c .)" "sandboxes for one thread id on three nodes: $made"
+        for i in 1 2 3 4 5 6 7 8; do
+                out=$(cat "$TEST_TMP/goc.$i")
+                case $out in
+                "$made"*"status 0") ;;
+                *"conflict"*"$made"*"status 125") ;;
+                *) fail "get_or_create $i: $out" ;;
+                esac
+        done
+        for n in a b c; do NSBOX_SOCKET="$SESSION_DIR/$n/d.sock" "$NSBOX" rm --all --label "thread=t$$" > /dev/null 2>&1; done
+}
+
 test_d_kill_9_of_a_node() {
         ready
         local bid pid n id on_b=""
@@ -239,6 +298,15 @@ test_d_kill_9_of_a_node() {
         wait_weights "b down" '[ "$(server_status node_b b)" = DOWN ]'
         api GET "/sandboxes/$bid"
         assert_eq 404 "$CODE" "a sandbox of the node that is down: $BODY"
+        # its records leave the catalog's lists within the TTL (and a heartbeat)
+        local left=1
+        for _ in $(seq $((TTL * 20 + 40))); do
+                listed_ids "" > "$TEST_TMP/listed"
+                grep -q -- '-b$' "$TEST_TMP/listed" || { left=0; break; }
+                sleep 0.1
+        done
+        assert_eq 0 "$left" "the killed node's sandboxes still listed $((TTL + 4)) s after: $(grep -c -- '-b$' "$TEST_TMP/listed")"
+        grep -q -- '-a$' "$TEST_TMP/listed" || fail "the live node's sandboxes are no longer listed"
         for n in 1 2 3 4 5 6; do
                 id=$(create_via_router) || exit 1
                 case $id in *-a) ;; *) fail "create $n went to ${id##*-}, not to a: b is down and c is full" ;; esac
@@ -253,6 +321,35 @@ test_d_kill_9_of_a_node() {
         [ -n "$on_b" ] || fail "the restarted node b took none of 40 creates"
         api GET "/sandboxes/$on_b"
         assert_eq 200 "$CODE" "a sandbox on the restarted node: $BODY"
+}
+
+# Redis stopped: each node serves its own sandboxes (calls work, a node lists its own), stats say
+# the catalog is down; Redis started again (empty): the nodes write their records again
+test_e_redis_stopped_then_restarted() {
+        ready
+        local aid addr port aport all
+        aid=$(node_ids a | head -n 1)
+        [ -n "$aid" ] || fail "node a holds no sandbox"
+        all=$(listed_ids "")
+        kill -TERM "$(cat "$SESSION_DIR/redis.pid")"
+        for _ in $(seq 100); do
+                NSBOX_SOCKET="$SESSION_DIR/a/d.sock" "$NSBOX" stats | grep -q "cluster catalog .*: down" && break
+                sleep 0.1
+        done
+        assert_contains "$(NSBOX_SOCKET="$SESSION_DIR/a/d.sock" "$NSBOX" stats)" ": down" "node a's stats with Redis stopped"
+        api GET "/sandboxes/$aid"
+        assert_eq 200 "$CODE" "a sandbox of node a through the router with Redis stopped: $BODY"
+        read -r addr port aport < "$SESSION_DIR/a/net"
+        CODE=$(curl -s -o "$TEST_TMP/body" -w '%{http_code}' -H "X-API-KEY: $KEY" "http://$addr:$port/v2/sandboxes")
+        assert_eq 200 "$CODE" "node a's list with Redis stopped"
+        assert_eq "$(node_ids a)" "$(python3 -c 'import json, sys; print("\n".join(sorted(s["sandboxID"] for s in json.load(open(sys.argv[1])))))' "$TEST_TMP/body")" \
+                "node a's list with Redis stopped: its own sandboxes"
+        start_redis || fail "$(cat "$SESSION_DIR/setup.err")"
+        for _ in $(seq $((TTL * 20 + 60))); do
+                [ "$(listed_ids "")" = "$all" ] && break
+                sleep 0.1
+        done
+        assert_eq "$all" "$(listed_ids "")" "the list through the router once Redis is back"
 }
 
 # Last: every node's sandboxes removed; no node runs a process; the host's mounts as before

@@ -132,14 +132,32 @@ START_TEST(test_dconfig_cluster_node_and_agent_check)
         UNIT_ASSERT_OK(parse("{\"cluster\": {\"node\": \"10-0-1-23\", \"agent_check\": \"0.0.0.0:49981\"}}", &c, &err), &err);
         ck_assert_str_eq(c.node, "10-0-1-23");
         ck_assert_str_eq(c.agent_check, "0.0.0.0:49981");
+        ck_assert_ptr_null(c.redis);
+        ck_assert_uint_eq(c.catalog_ttl_ms, 15000);
         nsbox_dconfig_release(&c);
+        static const char *const good[] = { "redis.nsbox.svc.cluster.local:6379", "10.0.0.5:6380", "[::1]:6379", "unix:/run/redis/redis.sock" };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                char text[256];
+                snprintf(text, sizeof(text), "{\"cluster\": {\"redis\": \"%s\", \"catalog_ttl\": 4.5}}", good[i]);
+                UNIT_ASSERT_OK(parse(text, &c, &err), &err);
+                ck_assert_str_eq(c.redis, good[i]);
+                ck_assert_uint_eq(c.catalog_ttl_ms, 4500);
+                nsbox_dconfig_release(&c);
+        }
         static const char *const bad[][2] = {
-                { "{\"cluster\": []}", "test.json: key 'cluster': expected an object with \"node\", \"agent_check\"" },
+                { "{\"cluster\": []}", "test.json: key 'cluster': expected an object with \"node\", \"agent_check\", \"redis\", \"catalog_ttl\"" },
                 { "{\"cluster\": {\"node\": \"N1\"}}", "test.json: key 'cluster.node': expected a node name: 1 to 24 of a-z, 0-9 and '-', starting and ending with a letter or digit" },
                 { "{\"cluster\": {\"node\": \"0123456789012345678901234\"}}", NULL },
                 { "{\"cluster\": {\"node\": 1}}", NULL },
                 { "{\"cluster\": {\"agent_check\": \"localhost:1\"}}", NULL },
-                { "{\"cluster\": {\"redis\": \"127.0.0.1:6379\"}}", "test.json: key 'cluster.redis': unknown key" },
+                { "{\"cluster\": {\"redis\": \"127.0.0.1\"}}", "test.json: key 'cluster.redis': expected \"HOST:PORT\" (a lowercase DNS name or an IPv4 address), \"[ADDR6]:PORT\" or \"unix:/PATH\"" },
+                { "{\"cluster\": {\"redis\": \"Redis:6379\"}}", NULL },
+                { "{\"cluster\": {\"redis\": \"redis:0\"}}", NULL },
+                { "{\"cluster\": {\"redis\": \"[::1:6379\"}}", NULL },
+                { "{\"cluster\": {\"redis\": \"unix:relative\"}}", NULL },
+                { "{\"cluster\": {\"catalog_ttl\": 0.5}}", "test.json: key 'cluster.catalog_ttl': expected 1 to 3600 seconds (how long a node's records outlive its last heartbeat)" },
+                { "{\"cluster\": {\"catalog_ttl\": \"15\"}}", NULL },
+                { "{\"cluster\": {\"database\": 1}}", "test.json: key 'cluster.database': unknown key" },
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 ck_assert_int_lt(parse(bad[i][0], &c, &err), 0);
