@@ -309,4 +309,4 @@ clean:
 	$(call say,CLEAN,$(B) $(FUZZ_B))
 	$(Q)rm -rf $(B) $(FUZZ_B)
 
--include $(B)/runtime/agent_main.d $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(FUZZ_NAMES:%=$(B)/fuzz/%.d) $(CLI_SRCS:%.c=$(B)/%.d) $(SO_OBJS:.o=.d)
+-include $(B)/runtime/agent_main.d $(B)/runtime/nsboxd.d $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(FUZZ_NAMES:%=$(B)/fuzz/%.d) $(CLI_SRCS:%.c=$(B)/%.d) $(SO_OBJS:.o=.d)
