@@ -121,6 +121,20 @@ test_manifests_agree_with_each_other() {
         assert_contains "$(cat "$K8S/nsboxd-daemonset.yaml")" "mountPath: /etc/nsbox/nsboxd.json"
 }
 
+# nsboxd.json as nsboxd itself reads it (--check-config, which refuses an unknown key).  The
+# cluster settings come with the cluster work in runtime/: a build without them refuses only
+# the key "cluster", and the rest is checked without it.
+test_nsboxd_accepts_its_configuration() {
+        [ -x "$NSBOX_BUILD/nsboxd" ] || fail "no $NSBOX_BUILD/nsboxd (make)"
+        validate --get "$K8S/nsboxd-config.yaml" nsboxd.json || fail "no nsboxd.json: $OUT"
+        printf '%s\n' "$OUT" > nsboxd.json
+        OUT=$(cd / && "$NSBOX_BUILD/nsboxd" --check-config --config "$TEST_TMP/nsboxd.json" 2>&1) && return 0
+        assert_eq "nsboxd: $TEST_TMP/nsboxd.json: key 'cluster': unknown key" "$OUT" "nsboxd --check-config"
+        python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); del d["cluster"]; json.dump(d, open(sys.argv[2], "w"))' \
+                nsboxd.json rest.json || fail "cannot drop the key cluster"
+        assert_status 0 "$NSBOX_BUILD/nsboxd" --check-config --config "$TEST_TMP/rest.json"
+}
+
 test_every_file_says_how_to_use_it() {
         local f
         for f in "$K8S"/*; do

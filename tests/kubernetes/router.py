@@ -96,9 +96,14 @@ class Node(http.server.BaseHTTPRequestHandler):
         pass
 
 
+AGENT_ASKED = {n: threading.Event() for n in NODES}
+
+
 class Agent(socketserver.BaseRequestHandler):
     def handle(self):
-        self.request.sendall(NODES[self.server.server_address[0].replace(".", "-")].encode())
+        node = self.server.server_address[0].replace(".", "-")
+        self.request.sendall(NODES[node].encode())
+        AGENT_ASKED[node].set()
 
 
 def start(server):
@@ -169,6 +174,12 @@ def checks(port, proc):
     check("router_starts_and_finds_nodes", got and got[0] == 200, "POST /sandboxes: %s (haproxy.log)" % (got,))
     if bad:
         return 1
+    # both nodes have said their state to the agent check (a node is up by its TCP check first)
+    for n, asked in AGENT_ASKED.items():
+        if not asked.wait(max(deadline - time.time(), 0)):
+            check("agent_checks_reach_the_nodes", False, "no agent check of %s" % n)
+            return 1
+    time.sleep(0.5)
 
     nodes = [json.loads(request(port, "POST", p)[2])["node"] for p in ["/sandboxes", "/v2/sandboxes"] * 10]
     check("creates_skip_a_draining_node", set(nodes) == {"127-0-0-2"}, "creates went to %s" % nodes)
