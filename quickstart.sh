@@ -11,8 +11,8 @@ cd "$(dirname "$0")"
 # tmux drives nsbox exec -it in the pty test; nginx-light runs contrib/nginx's TLS front of the
 # HTTP API in its test.  The code interpreter (nsboxd's built-in code-interpreter template) runs
 # Jupyter kernels: ipykernel, jupyter-client, zmq, matplotlib, pandas.  haproxy routes many nsboxd
-# nodes in the cluster test (contrib/haproxy); their catalog is Redis (hiredis; redis-server for
-# the test).
+# nodes in the cluster test (contrib/haproxy) and checks contrib/kubernetes's router in its test;
+# the nodes' catalog is Redis (hiredis; redis-server for the test).
 PACKAGES="build-essential pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
 libjansson-dev libgit2-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev libhiredis-dev check python3 git busybox-static
 keyutils util-linux bubblewrap cpio qemu-system-x86 linux-image-amd64 slirp4netns iproute2 nftables systemd
