@@ -43,7 +43,7 @@ static const char usage_main[] =
         "  logs [-f] ID PID|TAG              a background process's recent (-f: and live) output\n"
         "  attach ID PID|TAG                 follow a background process's output; exit status is its\n"
         "  call ID TOOL [JSON]               one tool call (read_file, write_file, grep, git_commit, ...)\n"
-        "  cp SRC DST                        copy a file into or out of a sandbox (one side is ID:PATH)\n"
+        "  cp [-r] SRC DST                   copy a file (-r: a directory) in or out of a sandbox (ID:PATH)\n"
         "  watch [-r] ID PATH                print the changes under directory PATH until Ctrl-C\n"
         "  ls [-q] [--json] [--label K=V] [--state S]\n"
         "                                    list your sandboxes (with these labels, in this state)\n"
@@ -243,7 +243,7 @@ const nsbox_cli_command nsbox_cli_commands[] = {
         { "logs", nsbox_cmd_logs, 0, "-f --follow", NULL },
         { "attach", nsbox_cmd_attach, 0, "", NULL },
         { "call", nsbox_cmd_call, 0, "", NULL },
-        { "cp", nsbox_cmd_cp, 0, "", NULL },
+        { "cp", nsbox_cmd_cp, 0, "-r -R --recursive --max-size", NULL },
         { "watch", nsbox_cmd_watch, 0, "-r --recursive", NULL },
         { "ls", nsbox_cmd_ls, 0, "-q --quiet --json --label --state", NULL },
         { "inspect", nsbox_cmd_inspect, 0, "", NULL },

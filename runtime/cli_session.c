@@ -68,7 +68,12 @@ int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t
                 nsbox_error_clear(&err);
                 return st;
         }
-        if (nsbox_client_call(cl, method, params, ev, ud, ret, &code, &err) < 0) {
+        int r = nsbox_client_call(cl, method, params, ev, ud, ret, &code, &err);
+        if (r < 0) {
+                if (r == -ECANCELED && !code) { /* the callback gave up: it says why */
+                        nsbox_error_clear(&err);
+                        return EXIT_NSBOX;
+                }
                 int st = say(cmd, code ? refused_status : EXIT_NSBOX, code, &err);
                 nsbox_error_clear(&err);
                 return st;
@@ -322,7 +327,7 @@ static void exec_event(json_t *params, void *ud)
                 nsbox_cli_output_event(params, NULL);
 }
 
-int nsbox_cli_exec_stream(const char *name, const char *id, json_t *cmd, int in_fd, uint64_t in_max, bool *ret_over,
+int nsbox_cli_exec_stream(const char *name, nsbox_client *cl, const char *id, json_t *cmd, int in_fd, uint64_t in_max, bool *ret_over,
                           nsbox_client_event_fn out, void *ud, int *ret_code)
 {
         json_t *tparams = json_pack("{so}", "cmd", cmd);
@@ -330,10 +335,8 @@ int nsbox_cli_exec_stream(const char *name, const char *id, json_t *cmd, int in_
                 json_object_set_new(tparams, "stdin_open", json_true());
         json_t *params = json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", tparams, "stream", 1);
         stdin_fwd f = { .sandbox = id, .fd = in_fd, .max = in_max, .out = out, .ud = ud };
-        nsbox_client cl = { .fd = -1 };
         json_t *res = NULL;
-        int status = call_once(name, &cl, "call", params, exec_event, &f, &res, EXIT_NSBOX);
-        nsbox_client_close(&cl);
+        int status = call_once(name, cl, "call", params, exec_event, &f, &res, EXIT_NSBOX);
         if (f.started)
                 pthread_join(f.thread, NULL);
         if (ret_over)

@@ -53,12 +53,12 @@ char *nsbox_cli_dumps(json_t *v, size_t flags);
 struct nsbox_run_options;
 int nsbox_cli_create_params(const char *cmd, const struct nsbox_run_options *o, json_t **ret);
 
-/* cp -r's stream: CMD (taken) runs in sandbox id, streamed; in_fd (-1: none) is forwarded to its
+/* cp -r's stream: CMD (taken) runs in sandbox id through cl (connected if not), streamed; in_fd (-1: none) is forwarded to its
  * stdin, at most in_max bytes (0: no bound; *ret_over set when more came and stdin was closed
  * early); its stdout events go to out, its stderr to ours.  0 with *ret_code (-1 if none), or
  * the exit status after printing why. */
 #include <stdint.h>
-int nsbox_cli_exec_stream(const char *name, const char *id, json_t *cmd, int in_fd, uint64_t in_max, bool *ret_over,
+int nsbox_cli_exec_stream(const char *name, nsbox_client *cl, const char *id, json_t *cmd, int in_fd, uint64_t in_max, bool *ret_over,
                           nsbox_client_event_fn out, void *ud, int *ret_code);
 
 /* cli_procs.c: logs, attach */

@@ -54,10 +54,9 @@ test_a_typo_of_a_command_or_option_names_the_closest_one() {
         assert_status 125 "$NSBOX" run --zzzzzzzz -- true
         assert_one_line_error "$OUT"
         assert_not_contains "$OUT" "did you mean"
-        # cp -r is not there yet: the error says how to copy a directory
-        assert_status 125 "$NSBOX" cp -r "$TEST_TMP" 0123456789abcdef:/tmp/x
+        assert_status 125 "$NSBOX" cp --recursiv "$TEST_TMP" 0123456789abcdef:/tmp/x
         assert_one_line_error "$OUT"
-        assert_contains "$OUT" "nsbox exec -i ID -- tar x -C PATH"
+        assert_contains "$OUT" "did you mean --recursive?"
 }
 
 test_help_command_prints_that_commands_help() {
@@ -275,6 +274,115 @@ test_json_reals_have_no_float_noise() {
         "$NSBOX" set-timeout "$id" 100 > /dev/null || fail "set-timeout"
         assert_status 0 "$NSBOX" inspect "$id"
         printf '%s' "$OUT" | grep -qE '[0-9]\.[0-9]{4,}' && fail "inspect has a real with more than 3 decimals: $OUT"
+        true
+}
+
+# ---- cp -r ---------------------------------------------------------------------------------
+
+make_tree() { # DIR: a file, an executable, a private directory, links absolute and relative
+        mkdir -p "$1/sub/private" && echo hello > "$1/a.txt" && printf '#!/bin/sh\necho ran\n' > "$1/sub/run.sh" &&
+                chmod 755 "$1/sub/run.sh" && chmod 700 "$1/sub/private" && ln -s /etc/passwd "$1/abs" &&
+                ln -s a.txt "$1/rel" && head -c 300000 /dev/urandom > "$1/sub/private/blob"
+}
+
+test_cp_r_copies_a_directory_both_ways_keeping_modes_and_links() {
+        local id
+        new_sandbox id
+        make_tree "$TEST_TMP/src"
+        assert_status 0 "$NSBOX" cp -r "$TEST_TMP/src" "$id:/tmp/tree"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'cd /tmp/tree && cat a.txt && sub/run.sh && readlink abs rel && stat -c %a sub/private sub/run.sh'
+        assert_eq "$(printf 'hello\nran\n/etc/passwd\na.txt\n700\n755')" "$OUT" "the tree in the sandbox"
+        # into an existing directory: under SRC's name
+        assert_status 0 "$NSBOX" cp -R "$TEST_TMP/src" "$id:/tmp/tree"
+        assert_status 0 "$NSBOX" exec "$id" -- cat /tmp/tree/src/a.txt
+        assert_eq hello "$OUT"
+        # and back out, the same bytes, modes and links
+        assert_status 0 "$NSBOX" cp -r "$id:/tmp/tree" "$TEST_TMP/back"
+        assert_eq "$(readlink "$TEST_TMP/back/abs") $(readlink "$TEST_TMP/back/rel")" "/etc/passwd a.txt" "links kept as links"
+        assert_eq "$(stat -c %a "$TEST_TMP/back/sub/private") $(stat -c %a "$TEST_TMP/back/sub/run.sh")" "700 755" "modes"
+        cmp "$TEST_TMP/src/sub/private/blob" "$TEST_TMP/back/sub/private/blob" || fail "the blob differs after the round trip"
+        assert_eq hello "$(cat "$TEST_TMP/back/src/a.txt")"
+        mkdir "$TEST_TMP/into"
+        assert_status 0 "$NSBOX" cp --recursive "$id:/tmp/tree/sub" "$TEST_TMP/into"
+        assert_eq ran "$("$TEST_TMP/into/sub/run.sh")"
+        # an existing target is refused, never merged into
+        assert_status 125 "$NSBOX" cp -r "$id:/tmp/tree/sub" "$TEST_TMP/into"
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "exists"
+        assert_status 125 "$NSBOX" cp -r "$TEST_TMP/src" "$id:/tmp/tree"
+        assert_contains "$OUT" "exists"
+        ls "$TEST_TMP" | grep -q nsbox-cp && fail "a temporary directory was left: $(ls "$TEST_TMP")"
+        true
+}
+
+test_cp_of_a_directory_without_r_says_use_r() {
+        local id
+        new_sandbox id
+        mkdir "$TEST_TMP/d"
+        assert_status 125 "$NSBOX" cp "$TEST_TMP/d" "$id:/tmp/d"
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "is a directory (use -r)"
+        assert_status 125 "$NSBOX" cp "$id:/tmp" "$TEST_TMP/t"
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "is a directory (use -r)"
+        [ -e "$TEST_TMP/t" ] && fail "cp made $TEST_TMP/t"
+        true
+}
+
+test_cp_r_is_bounded_and_leaves_nothing_when_over() {
+        local id
+        new_sandbox id
+        make_tree "$TEST_TMP/src"
+        assert_status 125 "$NSBOX" cp -r --max-size 64K "$TEST_TMP/src" "$id:/tmp/big"
+        assert_contains "$OUT" "larger than 65536 bytes"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'ls -a /tmp | grep -c "big" || true'
+        assert_eq 0 "$OUT" "nothing left in the sandbox"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'mkdir -p /tmp/big && head -c 200000 /dev/zero > /tmp/big/z'
+        assert_status 125 "$NSBOX" cp -r --max-size 64K "$id:/tmp/big" "$TEST_TMP/big"
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "larger than 65536 bytes"
+        [ -z "$(ls "$TEST_TMP" | grep big)" ] || fail "left on the host: $(ls "$TEST_TMP")"
+        assert_status 125 "$NSBOX" cp -r --max-size lots "$id:/tmp/big" "$TEST_TMP/big"
+        assert_one_line_error "$OUT"
+}
+
+# A sandbox whose tar (first in PATH: /usr/local/bin, bound read-only) sends a crafted stream
+test_cp_r_out_refuses_names_that_leave_the_target() {
+        local id bad
+        mkdir -p "$TEST_TMP/bin" "$TEST_TMP/victim" "$TEST_TMP/tars"
+        chmod 755 "$TEST_TMP" "$TEST_TMP/bin" "$TEST_TMP/tars"
+        printf '#!/bin/sh\nexec cat "/tars/$(cat /tmp/which)"\n' > "$TEST_TMP/bin/tar"
+        chmod 755 "$TEST_TMP/bin/tar"
+        python3 - "$TEST_TMP/tars" "$TEST_TMP/victim" <<'PY' || fail "making the tars"
+import io, sys, tarfile
+d, victim = sys.argv[1], sys.argv[2]
+def tar(name, *entries):
+    with tarfile.open(f"{d}/{name}", "w", format=tarfile.GNU_FORMAT) as t:
+        for e in entries:
+            i = tarfile.TarInfo(e[0]); i.mode = 0o644
+            if len(e) > 2:
+                i.type, i.linkname = tarfile.SYMTYPE, e[2]
+                t.addfile(i)
+            else:
+                i.size = len(e[1]); t.addfile(i, io.BytesIO(e[1]))
+    import os; os.chmod(f"{d}/{name}", 0o644)
+tar("dotdot", ("ok", b"x"), ("../escaped", b"x"))
+tar("absolute", ("ok", b"x"), (victim + "/abs", b"x"))
+tar("through-link", ("ok", b"x"), ("lnk", b"", victim), ("lnk/pwned", b"x"))
+tar("long", ("ok", b"x"), ("a" * 150 + "/../../escaped", b"x"))
+PY
+        new_sandbox id --bind "$TEST_TMP/bin:/usr/local/bin" --bind "$TEST_TMP/tars:/tars"
+        assert_status 0 "$NSBOX" exec "$id" -- mkdir /tmp/d
+        for bad in dotdot absolute through-link long; do
+                assert_status 0 "$NSBOX" exec "$id" -- sh -c "echo $bad > /tmp/which"
+                assert_status 125 "$NSBOX" cp -r "$id:/tmp/d" "$TEST_TMP/out-$bad"
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "refused" "$bad"
+                [ -e "$TEST_TMP/out-$bad" ] && fail "$bad: the target was made"
+                [ -z "$(ls "$TEST_TMP/victim")" ] || fail "$bad: wrote into the victim: $(ls "$TEST_TMP/victim")"
+                [ -e "$TEST_TMP/escaped" ] && fail "$bad: escaped"
+                ls "$TEST_TMP" | grep -q nsbox-cp && fail "$bad: a temporary directory was left"
+        done
         true
 }
 
