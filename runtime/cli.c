@@ -59,6 +59,7 @@ static const char usage_main[] =
         "  reset ID [NAME]                   restart a sandbox on snapshot NAME, or as it was created\n"
         "  replay [--from NAME] FILE         re-run a recorded trajectory, report where it diverges\n"
         "  gc                                remove store layers nothing uses\n"
+        "  daemon status|stop|restart        your own nsboxd: its pid, uptime, ...; stop it cleanly\n"
         "  tools [--format json|openai|mcp]  the tool schemas, for an LLM's tool list\n"
         "  mcp [OPTIONS]                     Model Context Protocol server on stdio (Claude Code, ...)\n"
         "  completion bash|zsh|fish          a completion script for the shell\n"
@@ -257,6 +258,7 @@ const nsbox_cli_command nsbox_cli_commands[] = {
         { "reset", nsbox_cmd_reset, 0, "--json", NULL },
         { "replay", nsbox_cmd_replay, NSBOX_CMD_REPLAY, "", NULL },
         { "gc", nsbox_cmd_gc, 0, "--json", NULL },
+        { "daemon", nsbox_cmd_daemon, 0, "--json", "status stop restart" },
         { "tools", nsbox_cmd_tools, 0, "--format", NULL },
         { "mcp", nsbox_cmd_mcp, NSBOX_CMD_MCP, "", NULL },
         { "version", cmd_version, 0, "", NULL },

@@ -86,5 +86,8 @@ int nsbox_cli_unknown_option(const char *cmd, const char *arg);
 
 int nsbox_cmd_inspect(int argc, char **argv);
 
+/* cli_daemon.c: nsbox daemon status|stop|restart */
+int nsbox_cmd_daemon(int argc, char **argv);
+
 /* cli_mcp.c: nsbox mcp */
 int nsbox_cmd_mcp(int argc, char **argv);

@@ -253,6 +253,7 @@ void method_snapshots(daemon_state *d, client *c, json_t *id, json_t *params, bo
 void method_list(daemon_state *d, client *c, json_t *id, json_t *params);
 void method_set_timeout(daemon_state *d, client *c, json_t *id, json_t *params);
 void method_stats(daemon_state *d, client *c, json_t *id);
+void method_shutdown(daemon_state *d, client *c, json_t *id);
 void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params);
 void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool pause);
 int sandbox_pause(sandbox *s, bool pause, const char *why, nsbox_error *err); /* logged with why */

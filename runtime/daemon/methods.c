@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 
 #include "../dlog.h"
@@ -271,6 +272,21 @@ void method_stats(daemon_state *d, client *c, json_t *id)
                                       (json_int_t)committed(d), "current_bytes", (json_int_t)mem_now, "capacity", "max_sandboxes",
                                       (int)d->conf->max_sandboxes, "max_per_uid", (int)d->conf->max_per_uid, "uptime_s",
                                       (double)(now_ns() - d->start_ns) / 1e9, "clients", (int)clients, "stopping", d->stopping));
+}
+
+/* nsbox daemon stop: a clean stop (as SIGTERM: drain, then the sandboxes go or are kept), asked
+ * on the socket by the daemon's own uid only, never over HTTP: nobody signals by process name. */
+void method_shutdown(daemon_state *d, client *c, json_t *id)
+{
+        if (c->http || c->uid != geteuid()) {
+                reply_error(c, id, RPC_SERVER_ERROR, "permission_denied", "only nsboxd's own uid (%u), on its socket, may stop it",
+                            (unsigned)geteuid());
+                return;
+        }
+        dlog(LOG_NOTICE, "daemon.shutdown", NULL, "stop asked by uid %u on the socket", (unsigned)c->uid);
+        reply_result(c, id, json_pack("{si sb}", "pid", (int)getpid(), "stopping", 1));
+        if (!d->stopping)
+                kill(getpid(), SIGTERM); /* our own signalfd: the one way to stop */
 }
 
 void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params)

@@ -277,6 +277,37 @@ test_json_reals_have_no_float_noise() {
         true
 }
 
+# ---- nsbox daemon --------------------------------------------------------------------------
+
+test_daemon_status_stop_restart_act_on_our_own_daemon() {
+        local pid pid2
+        assert_status 0 "$NSBOX" ls -q # started if it was not
+        assert_status 0 "$NSBOX" daemon status
+        assert_contains "$OUT" "socket     $NSBOX_SOCKET"
+        pid=$(printf '%s\n' "$OUT" | awk '$1 == "pid" { print $2 }')
+        [[ $pid =~ ^[0-9]+$ ]] || fail "no pid in: $OUT"
+        assert_eq "$pid" "$(daemon_pid)" "the pid status prints"
+        assert_status 0 "$NSBOX" daemon status --json
+        assert_eq "$pid" "$(printf '%s' "$OUT" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])')"
+        assert_status 0 "$NSBOX" daemon stop
+        assert_contains "$OUT" "stopped (pid $pid)"
+        [ -e "$NSBOX_SOCKET" ] && fail "the socket is still there after daemon stop"
+        pid_alive "$pid" && fail "nsboxd $pid is still running after daemon stop"
+        assert_status 3 "$NSBOX" daemon status
+        assert_contains "$OUT" "not running"
+        assert_status 0 "$NSBOX" daemon stop
+        assert_status 0 "$NSBOX" daemon restart
+        pid2=$(printf '%s\n' "$OUT" | sed -n 's/.*started (pid \([0-9]*\)).*/\1/p')
+        [[ $pid2 =~ ^[0-9]+$ ]] && [ "$pid2" != "$pid" ] || fail "restart printed: $OUT"
+        assert_status 0 "$NSBOX" daemon restart
+        assert_contains "$OUT" "stopped (pid $pid2)"
+        pid_alive "$pid2" && fail "nsboxd $pid2 is still running after restart"
+        assert_status 125 "$NSBOX" daemon frob
+        assert_one_line_error "$OUT"
+        assert_status 125 "$NSBOX" daemon stop --json
+        assert_one_line_error "$OUT"
+}
+
 # ---- cp -r ---------------------------------------------------------------------------------
 
 make_tree() { # DIR: a file, an executable, a private directory, links absolute and relative
