@@ -308,6 +308,34 @@ test_daemon_status_stop_restart_act_on_our_own_daemon() {
         assert_one_line_error "$OUT"
 }
 
+test_a_short_id_prefix_says_too_short_not_no_sandbox() {
+        local id p cmd
+        new_sandbox id
+        for p in "${id:0:3}" "${id:0:1}"; do
+                for cmd in "exec $p -- true" "rm $p" "inspect $p" "pause $p" "logs $p 1" "set-timeout $p 5" "snapshot $p s"; do
+                        # shellcheck disable=SC2086
+                        assert_status 125 "$NSBOX" $cmd
+                        assert_one_line_error "$OUT"
+                        assert_contains "$OUT" "id prefix '$p' is too short: give at least 4 characters" "nsbox $cmd"
+                done
+        done
+        assert_status 0 "$NSBOX" exec "${id:0:4}" -- true
+}
+
+test_pidof_nsboxd_finds_daemons_not_agents() {
+        local id dpid agents p
+        new_sandbox id
+        dpid=$(daemon_pid)
+        agents=$(pgrep -P "$dpid")
+        [ -n "$agents" ] || fail "no child of nsboxd $dpid"
+        for p in $(pidof nsboxd); do
+                [ "$(cat "/proc/$p/comm" 2>/dev/null)" = nsboxd ] || fail "pidof nsboxd gave $p: $(cat "/proc/$p/comm")"
+                for a in $agents; do [ "$a" != "$p" ] || fail "pidof nsboxd finds the agent $a"; done
+        done
+        pidof nsboxd | tr ' ' '\n' | grep -qx "$dpid" || fail "pidof nsboxd does not find the daemon $dpid"
+        for a in $agents; do assert_eq nsbox-agent "$(cat "/proc/$a/comm")" "the agent's name"; done
+}
+
 # ---- cp -r ---------------------------------------------------------------------------------
 
 make_tree() { # DIR: a file, an executable, a private directory, links absolute and relative
