@@ -645,6 +645,23 @@ static const char *base_name(const char *p)
         return s ? s + 1 : p;
 }
 
+/* ls's POLICY: what the sandbox was made from: its template, a named policy of the policy
+ * directories ("default", "strict") or the policy file's name */
+static char *policy_label(json_t *s)
+{
+        const char *tpl = json_string_value(json_object_get(s, "template"));
+        const char *pol = json_string_value(json_object_get(s, "policy"));
+        if (tpl)
+                return nsbox_escape_controls(tpl);
+        if (!pol || !*pol)
+                return strdup("default");
+        const char *b = base_name(pol);
+        size_t bl = strlen(b), dl = (size_t)(b - pol);
+        bool named = bl > 5 && !strcmp(b + bl - 5, ".json") && dl >= 7 && !strncmp(b - 7, "policy/", 7);
+        _cleanup_free_ char *n = strndup(b, named ? bl - 5 : bl);
+        return n ? nsbox_escape_controls(n) : NULL;
+}
+
 static void print_table(json_t *list)
 {
         printf("%-32s  %-8s  %-6s  %-14s  %s\n", "ID", "STATE", "AGE", "POLICY", "LABELS");
@@ -663,9 +680,8 @@ static void print_table(json_t *list)
                 json_object_foreach(json_object_get(s, "labels"), k, v)
                         sb_appendf(&labels, "%s%s=%s", labels.len ? "," : "", k, json_string_value(v));
                 /* what clients chose (labels, a policy's name) reaches the terminal escaped */
-                const char *pol = json_string_value(json_object_get(s, "policy"));
                 _cleanup_free_ char *safe_labels = nsbox_escape_controls(labels.buf ? labels.buf : "");
-                _cleanup_free_ char *safe_pol = nsbox_escape_controls(pol ? base_name(pol) : "");
+                _cleanup_free_ char *safe_pol = policy_label(s);
                 _cleanup_free_ char *safe_id = nsbox_escape_controls(json_string_value(json_object_get(s, "id")) ?: "");
                 _cleanup_free_ char *safe_state = nsbox_escape_controls(json_string_value(json_object_get(s, "state")) ?: "");
                 printf("%-32s  %-8s  %-6s  %-14s  %s\n", safe_id ? safe_id : "", safe_state ? safe_state : "", agebuf,

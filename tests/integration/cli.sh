@@ -336,6 +336,18 @@ test_pidof_nsboxd_finds_daemons_not_agents() {
         for a in $agents; do assert_eq nsbox-agent "$(cat "/proc/$a/comm")" "the agent's name"; done
 }
 
+test_ls_policy_column_names_the_policy_used() {
+        local a b
+        new_sandbox a
+        cp "$NSBOX_SRC/policy/default.json" "$TEST_TMP/mine.json"
+        chmod 644 "$TEST_TMP/mine.json"
+        new_sandbox b --policy "$TEST_TMP/mine.json"
+        assert_status 0 "$NSBOX" ls
+        assert_eq default "$(printf '%s\n' "$OUT" | awk -v id="$a" '$1 == id { print $4 }')" "POLICY without --policy"
+        assert_eq mine.json "$(printf '%s\n' "$OUT" | awk -v id="$b" '$1 == id { print $4 }')" "POLICY of --policy FILE"
+        assert_status 0 "$NSBOX" rm "$a" "$b"
+}
+
 # ---- cp -r ---------------------------------------------------------------------------------
 
 make_tree() { # DIR: a file, an executable, a private directory, links absolute and relative
