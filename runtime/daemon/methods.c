@@ -245,9 +245,13 @@ void method_stats(daemon_state *d, client *c, json_t *id)
         json_t *tpls = json_object();
         for (size_t t = 0; t < d->conf->n_templates; t++) {
                 unsigned pl, rd, st, live = of_template(d, (int)t, &pl, &rd, &st);
-                json_object_set_new(tpls, d->conf->templates[t].name,
-                                    json_pack("{si si si si sI sI}", "pool", (int)d->conf->templates[t].pool, "ready", (int)rd, "starting", (int)st,
-                                              "live", (int)live, "hits", (json_int_t)d->tpl[t].hits, "misses", (json_int_t)d->tpl[t].misses));
+                json_t *o = json_pack("{si si si si sI sI}", "pool", (int)d->conf->templates[t].pool, "ready", (int)rd, "starting", (int)st, "live",
+                                      (int)live, "hits", (json_int_t)d->tpl[t].hits, "misses", (json_int_t)d->tpl[t].misses);
+                if (o && d->tpl[t].failures) /* why its pool stays short */
+                        json_object_set_new(o, "last_start_failure",
+                                            json_pack("{ss sI sI si}", "reason", d->tpl[t].failed_why, "time", (json_int_t)d->tpl[t].failed_at, "count",
+                                                      (json_int_t)d->tpl[t].failures, "in_a_row", (int)d->tpl[t].fails));
+                json_object_set_new(tpls, d->conf->templates[t].name, o);
         }
         json_t *lat = json_pack("{sI}", "count", (json_int_t)d->lat_total);
         if (d->lat_n) {
