@@ -34,6 +34,7 @@
 /* nsboxd's messages may echo what a client chose (labels, names): escaped (nsbox_escape_controls) */
 static int say(const char *cmd, int status, const char *code, const nsbox_error *err)
 {
+        nsbox_cli_progress_stop(NULL); /* the error on a line of its own */
         _cleanup_free_ char *safe = nsbox_escape_controls(err->msg ? err->msg : "failed");
         _cleanup_free_ char *safe_code = code ? nsbox_escape_controls(code) : NULL;
         if (safe_code && strcmp(code, "internal"))
@@ -177,8 +178,13 @@ int nsbox_cmd_create(int argc, char **argv)
         }
         /* --count: one connection, one sandbox after the other; each id as soon as it exists */
         nsbox_client cl = { .fd = -1 };
+        const char *repo = json_string_value(json_object_get(params, "repo"));
         for (uint64_t i = 0; i < o.count && status == 0; i++) {
+                nsbox_cli_progress pr = { 0 };
+                if (repo)
+                        nsbox_cli_progress_start(&pr, "cloning %s", repo);
                 status = call_once("create", &cl, o.reuse ? "get_or_create" : "create", json_incref(params), NULL, NULL, &res, EXIT_NSBOX);
+                nsbox_cli_progress_stop(&pr);
                 if (status == 0) {
                         if (o.json)
                                 print_json(stdout, res);

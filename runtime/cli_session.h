@@ -86,6 +86,19 @@ int nsbox_cli_unknown_option(const char *cmd, const char *arg);
 
 int nsbox_cmd_inspect(int argc, char **argv);
 
+/* cli_progress.c: "nsbox: WHAT... Ns" redrawn on stderr each second until stop, then erased;
+ * nothing when stderr is not a terminal */
+#include <pthread.h>
+typedef struct nsbox_cli_progress {
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool running, done;
+        char what[256];
+} nsbox_cli_progress;
+void nsbox_cli_progress_start(nsbox_cli_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void nsbox_cli_progress_stop(nsbox_cli_progress *p); /* NULL: the one running, if any */
+
 /* cli_daemon.c: nsbox daemon status|stop|restart */
 int nsbox_cmd_daemon(int argc, char **argv);
 

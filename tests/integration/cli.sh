@@ -348,6 +348,35 @@ test_ls_policy_column_names_the_policy_used() {
         assert_status 0 "$NSBOX" rm "$a" "$b"
 }
 
+# ---- progress on a terminal ----------------------------------------------------------------
+
+test_a_progress_line_on_a_terminal_and_none_in_a_pipe() {
+        local repo="$TEST_TMP/repo" id id2 snap="cli-progress-$$"
+        command -v script > /dev/null || skip "no script(1) for a terminal"
+        command -v git > /dev/null || skip "no git on the host to build a test repository"
+        git init -q "$repo" && git -C "$repo" -c user.name=t -c user.email=t@t commit -q --allow-empty -m one || fail "git"
+        # a terminal: the line, then erased (\r ESC[K), then the id on a clean line
+        OUT=$(script -qec "'$NSBOX' create --repo '$repo'" /dev/null) || fail "create --repo on a terminal: $OUT"
+        assert_contains "$OUT" "nsbox: cloning $repo..."
+        id=$(printf '%s' "$OUT" | grep -oE '[0-9a-f]{32}' | tail -n 1)
+        [ -n "$id" ] || fail "no id in: $OUT"
+        MY_SANDBOXES="$MY_SANDBOXES $id"
+        OUT=$(script -qec "'$NSBOX' snapshot $id $snap" /dev/null) || fail "snapshot on a terminal: $OUT"
+        assert_contains "$OUT" "nsbox: snapshotting $id as $snap..."
+        assert_status 0 "$NSBOX" snapshot rm "$snap"
+        # a pipe: nothing on stderr
+        id2=$("$NSBOX" create --repo "$repo" 2> "$TEST_TMP/err") || fail "create --repo: $(cat "$TEST_TMP/err")"
+        MY_SANDBOXES="$MY_SANDBOXES $id2"
+        assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of create --repo into a file"
+        "$NSBOX" snapshot "$id2" "$snap" > /dev/null 2> "$TEST_TMP/err" || fail "snapshot: $(cat "$TEST_TMP/err")"
+        assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of snapshot into a file"
+        assert_status 0 "$NSBOX" rm "$id" "$id2"
+        assert_status 0 "$NSBOX" snapshot rm "$snap"
+        # an error on a terminal is a line of its own
+        OUT=$(script -qec "'$NSBOX' create --repo '$TEST_TMP/nosuch'" /dev/null)
+        assert_contains "$OUT" "nsbox: create: "
+}
+
 # ---- cp -r ---------------------------------------------------------------------------------
 
 make_tree() { # DIR: a file, an executable, a private directory, links absolute and relative
