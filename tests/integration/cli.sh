@@ -114,17 +114,26 @@ test_completion_scripts_complete_commands_and_every_option() {
 # listed by run's)
 test_every_option_is_in_the_man_page_and_its_help() {
         local complete="source <('$NSBOX' completion bash) 2>/dev/null; _nsbox; printf '%s\\n' \"\${COMPREPLY[@]}\""
-        local cmds c o roff help
+        local cmds c o roff help opts
         cmds=$(bash -c "COMP_WORDS=(nsbox ''); COMP_CWORD=1; $complete" | grep -v '^-')
         [ "$(echo "$cmds" | wc -w)" -gt 20 ] || fail "completion lists commands: $cmds"
         for c in $cmds; do
                 help=$("$NSBOX" "$c" --help) || fail "nsbox $c --help"
                 [ "$c" = run ] && help="$help $("$NSBOX" create --help)"
                 case $c in create | mcp | replay) help="$help $("$NSBOX" run --help) $("$NSBOX" create --help)" ;; esac
-                for o in $(bash -c "COMP_WORDS=(nsbox $c --); COMP_CWORD=2; $complete"); do
+                opts=$(bash -c "COMP_WORDS=(nsbox $c --); COMP_CWORD=2; $complete")
+                for o in $opts; do
                         roff=$(printf '%s' "$o" | sed 's/-/\\-/g')
                         grep -qF -- "$roff" "$NSBOX_SRC/man/nsbox.1" || fail "nsbox $c $o is not in man/nsbox.1"
                         [ "$o" = --help ] || assert_contains "$help" "$o" "nsbox $c --help"
+                done
+                # and the other way: each option line of its own --help ("  -x, --long ARG ...")
+                # is one the command takes (completion's table) and is in the man page
+                for o in $("$NSBOX" "$c" --help | grep -oE '^  +(-[a-zA-Z0-9], )?--?[a-zA-Z0-9][a-z0-9-]*' | grep -oE -- '--?[a-zA-Z0-9][a-z0-9-]*'); do
+                        [ "$o" = --help ] || [ "$o" = -h ] && continue
+                        bash -c "COMP_WORDS=(nsbox $c -); COMP_CWORD=2; $complete" | grep -qx -- "$o" || fail "nsbox $c --help shows $o, which completion does not offer"
+                        roff=$(printf '%s' "$o" | sed 's/-/\\-/g')
+                        grep -qF -- "$roff" "$NSBOX_SRC/man/nsbox.1" || fail "nsbox $c --help shows $o, which man/nsbox.1 does not have"
                 done
         done
 }
