@@ -647,6 +647,13 @@ static char *last_name(const char *src)
         return n;
 }
 
+/* DIR's tar, cut after max+1 bytes, exiting with tar's status (not head's): a file tar could not
+ * read fails the copy */
+static const char tar_out_sh[] = "cd -- \"$1\" || exit 1\n"
+                                 "exec 3>&1\n"
+                                 "st=$( { { tar -cf - . 3>&- 4>&-; echo $? >&4; } | head -c \"$2\" >&3 3>&- 4>&-; } 4>&1 )\n"
+                                 "exit \"${st:-1}\"\n";
+
 /* cp -r ID:DIR DST: DIR's tar (made inside, cut at max+1 bytes) extracted into a new directory
  * next to the target, renamed to it once complete */
 static int cp_out_dir(const char *id, const char *src, const char *dst, uint64_t max)
@@ -671,7 +678,7 @@ static int cp_out_dir(const char *id, const char *src, const char *dst, uint64_t
         untar u = { .cl = &cl, .fd = -1, .max = max, .umask = caller_umask() };
         sb_init(&u.meta, 0);
         u.root = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        json_t *cmd = json_pack("[ssssss]", "sh", "-c", "cd -- \"$1\" && tar -cf - . | head -c \"$2\"", "sh", src, cap);
+        json_t *cmd = json_pack("[ssssss]", "sh", "-c", tar_out_sh, "sh", src, cap);
         int code = -1, r = u.root < 0 ? EXIT_NSBOX : nsbox_cli_exec_stream("cp", &cl, id, cmd, -1, 0, NULL, untar_event, &u, &code);
         if (u.fd >= 0)
                 close(u.fd);

@@ -453,6 +453,11 @@ test_cp_r_is_bounded_and_leaves_nothing_when_over() {
         [ -z "$(ls "$TEST_TMP" | grep big)" ] || fail "left on the host: $(ls "$TEST_TMP")"
         assert_status 125 "$NSBOX" cp -r --max-size lots "$id:/tmp/big" "$TEST_TMP/big"
         assert_one_line_error "$OUT"
+        # a file tar cannot read inside fails the copy out, and leaves nothing either
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'mkdir /tmp/locked && echo x > /tmp/locked/f && chmod 000 /tmp/locked/f'
+        assert_status 125 "$NSBOX" cp -r "$id:/tmp/locked" "$TEST_TMP/locked"
+        assert_contains "$OUT" "could not read '/tmp/locked'"
+        [ -z "$(ls "$TEST_TMP" | grep locked)" ] || fail "left on the host: $(ls "$TEST_TMP")"
 }
 
 # A sandbox whose tar (first in PATH: /usr/local/bin, bound read-only) sends a crafted stream
