@@ -10,11 +10,12 @@ cd "$(dirname "$0")"
 # the MCP test's official TypeScript SDK client; valgrind for the unit tier under valgrind.
 # tmux drives nsbox exec -it in the pty test; nginx-light runs contrib/nginx's TLS front of the
 # HTTP API in its test.  The code interpreter (nsboxd's built-in code-interpreter template) runs
-# Jupyter kernels: ipykernel, jupyter-client, zmq, matplotlib, pandas.
+# Jupyter kernels: ipykernel, jupyter-client, zmq, matplotlib, pandas.  haproxy routes many nsboxd
+# nodes in the cluster test (contrib/haproxy).
 PACKAGES="build-essential pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
 libjansson-dev libgit2-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev check python3 git busybox-static
 keyutils util-linux bubblewrap cpio qemu-system-x86 linux-image-amd64 slirp4netns iproute2 nftables systemd
-valgrind tmux nginx-light python3-ipykernel python3-jupyter-client python3-zmq python3-matplotlib python3-pandas"
+valgrind tmux nginx-light python3-ipykernel python3-jupyter-client python3-zmq python3-matplotlib python3-pandas haproxy"
 
 missing=$(for p in $PACKAGES; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"; done)
 # node and npm by command, not by package: a node of another origin (NodeSource's nodejs bundles

@@ -41,7 +41,13 @@ static struct {
         char why[768]; /* why there is no parent */
         bool memory, pids, cpu;
         unsigned long long start; /* our start time, in clock ticks since boot */
-} G = { .parent_fd = -1 };
+        /* cgroup v1 (root on a hybrid host): "nsbox" under the hierarchy of each controller the
+         * cgroup2 parent lacks; -1: not used */
+        int v1_fd[NSBOX_CG_V1_N];
+        char *v1_path[NSBOX_CG_V1_N];
+} G = { .parent_fd = -1, .v1_fd = { -1, -1, -1 } };
+
+static const char *const V1_NAMES[NSBOX_CG_V1_N] = { "memory", "pids", "cpu" };
 
 /* ---- small file helpers ----------------------------------------------------------------------- */
 
@@ -322,7 +328,55 @@ static void find_parent(const char *mnt)
         G.parent = steal_pointer(&parent);
 }
 
-static void resolve_once(void)
+/* The mount point of the cgroup v1 hierarchy that holds controller (its super options name it). */
+static char *cgroup1_mount(const char *controller)
+{
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return NULL;
+        char *line = NULL, *found = NULL;
+        size_t cap = 0;
+        while (!found && getline(&line, &cap, f) > 0) {
+                char root[4096], mnt[4096], opts[1024];
+                const char *dash = strstr(line, " - ");
+                if (!dash || strncmp(dash, " - cgroup ", 10) || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
+                    sscanf(dash + 10, "%*s %1023s", opts) != 1 || strcmp(root, "/"))
+                        continue;
+                for (char *save = NULL, *o = strtok_r(opts, ",", &save); o && !found; o = strtok_r(NULL, ",", &save))
+                        if (!strcmp(o, controller))
+                                found = unescape_octal(mnt);
+        }
+        free(line);
+        fclose(f);
+        return found;
+}
+
+/* Root on a hybrid host: each controller the cgroup2 parent lacks, from its v1 hierarchy's own
+ * "nsbox" cgroup (made once; nothing else of the hierarchy is touched). */
+static void resolve_v1(void)
+{
+        const char *env = getenv("NSBOX_CGROUP_PARENT");
+        if (geteuid() != 0 || (env && *env && !G.parent)) /* "none", or a place that could not be: said, not worked around */
+                return;
+        bool v2[NSBOX_CG_V1_N] = { G.parent && G.memory, G.parent && G.pids, G.parent && G.cpu };
+        for (int i = 0; i < NSBOX_CG_V1_N; i++) {
+                _cleanup_free_ char *mnt = v2[i] ? NULL : cgroup1_mount(V1_NAMES[i]);
+                char *dir = NULL;
+                if (!mnt || asprintf(&dir, "%s/nsbox", mnt) < 0)
+                        continue;
+                int fd = make_dir(dir) == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+                if (fd < 0 || faccessat(fd, "cgroup.procs", W_OK, AT_EACCESS) < 0) {
+                        if (fd >= 0)
+                                close(fd);
+                        free(dir);
+                        continue;
+                }
+                G.v1_fd[i] = fd;
+                G.v1_path[i] = dir;
+        }
+}
+
+static void resolve_v2(void)
 {
         if (!(G.mnt = cgroup2_mount())) {
                 WHY("no cgroup v2 hierarchy is mounted");
@@ -342,11 +396,19 @@ static void resolve_once(void)
                 G.parent = NULL;
                 return;
         }
-        G.start = nsbox_pid_start_time(getpid()); /* names our sandboxes' cgroups */
         G.memory = has_word(on, "memory");
         G.pids = has_word(on, "pids");
         G.cpu = has_word(on, "cpu");
 }
+
+static void resolve_once(void)
+{
+        G.start = nsbox_pid_start_time(getpid()); /* names our sandboxes' cgroups */
+        resolve_v2();
+        resolve_v1();
+}
+
+static bool v1_has(int i) { return G.v1_fd[i] >= 0; }
 
 /* once per process, however many threads start sandboxes at once */
 static pthread_once_t resolved = PTHREAD_ONCE_INIT;
@@ -367,11 +429,11 @@ int nsbox_cgroup_check(const nsbox_limits *l, const char *policy_name, nsbox_err
                 return 0;
         resolve();
         char missing[64] = "";
-        if (need_mem && !(G.parent && G.memory))
+        if (need_mem && !(G.parent && G.memory) && !v1_has(NSBOX_CG_V1_MEMORY))
                 strcat(missing, " memory");
-        if (need_pids && !(G.parent && G.pids))
+        if (need_pids && !(G.parent && G.pids) && !v1_has(NSBOX_CG_V1_PIDS))
                 strcat(missing, " pids");
-        if (need_cpu && !(G.parent && G.cpu))
+        if (need_cpu && !(G.parent && G.cpu) && !v1_has(NSBOX_CG_V1_CPU))
                 strcat(missing, " cpu");
         if (!missing[0])
                 return 0;
@@ -380,7 +442,7 @@ int nsbox_cgroup_check(const nsbox_limits *l, const char *policy_name, nsbox_err
                 snprintf(msg, sizeof(msg), "limits of policy '%s' need the cgroup v2 controllers%s: %s", policy_name, missing, G.why);
         else
                 snprintf(msg, sizeof(msg),
-                         "limits of policy '%s' need the cgroup v2 controllers%s, which %s does not offer (held by cgroup v1, or not delegated: see HOST SETUP in nsbox(1))",
+                         "limits of policy '%s' need the cgroup v2 controllers%s, which %s does not offer (held by cgroup v1, which only root uses, or not delegated: see HOST SETUP in nsbox(1))",
                          policy_name, missing, G.parent);
         if (l->enforce == ENFORCE_REQUIRED) {
                 nsbox_err(err, 0, "%s", msg);
@@ -458,6 +520,21 @@ static int remove_dir(int parent_fd, const char *name, int dirfd, int timeout_ms
         }
 }
 
+/* A cgroup v1 directory: its processes killed (no cgroup.kill there) until it can go. */
+static int remove_v1(int parent_fd, const char *name, int dirfd, int timeout_ms)
+{
+        uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
+        for (;;) {
+                kill_all(dirfd);
+                if (unlinkat(parent_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+                        return 0;
+                if (errno != EBUSY || now_ns() >= deadline)
+                        return -errno;
+                struct timespec ts = { 0, 1000000 };
+                nanosleep(&ts, NULL);
+        }
+}
+
 #define SUPERVISOR_XATTR "user.nsbox.supervisor"
 
 int nsbox_cgroup_hand_over(nsbox_cgroup *cg, pid_t owner, nsbox_error *err)
@@ -487,9 +564,20 @@ static bool handed_over(int cfd)
 /* Cgroups whose supervisor is gone (killed with SIGKILL: nobody removed them). */
 static bool orphans_collected;
 
-static void collect_orphans(void)
+/* A cgroup v1 directory of a sandbox handed over with its cgroup2 directory of the same name. */
+static bool v2_sibling_handed_over(const char *name)
 {
-        int fd = dup(G.parent_fd);
+        int cfd = G.parent_fd >= 0 ? openat(G.parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        bool yes = cfd >= 0 && handed_over(cfd);
+        if (cfd >= 0)
+                close(cfd);
+        return yes;
+}
+
+/* In one parent (cgroup2's, or a v1 hierarchy's nsbox cgroup when v1 is true). */
+static void collect_in(int parent_fd, bool v1)
+{
+        int fd = dup(parent_fd);
         DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
         if (!d) {
                 if (fd >= 0)
@@ -513,14 +601,25 @@ static void collect_orphans(void)
                 }
                 if (last_alive)
                         continue; /* a live supervisor's */
-                int cfd = openat(G.parent_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                int cfd = openat(parent_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (cfd < 0)
                         continue;
-                if (!handed_over(cfd))
-                        remove_dir(G.parent_fd, e->d_name, cfd, GC_WAIT_MS);
+                if (v1 && !v2_sibling_handed_over(e->d_name))
+                        remove_v1(parent_fd, e->d_name, cfd, GC_WAIT_MS);
+                else if (!v1 && !handed_over(cfd))
+                        remove_dir(parent_fd, e->d_name, cfd, GC_WAIT_MS);
                 close(cfd);
         }
         closedir(d);
+}
+
+static void collect_orphans(void)
+{
+        if (G.parent_fd >= 0)
+                collect_in(G.parent_fd, false);
+        for (int i = 0; i < NSBOX_CG_V1_N; i++)
+                if (v1_has(i))
+                        collect_in(G.v1_fd[i], true);
 }
 
 static int write_limit(nsbox_cgroup *cg, const char *file, const char *value, bool optional, nsbox_error *err)
@@ -536,26 +635,16 @@ static int write_limit(nsbox_cgroup *cg, const char *file, const char *value, bo
 void nsbox_cgroup_collect_orphans(void)
 {
         resolve();
-        if (G.parent) {
+        if (G.parent || v1_has(NSBOX_CG_V1_MEMORY) || v1_has(NSBOX_CG_V1_PIDS) || v1_has(NSBOX_CG_V1_CPU)) {
                 collect_orphans();
                 __atomic_store_n(&orphans_collected, true, __ATOMIC_RELEASE);
         }
 }
 
-int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg, nsbox_error *err)
+/* The cgroup2 directory name in the parent, with l's limits: 0 also when it could not be made and
+ * the limits may go unenforced (then cg->dirfd stays -1). */
+static int create_v2(const nsbox_limits *l, const char *name, nsbox_cgroup *cg, nsbox_error *err)
 {
-        *cg = (nsbox_cgroup)NSBOX_CGROUP_INIT;
-        resolve();
-        if (!G.parent)
-                return 0;
-        /* once: starts may overlap, in threads */
-        if (!__atomic_exchange_n(&orphans_collected, true, __ATOMIC_ACQ_REL))
-                collect_orphans();
-        char name[128];
-        snprintf(name, sizeof(name), "sb-%d-%llu-%.64s", (int)getpid(), G.start, tag);
-        for (char *c = name; *c; c++)
-                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
-                        *c = '_';
         if (mkdirat(G.parent_fd, name, 0755) < 0) {
                 /* a parent we may not write after all, or cgroup.max.descendants: without limits
                  * to enforce, the sandbox runs without a cgroup, as on a host that has none */
@@ -579,7 +668,7 @@ int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg
                 int e = errno;
                 unlinkat(G.parent_fd, name, AT_REMOVEDIR);
                 free(cg->path);
-                *cg = (nsbox_cgroup)NSBOX_CGROUP_INIT;
+                cg->path = NULL;
                 return nsbox_err(err, e, "open cgroup %s/%s", G.parent, name);
         }
         cg->memory = G.memory;
@@ -609,11 +698,112 @@ int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg
                 snprintf(v, sizeof(v), "%" PRIu64 " 100000", quota < 1000 ? 1000 : quota);
                 r = write_limit(cg, "cpu.max", v, false, err);
         }
+        return r;
+}
+
+static int write_v1(const nsbox_cgroup *cg, int i, const char *file, uint64_t value, bool optional, nsbox_error *err)
+{
+        char v[32];
+        snprintf(v, sizeof(v), "%" PRIu64, value);
+        int r = write_at(cg->v1fd[i], file, v);
+        if (r == -ENOENT && optional)
+                return 0;
+        return r < 0 ? nsbox_err(err, -r, "write %s to %s/%s/%s", v, G.v1_path[i], cg->v1name, file) : 0;
+}
+
+/* The limits whose controllers cgroup2 lacks, in their cgroup v1 hierarchies (root on a hybrid
+ * host): a directory named name under each one's nsbox cgroup. */
+static int create_v1(const nsbox_limits *l, const char *name, nsbox_cgroup *cg, nsbox_error *err)
+{
+        bool need[NSBOX_CG_V1_N] = { (l->memory || l->swap_set) && !cg->memory, l->pids && !cg->pids, l->cpus > 0 && !cg->cpu };
+        for (int i = 0; i < NSBOX_CG_V1_N; i++) {
+                if (!need[i] || !v1_has(i))
+                        continue;
+                if (!cg->v1name && !(cg->v1name = strdup(name)))
+                        return nsbox_err(err, ENOMEM, "create cgroup");
+                int fd = mkdirat(G.v1_fd[i], name, 0755) == 0 ? openat(G.v1_fd[i], name, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+                if (fd < 0) {
+                        int e = errno;
+                        unlinkat(G.v1_fd[i], name, AT_REMOVEDIR);
+                        return nsbox_err(err, e, "create cgroup %s/%s", G.v1_path[i], name);
+                }
+                cg->v1fd[i] = fd;
+                cg->v1 |= 1u << i;
+        }
+        int r = 0;
+        if (cg->v1 & (1u << NSBOX_CG_V1_MEMORY)) {
+                cg->memory = true;
+                if (l->memory) /* then memory and swap together: memsw, absent without swap accounting */
+                        r = write_v1(cg, NSBOX_CG_V1_MEMORY, "memory.limit_in_bytes", l->memory, false, err);
+                if (r == 0 && l->memory)
+                        r = write_v1(cg, NSBOX_CG_V1_MEMORY, "memory.memsw.limit_in_bytes", l->memory + (l->swap_set ? l->swap : 0), true, err);
+        }
+        if (r == 0 && cg->v1 & (1u << NSBOX_CG_V1_PIDS)) {
+                cg->pids = true;
+                r = write_v1(cg, NSBOX_CG_V1_PIDS, "pids.max", l->pids, false, err);
+        }
+        if (r == 0 && cg->v1 & (1u << NSBOX_CG_V1_CPU)) {
+                uint64_t quota = (uint64_t)(l->cpus * 100000.0 + 0.5);
+                cg->cpu = true;
+                r = write_v1(cg, NSBOX_CG_V1_CPU, "cpu.cfs_period_us", 100000, false, err);
+                if (r == 0)
+                        r = write_v1(cg, NSBOX_CG_V1_CPU, "cpu.cfs_quota_us", quota < 1000 ? 1000 : quota, false, err);
+        }
+        return r;
+}
+
+int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg, nsbox_error *err)
+{
+        *cg = (nsbox_cgroup)NSBOX_CGROUP_INIT;
+        resolve();
+        bool v1 = ((l->memory || l->swap_set) && !(G.parent && G.memory) && v1_has(NSBOX_CG_V1_MEMORY)) ||
+                  (l->pids && !(G.parent && G.pids) && v1_has(NSBOX_CG_V1_PIDS)) || (l->cpus > 0 && !(G.parent && G.cpu) && v1_has(NSBOX_CG_V1_CPU));
+        if (!G.parent && !v1)
+                return 0;
+        /* once: starts may overlap, in threads */
+        if (!__atomic_exchange_n(&orphans_collected, true, __ATOMIC_ACQ_REL))
+                collect_orphans();
+        char name[128];
+        snprintf(name, sizeof(name), "sb-%d-%llu-%.64s", (int)getpid(), G.start, tag);
+        for (char *c = name; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
+                        *c = '_';
+        int r = G.parent ? create_v2(l, name, cg, err) : 0;
+        if (r == 0)
+                r = create_v1(l, name, cg, err);
         if (r < 0) {
                 nsbox_cgroup_destroy(cg, 100);
                 return r;
         }
         return 0;
+}
+
+int nsbox_cgroup_attach(const nsbox_cgroup *cg, pid_t pid, nsbox_error *err)
+{
+        char v[32];
+        snprintf(v, sizeof(v), "%d", (int)pid);
+        for (int i = 0; i < NSBOX_CG_V1_N; i++) {
+                int r = cg->v1 & (1u << i) ? write_at(cg->v1fd[i], "cgroup.procs", v) : 0;
+                if (r < 0)
+                        return nsbox_err(err, -r, "join cgroup %s/%s", G.v1_path[i], cg->v1name);
+        }
+        return 0;
+}
+
+void nsbox_cgroup_reopen_v1(nsbox_cgroup *cg)
+{
+        resolve();
+        const char *name = cg->path ? strrchr(cg->path, '/') : NULL;
+        for (int i = 0; name && i < NSBOX_CG_V1_N; i++) {
+                int fd = v1_has(i) ? openat(G.v1_fd[i], name + 1, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+                if (fd < 0 || (!cg->v1name && !(cg->v1name = strdup(name + 1)))) {
+                        if (fd >= 0)
+                                close(fd);
+                        continue;
+                }
+                cg->v1fd[i] = fd;
+                cg->v1 |= 1u << i;
+        }
 }
 
 void nsbox_cgroup_destroy(nsbox_cgroup *cg, int timeout_ms)
@@ -623,26 +813,41 @@ void nsbox_cgroup_destroy(nsbox_cgroup *cg, int timeout_ms)
                 remove_dir(G.parent_fd, name, cg->dirfd, timeout_ms);
                 close(cg->dirfd);
         }
+        for (int i = 0; i < NSBOX_CG_V1_N; i++)
+                if (cg->v1 & (1u << i)) {
+                        remove_v1(G.v1_fd[i], cg->v1name, cg->v1fd[i], timeout_ms);
+                        close(cg->v1fd[i]);
+                }
         free(cg->path);
+        free(cg->v1name);
         *cg = (nsbox_cgroup)NSBOX_CGROUP_INIT;
 }
 
 int nsbox_cgroup_stats_read(const nsbox_cgroup *cg, nsbox_cgroup_stats *st)
 {
         *st = (nsbox_cgroup_stats){ 0 };
-        if (cg->dirfd < 0)
+        if (cg->dirfd < 0 && !cg->v1)
                 return -ENOENT;
         char buf[2048];
-        if (read_at(cg->dirfd, "cpu.stat", buf, sizeof(buf)) >= 0) {
+        if (cg->v1 & (1u << NSBOX_CG_V1_MEMORY)) {
+                int fd = cg->v1fd[NSBOX_CG_V1_MEMORY];
+                st->has_memory = true;
+                if (read_at(fd, "memory.usage_in_bytes", buf, sizeof(buf)) >= 0)
+                        st->memory_current = strtoull(buf, NULL, 10);
+                st->memory_peak = read_at(fd, "memory.max_usage_in_bytes", buf, sizeof(buf)) >= 0 ? strtoull(buf, NULL, 10) : st->memory_current;
+                if (read_at(fd, "memory.oom_control", buf, sizeof(buf)) >= 0) /* oom_kill: Linux 4.13 and later */
+                        st->oom_kills = keyed(buf, "oom_kill");
+        }
+        if (cg->dirfd >= 0 && read_at(cg->dirfd, "cpu.stat", buf, sizeof(buf)) >= 0) {
                 st->cpu_usage_us = keyed(buf, "usage_usec");
                 st->cpu_user_us = keyed(buf, "user_usec");
                 st->cpu_system_us = keyed(buf, "system_usec");
         }
-        if (read_at(cg->dirfd, "cgroup.events", buf, sizeof(buf)) >= 0) {
+        if (cg->dirfd >= 0 && read_at(cg->dirfd, "cgroup.events", buf, sizeof(buf)) >= 0) {
                 st->populated = keyed(buf, "populated");
                 st->frozen = keyed(buf, "frozen");
         }
-        if (cg->memory) {
+        if (cg->memory && !(cg->v1 & (1u << NSBOX_CG_V1_MEMORY))) {
                 st->has_memory = true;
                 if (read_at(cg->dirfd, "memory.current", buf, sizeof(buf)) >= 0)
                         st->memory_current = strtoull(buf, NULL, 10);
@@ -653,11 +858,12 @@ int nsbox_cgroup_stats_read(const nsbox_cgroup *cg, nsbox_cgroup_stats *st)
                         st->oom_kills = k > g ? k : g;
                 }
         }
-        if (cg->pids) {
+        if (cg->pids) { /* the same files in cgroup v1 */
+                int fd = cg->v1 & (1u << NSBOX_CG_V1_PIDS) ? cg->v1fd[NSBOX_CG_V1_PIDS] : cg->dirfd;
                 st->has_pids = true;
-                if (read_at(cg->dirfd, "pids.current", buf, sizeof(buf)) >= 0)
+                if (read_at(fd, "pids.current", buf, sizeof(buf)) >= 0)
                         st->pids_current = strtoull(buf, NULL, 10);
-                if (read_at(cg->dirfd, "pids.events", buf, sizeof(buf)) >= 0)
+                if (read_at(fd, "pids.events", buf, sizeof(buf)) >= 0)
                         st->pids_limited = keyed(buf, "max");
         }
         return 0;
@@ -666,7 +872,8 @@ int nsbox_cgroup_stats_read(const nsbox_cgroup *cg, nsbox_cgroup_stats *st)
 uint64_t nsbox_cgroup_pids_limited(const nsbox_cgroup *cg)
 {
         char buf[256];
-        if (cg->dirfd < 0 || !cg->pids || read_at(cg->dirfd, "pids.events", buf, sizeof(buf)) < 0)
+        int fd = cg->v1 & (1u << NSBOX_CG_V1_PIDS) ? cg->v1fd[NSBOX_CG_V1_PIDS] : cg->dirfd;
+        if (fd < 0 || !cg->pids || read_at(fd, "pids.events", buf, sizeof(buf)) < 0)
                 return 0;
         return keyed(buf, "max");
 }
@@ -675,6 +882,9 @@ void nsbox_cgroup_kill(const nsbox_cgroup *cg)
 {
         if (cg->dirfd >= 0)
                 kill_all(cg->dirfd);
+        for (int i = 0; i < NSBOX_CG_V1_N; i++) /* its processes are in these too: without cgroup2, only there */
+                if (cg->v1 & (1u << i))
+                        kill_all(cg->v1fd[i]);
 }
 
 int nsbox_cgroup_freeze(const nsbox_cgroup *cg, bool freeze, int timeout_ms, nsbox_error *err)

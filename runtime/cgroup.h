@@ -1,22 +1,31 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cgroup v2 for sandboxes: where their cgroups go (a delegated subtree), the limits, written
  * before any sandbox code runs (the launcher clones straight into the cgroup), accounting read
- * from the controllers' files, freeze and thaw, and teardown with cgroup.kill.  Only the cgroup2
- * hierarchy is ever touched, never a cgroup v1 one. */
+ * from the controllers' files, freeze and thaw, and teardown with cgroup.kill.  On a hybrid host,
+ * for root, a controller the cgroup2 hierarchy lacks (memory, pids, cpu) is taken from its cgroup
+ * v1 hierarchy: NSBOX's own "nsbox" cgroup there, a child of the same name per sandbox, which the
+ * launcher joins the child to before it may go on. */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "error.h"
 #include "policy.h"
 
+enum { NSBOX_CG_V1_MEMORY, NSBOX_CG_V1_PIDS, NSBOX_CG_V1_CPU, NSBOX_CG_V1_N };
+
 typedef struct nsbox_cgroup {
         int dirfd;  /* the sandbox's cgroup directory; -1: the sandbox has none */
         char *path; /* absolute, under the cgroup2 mount */
-        bool memory, pids, cpu; /* controllers enabled for it */
+        bool memory, pids, cpu; /* controllers enabled for it (v2, or v1 below) */
+        /* the controllers it has in cgroup v1 (bit NSBOX_CG_V1_*): their directories in v1fd */
+        unsigned v1;
+        int v1fd[NSBOX_CG_V1_N];
+        char *v1name; /* their name under each hierarchy's nsbox cgroup */
 } nsbox_cgroup;
-#define NSBOX_CGROUP_INIT { .dirfd = -1, .path = NULL, .memory = false, .pids = false, .cpu = false }
+#define NSBOX_CGROUP_INIT { .dirfd = -1, .path = NULL, .memory = false, .pids = false, .cpu = false, .v1 = 0, .v1name = NULL }
 
 typedef struct nsbox_cgroup_stats {
         uint64_t cpu_usage_us, cpu_user_us, cpu_system_us; /* cpu.stat: always there */
@@ -38,6 +47,12 @@ int nsbox_cgroup_check(const nsbox_limits *l, const char *policy_name, nsbox_err
  * write l's limits into it.  Without a usable parent, returns 0 with cg->dirfd == -1 (the check
  * decided that is acceptable).  Also removes cgroups orphaned by supervisors that were killed. */
 int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg, nsbox_error *err);
+/* The child the launcher just cloned (it waits for the launcher's go) into cg's cgroup v1
+ * directories, if it has any: before it runs anything of the sandbox's. */
+int nsbox_cgroup_attach(const nsbox_cgroup *cg, pid_t pid, nsbox_error *err);
+/* A sandbox adopted from a previous supervisor (cg->path set): its cgroup v1 directories of the
+ * same name, opened again. */
+void nsbox_cgroup_reopen_v1(nsbox_cgroup *cg);
 /* cgroup.kill, wait until it is empty (at most timeout_ms), rmdir.  Safe on an empty cg. */
 void nsbox_cgroup_destroy(nsbox_cgroup *cg, int timeout_ms);
 int nsbox_cgroup_stats_read(const nsbox_cgroup *cg, nsbox_cgroup_stats *st);

@@ -20,6 +20,7 @@
 
 #include "base64.h"
 #include "client.h"
+#include "ids.h"
 #include "util.h"
 
 #define CP_CHUNK (4u << 20) /* bytes per call: large files are streamed, never held whole */
@@ -44,7 +45,7 @@ static const char usage_cp[] =
 static bool split_remote(const char *arg, char **ret_id, const char **ret_path)
 {
         const char *colon = strchr(arg, ':');
-        if (!colon || colon - arg < 4 || colon - arg > 32)
+        if (!colon || colon - arg < 4 || colon - arg > NSBOX_ID_MAX)
                 return false;
         for (const char *p = arg; p < colon; p++)
                 if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))

@@ -155,16 +155,48 @@ static int send_error(json_t *id, int code, const char *fmt, ...)
         return send_message(json_pack("{ss sO so}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", err));
 }
 
-/* A tools/call result: the text an LLM reads, and for revisions that have it the same object as
- * structuredContent. */
+/* run_code's pictures (results' png, jpeg) as MCP image blocks appended to content, which a model
+ * sees as pictures; in the text each becomes a note, not kilobytes of base64.  The text's object:
+ * a copy with the notes, or result itself when it has no picture. */
+static json_t *with_images(json_t *result, json_t *content)
+{
+        static const char *const kinds[][2] = { { "png", "image/png" }, { "jpeg", "image/jpeg" } };
+        json_t *results = json_object_get(result, "results"), *copy = NULL, *item;
+        size_t i;
+        json_array_foreach(results, i, item) {
+                for (size_t k = 0; k < ARRAY_SIZE(kinds); k++) {
+                        json_t *data = json_object_get(item, kinds[k][0]);
+                        if (!json_is_string(data))
+                                continue;
+                        if (!copy && !(copy = json_deep_copy(result)))
+                                return result;
+                        json_array_append_new(content, json_pack("{ss sO ss}", "type", "image", "data", data, "mimeType", kinds[k][1]));
+                        char note[96];
+                        snprintf(note, sizeof(note), "(%s, %zu bytes of base64: content[%zu])", kinds[k][1], json_string_length(data),
+                                 json_array_size(content)); /* after the text */
+                        json_object_set_new(json_array_get(json_object_get(copy, "results"), i), kinds[k][0], json_string(note));
+                }
+        }
+        return copy ? copy : result;
+}
+
+/* A tools/call result: the text an LLM reads (and run_code's pictures as images), and for
+ * revisions that have it the same object as structuredContent. */
 static json_t *tool_result(const mcp_server *s, json_t *result, bool is_error, const char *text)
 {
         char *dumped = NULL;
+        json_t *images = json_array(), *shown = result;
         if (!text) {
-                dumped = nsbox_cli_dumps(result, JSON_COMPACT); /* 2.149, not 2.1493880000000001 */
+                shown = is_error || !images ? result : with_images(result, images);
+                dumped = nsbox_cli_dumps(shown, JSON_COMPACT); /* 2.149, not 2.1493880000000001 */
                 text = dumped ? dumped : "";
         }
         json_t *r = json_pack("{s[{ss ss}] sb}", "content", "type", "text", "text", text, "isError", is_error);
+        if (r && images)
+                json_array_extend(json_object_get(r, "content"), images);
+        json_decref(images);
+        if (shown != result)
+                json_decref(shown);
         free(dumped);
         if (r && result && json_is_object(result) && !is_error && s->version && strcmp(s->version, "2025-06-18") >= 0)
                 json_object_set(r, "structuredContent", result);

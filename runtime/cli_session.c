@@ -358,9 +358,14 @@ static char *policy_label(json_t *s)
 
 static void print_table(json_t *list)
 {
-        printf("%-32s  %-8s  %-6s  %-14s  %s\n", "ID", "STATE", "AGE", "POLICY", "LABELS");
         size_t i;
         json_t *s;
+        int w = 32; /* ids with a node name are longer */
+        json_array_foreach(list, i, s) {
+                size_t n = strlen(json_string_value(json_object_get(s, "id")) ?: "");
+                w = n > (size_t)w && n <= 64 ? (int)n : w;
+        }
+        printf("%-*s  %-8s  %-6s  %-14s  %s\n", w, "ID", "STATE", "AGE", "POLICY", "LABELS");
         time_t now = time(NULL);
         json_array_foreach(list, i, s) {
                 json_int_t age = now - json_integer_value(json_object_get(s, "created"));
@@ -378,7 +383,7 @@ static void print_table(json_t *list)
                 _cleanup_free_ char *safe_pol = policy_label(s);
                 _cleanup_free_ char *safe_id = nsbox_escape_controls(json_string_value(json_object_get(s, "id")) ?: "");
                 _cleanup_free_ char *safe_state = nsbox_escape_controls(json_string_value(json_object_get(s, "state")) ?: "");
-                printf("%-32s  %-8s  %-6s  %-14s  %s\n", safe_id ? safe_id : "", safe_state ? safe_state : "", agebuf,
+                printf("%-*s  %-8s  %-6s  %-14s  %s\n", w, safe_id ? safe_id : "", safe_state ? safe_state : "", agebuf,
                        safe_pol ? safe_pol : "", safe_labels ? safe_labels : "");
                 sb_release(&labels);
         }

@@ -68,7 +68,7 @@ const char *connect_code_of(const char *c)
         return "internal";
 }
 
-int e2b_host_route(const char *host, const char *domain, unsigned *port, char id[33])
+int e2b_host_route(const char *host, const char *domain, unsigned *port, char id[NSBOX_ID_SIZE])
 {
         if (!host || !domain || !*domain)
                 return 0;
@@ -79,7 +79,7 @@ int e2b_host_route(const char *host, const char *domain, unsigned *port, char id
         if (digits == 0 || digits > 5 || host[0] == '0' || digits + 1 >= label || host[digits] != '-')
                 return 0;
         size_t idl = label - digits - 1;
-        if (idl > 32 || strspn(host + digits + 1, "0123456789abcdefghijklmnopqrstuvwxyz") < idl)
+        if (idl > NSBOX_ID_MAX || strspn(host + digits + 1, "0123456789abcdefghijklmnopqrstuvwxyz-") < idl)
                 return 0;
         unsigned p = 0;
         for (size_t i = 0; i < digits; i++)

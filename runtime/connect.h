@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "proto.h"
+#include "ids.h"
 
 #define CONNECT_COMPRESSED 0x01
 #define CONNECT_END_STREAM 0x02
@@ -25,4 +26,4 @@ const char *connect_code_of(const char *nsbox_code);
 
 /* A PORT-ID.DOMAIN host name (an optional :port after it): 1 with *port (1-65535) and id (1-32
  * lowercase letters and digits); 0 when host is not one under domain. */
-int e2b_host_route(const char *host, const char *domain, unsigned *port, char id[33]);
+int e2b_host_route(const char *host, const char *domain, unsigned *port, char id[NSBOX_ID_SIZE]);

@@ -255,6 +255,26 @@ static int parse_http(cctx *c, json_t *v, nsbox_dconfig *ret)
         return 0;
 }
 
+static int parse_cluster(cctx *c, json_t *v, nsbox_dconfig *ret)
+{
+        static const char *const known[] = { "node", "agent_check", NULL };
+        if (!json_is_object(v))
+                return bad(c, "cluster", "expected an object with \"node\", \"agent_check\"");
+        int r = check_keys(c, v, "cluster", known);
+        if (r < 0)
+                return r;
+        json_t *n = json_object_get(v, "node"), *a = json_object_get(v, "agent_check");
+        if (n && !nsbox_node_ok(json_string_value(n)))
+                return bad(c, "cluster.node", "expected a node name: 1 to 24 of a-z, 0-9 and '-', starting and ending with a letter or digit");
+        if (n)
+                snprintf(ret->node, sizeof(ret->node), "%s", json_string_value(n));
+        if (a && (!json_is_string(a) || nsbox_dconfig_check_listen(json_string_value(a)) < 0))
+                return bad(c, "cluster.agent_check", "expected \"ADDR:PORT\": an IPv4 address or a bracketed IPv6 one, and a port from 1 to 65535");
+        if (a)
+                snprintf(ret->agent_check, sizeof(ret->agent_check), "%s", json_string_value(a));
+        return 0;
+}
+
 /* A quarter of the host's memory, at least 1 GiB: a sandbox's writable layer is a tmpfs, host RAM. */
 static uint64_t default_max_disk(void)
 {
@@ -276,7 +296,7 @@ int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, ns
         static const char *const known[] = { "max_sandboxes", "max_per_uid", "memory_budget", "default_memory", "timeout",
                                              "idle_timeout", "on_expiry", "drain_timeout", "on_stop", "keep_timeout", "clients",
                                              "templates", "max_connections_per_uid", "max_request_bytes_per_uid",
-                                             "request_timeout", "handshake_timeout", "max_disk", "max_disk_per_uid", "http", NULL };
+                                             "request_timeout", "handshake_timeout", "max_disk", "max_disk_per_uid", "http", "cluster", NULL };
         cctx c = { .source = source, .err = err };
         nsbox_dconfig_defaults(ret);
         if (!(ret->source = strdup(source)))
@@ -333,6 +353,8 @@ int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, ns
                         r = parse_templates(&c, v, ret);
                 if (r == 0 && (v = json_object_get(root, "http")))
                         r = parse_http(&c, v, ret);
+                if (r == 0 && (v = json_object_get(root, "cluster")))
+                        r = parse_cluster(&c, v, ret);
         }
         if (r < 0)
                 nsbox_dconfig_release(ret);

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "ids.h"
 
 #define NSBOX_DCONFIG_MAX_SANDBOXES 4096u
 #define NSBOX_DCONFIG_MAX_POOL 1024u
@@ -55,6 +56,10 @@ typedef struct nsbox_dconfig {
         char *http_domain;       /* http.domain: PORT-ID.DOMAIN hosts reach sandboxes' ports */
         bool http_internet;      /* http.internet: E2B sandboxes reach the internet unless they say not */
         bool http_public_traffic; /* http.public_traffic: their ports need no token unless they say so */
+        /* cluster.node (or nsboxd --node): this node's name, the suffix of its sandboxes' ids; "": none */
+        char node[NSBOX_NODE_MAX + 1];
+        /* cluster.agent_check: "ADDR:PORT" answering HAProxy's agent-check with the free capacity; "": off */
+        char agent_check[NSBOX_HTTP_LISTEN_MAX];
 } nsbox_dconfig;
 
 /* The default path for this user: /etc/nsbox/nsboxd.json for root, else

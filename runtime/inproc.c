@@ -53,7 +53,7 @@ static void unlink_sandbox(nsbox_local *l, nsbox_local_sandbox *s)
                 }
 }
 
-int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[33], const char **ret_code, nsbox_error *err)
+int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[NSBOX_ID_SIZE], const char **ret_code, nsbox_error *err)
 {
         *ret_code = "invalid_argument";
         /* Create params only nsboxd can honour (params.h): they need its event loop (lifetimes),
@@ -84,7 +84,7 @@ int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[33], const ch
                 *ret_code = nsbox_code_for_errno(r);
                 return r;
         }
-        char id[33];
+        char id[NSBOX_ID_SIZE];
         for (size_t i = 0; i < sizeof(rnd); i++)
                 snprintf(id + 2 * i, 3, "%02x", rnd[i]);
         nsbox_sup_init(&s->sup, id, &sup_ops, NULL);
@@ -235,7 +235,7 @@ int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *p
         return r;
 }
 
-int nsbox_local_destroy(nsbox_local *l, const char *id, char ret_id[33], const char **ret_code, nsbox_error *err)
+int nsbox_local_destroy(nsbox_local *l, const char *id, char ret_id[NSBOX_ID_SIZE], const char **ret_code, nsbox_error *err)
 {
         nsbox_local_sandbox *s = find(l, id, ret_code, err);
         if (!s)

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "ids.h"
 
 typedef struct nsbox_local_sandbox nsbox_local_sandbox;
 
@@ -28,7 +29,7 @@ typedef bool (*nsbox_local_event_fn)(const char *event, json_t *frame, const voi
 /* Start a sandbox from create's params (NULL: {}), wait until its agent serves; *ret_id (33
  * bytes) gets its id.  Params that only nsboxd can honour (lifetimes, labels, templates,
  * snapshots, repositories, recordings) fail with -EOPNOTSUPP, code "unavailable". */
-int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[33], const char **ret_code, nsbox_error *err);
+int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[NSBOX_ID_SIZE], const char **ret_code, nsbox_error *err);
 /* One tool call in sandbox id (or a unique prefix of at least 4 characters), with nsboxd's
  * params and results (content_b64 for write_file, read_file's base64 content in the result).
  * stream: its events go to on_event as they come (exec's output then is not in the result).
@@ -38,6 +39,6 @@ int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[33], const ch
 int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_event_fn on_event,
                      void *userdata, int wakefd, json_t **ret, const char **ret_code, nsbox_error *err);
 /* Kill everything in the sandbox, reap its agent, remove its cgroup; *ret_id gets its full id. */
-int nsbox_local_destroy(nsbox_local *l, const char *id, char ret_id[33], const char **ret_code, nsbox_error *err);
+int nsbox_local_destroy(nsbox_local *l, const char *id, char ret_id[NSBOX_ID_SIZE], const char **ret_code, nsbox_error *err);
 /* Destroy every sandbox of l. */
 void nsbox_local_close(nsbox_local *l);

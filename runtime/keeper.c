@@ -50,7 +50,7 @@ static void destroy_all(int state_dirfd, const nsbox_kept *kept, size_t n)
                         for (int tries = 0; tries < 200 && rmdir(path) < 0 && errno == EBUSY; tries++)
                                 usleep(10000);
                 }
-                char name[48];
+                char name[NSBOX_ID_SIZE + 8];
                 snprintf(name, sizeof(name), "%s.json", kept[i].id);
                 unlinkat(state_dirfd, name, 0);
                 dlog(LOG_NOTICE, "keeper.destroyed", kept[i].id, "keeper: sandbox %s destroyed: no nsboxd took it over in time", kept[i].id);

@@ -17,12 +17,13 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "ids.h"
 
 #define NSBOX_KEEPER_SOCKET "keeper"   /* in the state directory */
 #define NSBOX_KEEPER_MAX_FDS 250       /* per sandbox: one SCM_RIGHTS message */
 
 typedef struct nsbox_kept {
-        char id[33];
+        char id[NSBOX_ID_SIZE];
         json_t *record; /* owned */
         int fds[NSBOX_KEEPER_MAX_FDS];
         size_t n_fds;

@@ -271,7 +271,7 @@ NSBOX_API int nsbox_create(nsbox *nb, const char *options_json, char **ret_id)
         json_t *params = NULL, *res = NULL;
         int r = parse_object(nb, "create", options_json, &params);
         if (r == 0 && nb->in_process) {
-                char id[33];
+                char id[NSBOX_ID_SIZE];
                 nsbox_error err = { 0 };
                 const char *code = NULL;
                 r = nsbox_local_create(&nb->local, params, id, &code, &err);
@@ -307,7 +307,7 @@ NSBOX_API int nsbox_destroy(nsbox *nb, const char *id)
                 return -EINVAL;
         CHECK_ARG(nb, id, "id");
         if (nb->in_process) {
-                char full[33];
+                char full[NSBOX_ID_SIZE];
                 nsbox_error err = { 0 };
                 const char *code = NULL;
                 int r = nsbox_local_destroy(&nb->local, id, full, &code, &err);

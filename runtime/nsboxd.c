@@ -12,7 +12,7 @@
 #include "util.h"
 
 static const char usage[] =
-        "usage: nsboxd [--config FILE] [--socket PATH] [--http ADDR:PORT] [--check-config]\n"
+        "usage: nsboxd [--config FILE] [--socket PATH] [--http ADDR:PORT] [--node NAME] [--check-config]\n"
         "\n"
         "Serve nsbox sandboxes to clients (nsbox create, exec, call, cp, ls, rm) over a unix socket.\n"
         "\n"
@@ -24,6 +24,8 @@ static const char usage[] =
         "  --http ADDR:PORT\n"
         "                  serve the HTTP API there too (127.0.0.1:49982, [::1]:49982;\n"
         "                  clients use API keys: nsbox api-key); wins over http.listen\n"
+        "  --node NAME     this node's name in a cluster, the suffix of its sandboxes' ids\n"
+        "                  (a-z, 0-9, '-', at most 24); wins over cluster.node\n"
         "  --check-config  check the configuration and its templates, then exit\n"
         "  -h, --help      this help\n"
         "  --version       the version\n"
@@ -54,19 +56,20 @@ static int absolute_policy_path(const char *cwd)
 
 int main(int argc, char **argv)
 {
-        enum { OPT_SOCKET = 0x100, OPT_READY_FD, OPT_VERSION, OPT_CONFIG, OPT_CHECK, OPT_HTTP };
+        enum { OPT_SOCKET = 0x100, OPT_READY_FD, OPT_VERSION, OPT_CONFIG, OPT_CHECK, OPT_HTTP, OPT_NODE };
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, OPT_SOCKET },
                 { "ready-fd", required_argument, NULL, OPT_READY_FD },
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "check-config", no_argument, NULL, OPT_CHECK },
                 { "http", required_argument, NULL, OPT_HTTP },
+                { "node", required_argument, NULL, OPT_NODE },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, OPT_VERSION },
                 {},
         };
         nsbox_daemon_config cfg = { .socket_path = NULL, .ready_fd = -1 };
-        const char *config = NULL, *http = NULL;
+        const char *config = NULL, *http = NULL, *node = NULL;
         bool check = false;
         int c;
         while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -96,6 +99,14 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                         http = optarg;
+                        break;
+                case OPT_NODE:
+                        if (!nsbox_node_ok(optarg)) {
+                                fprintf(stderr, "nsboxd: --node '%s': expected 1 to 24 of a-z, 0-9 and '-', starting and ending with a letter or digit\n",
+                                        optarg);
+                                return 2;
+                        }
+                        node = optarg;
                         break;
                 case OPT_CHECK:
                         check = true;
@@ -127,6 +138,8 @@ int main(int argc, char **argv)
         int r = path ? nsbox_dconfig_load(path, config != NULL, &conf, &err) : 0;
         if (r == 0 && http) /* the command line wins over http.listen */
                 snprintf(conf.http_listen, sizeof(conf.http_listen), "%s", http);
+        if (r == 0 && node)
+                snprintf(conf.node, sizeof(conf.node), "%s", node);
         /* Everything relative is resolved (the socket is absolute, the configuration read): from
          * here on nothing depends on the directory nsboxd was started in, which may be one its
          * clients can write. */

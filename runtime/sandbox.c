@@ -197,7 +197,9 @@ static int clone_child(const launch *l, const char *tag, nsbox_sandbox *sb, nsbo
                 return nsbox_err(err, -r, "make host id %u the owner of the sandbox's user namespace", (unsigned)l->map.host_uid);
         /* Serve mode: the agent is watched through its pidfd, not by its exit signal: none until
          * it executes nsbox-agent, and SIGCHLD after (the kernel's for every exec'd child). */
-        sb->pid = raw_clone(SANDBOX_CLONE_FLAGS, l->argv ? SIGCHLD : 0, sb->cg.dirfd, &sb->pidfd);
+        /* in cgroup v1 the child joins its cgroups after the clone: its cgroup namespace, made
+         * after step 2's go, then has them as its root, as cgroup2's has with CLONE_INTO_CGROUP */
+        sb->pid = raw_clone(SANDBOX_CLONE_FLAGS & ~(sb->cg.v1 ? CLONE_NEWCGROUP : 0), l->argv ? SIGCHLD : 0, sb->cg.dirfd, &sb->pidfd);
         if (sb->pid != 0) /* the child has its own credentials, in its own user namespace */
                 nsbox_userns_owner_leave(&owner);
         if (sb->pid < 0) {
@@ -209,6 +211,10 @@ static int clone_child(const launch *l, const char *tag, nsbox_sandbox *sb, nsbo
                         return -e;
                 return nsbox_err(err, 0, "cannot create user namespace: %s (%s)", strerror(e), nsbox_userns_hint(e));
         }
+        /* cgroup v1's controllers (root on a hybrid host) have no CLONE_INTO_CGROUP: the child
+         * joins them now, while it waits for the go of step 2 */
+        if (sb->pid > 0 && (r = nsbox_cgroup_attach(&sb->cg, sb->pid, err)) < 0)
+                return r;
         return 0;
 }
 
@@ -339,7 +345,7 @@ static _Noreturn void child_main(const launch *l, const nsbox_sandbox *sb)
                         if (l->stdio && l->stdio[fd] >= 0 && dup2(l->stdio[fd], fd) < 0)
                                 _exit(125);
                 /* 8, the end of 2, 3, then the rest of 3 to 9, all here */
-                if (nsbox_sandbox_child_prepare(p, l->hidden, l->child_syncfd, -1, true, &src, &cerr) < 0 ||
+                if (nsbox_sandbox_child_prepare(p, l->hidden, l->child_syncfd, -1, true, sb->cg.v1 != 0, &src, &cerr) < 0 ||
                     nsbox_sandbox_child_setup(p, &l->map, &l->eg, &src, l->child_syncfd, -1, &cerr) < 0) {
                         nsbox_sync_send_error(l->child_syncfd, &cerr, "sandbox setup failed");
                         _exit(125);
@@ -354,7 +360,7 @@ static _Noreturn void child_main(const launch *l, const nsbox_sandbox *sb)
                         _exit(125);
         /* The end of 2, then 3's sources, before the exec: a root-started child has host root's
          * rights on files (fsuid 0) only until it executes anything. */
-        if (nsbox_sandbox_child_prepare(p, l->hidden, l->child_syncfd, l->child_protofd, false, &src, &cerr) < 0) {
+        if (nsbox_sandbox_child_prepare(p, l->hidden, l->child_syncfd, l->child_protofd, false, sb->cg.v1 != 0, &src, &cerr) < 0) {
                 nsbox_sync_send_error(l->child_syncfd, &cerr, "sandbox setup failed");
                 _exit(125);
         }
@@ -374,7 +380,7 @@ static void set_rlimit(int res, uint64_t v)
         setrlimit(res, &rl);
 }
 
-int nsbox_sandbox_child_prepare(const nsbox_policy *p, char *const *hidden, int syncfd, int agentfd, bool close_fds,
+int nsbox_sandbox_child_prepare(const nsbox_policy *p, char *const *hidden, int syncfd, int agentfd, bool close_fds, bool cgroupns,
                                 nsbox_sources *ret, nsbox_error *err)
 {
         static nsbox_sync_msg m; /* 32 KiB: not on the stack */
@@ -392,6 +398,9 @@ int nsbox_sandbox_child_prepare(const nsbox_policy *p, char *const *hidden, int 
         /* 2, its end: nothing is done in here before the launcher has written our id maps. */
         if (nsbox_sync_recv(syncfd, &m) != 1 || m.type != SYNC_GO)
                 _exit(125); /* the launcher went away or gave up: nothing to report to */
+        /* 2, cgroup v1: in our cgroups now, the cgroup namespace rooted at them */
+        if (cgroupns && unshare(CLONE_NEWCGROUP) < 0)
+                return nsbox_err(err, errno, "new cgroup namespace");
         /* 3. Private propagation, and what we take from the host, opened while a root-started
          * child still has host uid 0's rights on files (its fsuid: an exec would lose it). */
         return nsbox_prepare_sources(p, hidden, ret, err);

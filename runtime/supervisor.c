@@ -383,10 +383,10 @@ void nsbox_id_match_init(nsbox_id_match *m, const char *want) { *m = (nsbox_id_m
 
 void nsbox_id_match_offer(nsbox_id_match *m, const char *id, void *obj)
 {
-        if (m->n < 4 || m->n > 32 || strncmp(id, m->want, m->n))
+        if (m->n < 4 || m->n > NSBOX_ID_MAX || strncmp(id, m->want, m->n))
                 return;
         m->found = obj;
-        m->matches += 1 + (m->n == 32) * 1000; /* an exact match wins */
+        m->matches += 1 + (!id[m->n] || (m->n == NSBOX_ID_HEX && id[m->n] == '-')) * 1000; /* an exact match wins */
 }
 
 void *nsbox_id_match_result(const nsbox_id_match *m, const char **ret_code, char *msg, size_t n)

@@ -22,6 +22,7 @@
 #include "proto.h"
 #include "sandbox.h"
 #include "util.h"
+#include "ids.h"
 
 #define NSBOX_SUP_MAX_CALLS 1024 /* calls in flight to one sandbox */
 
@@ -53,7 +54,7 @@ typedef struct nsbox_sup_ops {
 } nsbox_sup_ops;
 
 typedef struct nsbox_supervisor {
-        char id[33];
+        char id[NSBOX_ID_SIZE];
         nsbox_sandbox sb;      /* the launcher's handle: agentfd is the link */
         uint64_t memory_limit; /* for the message when the OOM killer took the sandbox */
         nsbox_frame_reader rd; /* the agent's frames; kept between reads, a frame may span them */
@@ -107,7 +108,7 @@ int nsbox_sup_poll(nsbox_supervisor *s, int timeout_ms);
 /* Nothing queued and no frame half read: the link can be handed over (nsboxd's keep). */
 bool nsbox_sup_link_idle(const nsbox_supervisor *s);
 
-/* A sandbox by full id or unique prefix (4 to 32 characters; an exact match wins), over the
+/* A sandbox by full id or unique prefix (4 characters or more; an exact match or its 32 hex digits win), over the
  * caller's own list: init, offer each candidate, then result. */
 typedef struct nsbox_id_match {
         const char *want;

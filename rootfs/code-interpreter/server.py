@@ -545,6 +545,34 @@ class Execution:
         return False
 
 
+# The sandbox's own environment variables (E2B's envVars at create) when the server was started
+# before the create (a warm pool): nsboxd writes them to READY_FILE.envs, a JSON object of
+# strings; every cell sees them under its own env_vars, and so do contexts started afterwards.
+ENVS = {"path": None, "seen": None, "vars": {}}
+
+
+def sandbox_envs():
+    path = ENVS["path"]
+    try:
+        st = os.stat(path) if path else None
+    except OSError:
+        st = None
+    key = st and (st.st_mtime_ns, st.st_size, st.st_ino)
+    if key and key != ENVS["seen"] and st.st_size <= (1 << 20):
+        ENVS["seen"] = key
+        try:
+            with open(path) as f:
+                got = json.load(f)
+        except (OSError, ValueError):
+            got = None
+        if isinstance(got, dict) and len(got) <= MAX_ENV_VARS and all(
+                isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)
+                for k, v in got.items()):
+            ENVS["vars"] = got
+            os.environ.update(got)
+    return ENVS["vars"]
+
+
 def execute(contexts, req, emit, gone):
     code = req.get("code")
     if not isinstance(code, str):
@@ -559,6 +587,7 @@ def execute(contexts, req, emit, gone):
             isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)
             for k, v in envs.items()):
         raise ApiError(400, "'env_vars' must be an object of at most %d strings" % MAX_ENV_VARS)
+    envs = dict(sandbox_envs(), **envs)
     timeout = req.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
         raise ApiError(400, "'timeout' must be a number of seconds")
@@ -647,6 +676,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.execute(cs)
         if path == "/contexts" and m == "POST":
             b = self.body()
+            sandbox_envs()  # a new context's kernel inherits them
             return self.answer(200, cs.create(b.get("language"), b.get("cwd")).json())
         if path == "/contexts" and m == "GET":
             return self.answer(200, cs.list())
@@ -718,6 +748,7 @@ def main():
     ap.add_argument("--cwd", default=None, help="the default context's directory (/home/user, else the current one)")
     ap.add_argument("--ready-file", default=None, help="written once the default context answers")
     a = ap.parse_args()
+    ENVS["path"] = a.ready_file and a.ready_file + ".envs"
     host, _, port = a.listen.rpartition(":")
     cwd = a.cwd or ("/home/user" if os.path.isdir("/home/user") else os.getcwd())
     t0 = time.monotonic()

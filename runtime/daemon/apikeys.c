@@ -88,16 +88,23 @@ static bool same_hash(const uint8_t a[32], const uint8_t b[32])
         return diff == 0;
 }
 
+static apikey *find_hash(apikey_table *t, const uint8_t h[32])
+{
+        size_t i = lower_bound(t, h);
+        return i < t->n && same_hash(t->keys[i].hash, h) ? &t->keys[i] : NULL;
+}
+
 bool apikey_lookup(daemon_state *d, const char *key, size_t len, uid_t *uid, gid_t *gid)
 {
-        if (!apikey_well_formed(key, len) || d->apikeys.n == 0)
+        if (!apikey_well_formed(key, len))
                 return false;
         uint8_t h[32];
         hash_of(key, len, h);
-        size_t i = lower_bound(&d->apikeys, h);
-        if (i >= d->apikeys.n || !same_hash(d->apikeys.keys[i].hash, h))
+        apikey *k = find_hash(&d->apikeys, h);
+        if (!k && apikeys_refresh(d, false) > 0) /* made on another node since */
+                k = find_hash(&d->apikeys, h);
+        if (!k)
                 return false;
-        apikey *k = &d->apikeys.keys[i];
         k->last_used = time(NULL);
         if (uid)
                 *uid = k->uid;
@@ -261,8 +268,22 @@ static int make_parents(const char *path)
         return 0;
 }
 
+static void remember(apikey_table *t, const struct stat *st)
+{
+        t->dev = st->st_dev;
+        t->ino = st->st_ino;
+        t->size = st->st_size;
+        t->mtime = st->st_mtim;
+}
+
+static bool changed(const apikey_table *t, const struct stat *st)
+{
+        return st->st_dev != t->dev || st->st_ino != t->ino || st->st_size != t->size || st->st_mtim.tv_sec != t->mtime.tv_sec ||
+               st->st_mtim.tv_nsec != t->mtime.tv_nsec;
+}
+
 /* The table to its file: a temporary file in the same directory, fsync'd, renamed over it. */
-static int apikeys_save(const apikey_table *t, nsbox_error *err)
+static int apikeys_save(apikey_table *t, nsbox_error *err)
 {
         _cleanup_free_ char *text = apikeys_dump(t), *tmp = NULL;
         if (!text || asprintf(&tmp, "%s.XXXXXX", t->path) < 0)
@@ -294,7 +315,61 @@ static int apikeys_save(const apikey_table *t, nsbox_error *err)
                 if (dfd >= 0)
                         (void)fsync(dfd);
         }
+        struct stat st;
+        if (stat(t->path, &st) == 0) /* our own write is no change to read again */
+                remember(t, &st);
         return 0;
+}
+
+/* The file read, its owner and mode checked, parsed into t (t->path unset). */
+static int load_table(const char *path, apikey_table *t, struct stat *st, nsbox_error *err)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        /* O_NOFOLLOW: the operator's file itself, not where a link points */
+        int r = read_file_strict(AT_FDCWD, path, O_NOFOLLOW, APIKEYS_FILE_MAX, path, &text, &len, err);
+        if (r < 0)
+                return r;
+        if (stat(path, st) == 0 && (st->st_uid != geteuid() || (st->st_mode & 022)))
+                return nsbox_err(err, 0, "%s: expected a file of uid %u that no one else may write (mode 0600)", path, (unsigned)geteuid());
+        return apikeys_parse(text, len, path, t, err);
+}
+
+/* Nodes sharing one key file (nsboxd(8), CLUSTER) see each other's keys: read again when it
+ * changed, at most once a second unless forced (before a change of ours, so none is lost).
+ * 1: read anew; 0: unchanged; <0: unreadable or bad, the table kept (logged). */
+int apikeys_refresh(daemon_state *d, bool force)
+{
+        apikey_table *t = &d->apikeys;
+        uint64_t now = now_ns();
+        if (!t->path || (!force && now - t->checked_ns < 1000000000ull))
+                return 0;
+        t->checked_ns = now;
+        struct stat st;
+        if (stat(t->path, &st) < 0 || !changed(t, &st))
+                return 0;
+        apikey_table fresh = { 0 };
+        nsbox_error e = { 0 };
+        int r = load_table(t->path, &fresh, &st, &e);
+        if (r < 0) {
+                remember(t, &st); /* logged once for this version of the file */
+                dlog(LOG_WARNING, "apikeys.reload_failed", NULL, "api keys: %s; the keys read before stay", e.msg ? e.msg : t->path);
+                nsbox_error_clear(&e);
+                apikey_table_release(&fresh);
+                return r;
+        }
+        for (size_t i = 0; i < fresh.n; i++) { /* what this node knows of their use */
+                apikey *old = find_hash(t, fresh.keys[i].hash);
+                fresh.keys[i].last_used = old ? old->last_used : 0;
+        }
+        fresh.path = t->path;
+        fresh.checked_ns = now;
+        t->path = NULL;
+        apikey_table_release(t);
+        *t = fresh;
+        remember(t, &st);
+        dlog(LOG_INFO, "apikeys.loaded", NULL, "%zu API keys from %s (changed)", t->n, t->path);
+        return 1;
 }
 
 static char *default_path(void)
@@ -322,8 +397,6 @@ int apikeys_open(daemon_state *d, nsbox_error *err)
                 dlog(LOG_WARNING, "apikeys.no_file", NULL, "no API key file (no home directory): set http.keys to make keys");
                 return 0;
         }
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
         nsbox_error e = { 0 };
         struct stat st;
         /* the default place out of reach (a HOME of another user's): no keys yet, as before keys
@@ -334,27 +407,18 @@ int apikeys_open(daemon_state *d, nsbox_error *err)
                 d->apikeys = (apikey_table){ .path = errno == ENOENT ? steal_pointer(&path) : NULL };
                 return 0;
         }
-        /* O_NOFOLLOW: the operator's file itself, not where a link points */
-        int r = read_file_strict(AT_FDCWD, path, O_NOFOLLOW, APIKEYS_FILE_MAX, path, &text, &len, &e);
+        int r = load_table(path, &d->apikeys, &st, &e);
         if (r == -ENOENT) { /* none yet: made by the first api_key_create */
                 nsbox_error_clear(&e);
                 d->apikeys = (apikey_table){ .path = steal_pointer(&path) };
                 return 0;
         }
         if (r < 0) {
-                nsbox_err_as(err, -r, "api keys: %s (nsboxd(8), http.keys)", e.msg ? e.msg : path);
-                nsbox_error_clear(&e);
-                return r;
-        }
-        if (stat(path, &st) == 0 && (st.st_uid != geteuid() || (st.st_mode & 022)))
-                return nsbox_err(err, 0, "api keys: %s: expected a file of uid %u that no one else may write (mode 0600)", path,
-                                 (unsigned)geteuid());
-        r = apikeys_parse(text, len, path, &d->apikeys, &e);
-        if (r < 0) {
                 nsbox_err_as(err, -r, "api keys: %s; fix or remove the file (nsboxd(8), http.keys)", e.msg ? e.msg : path);
                 nsbox_error_clear(&e);
                 return r;
         }
+        remember(&d->apikeys, &st);
         d->apikeys.path = steal_pointer(&path);
         dlog(LOG_INFO, "apikeys.loaded", NULL, "%zu API keys from %s", d->apikeys.n, d->apikeys.path);
         return 0;
@@ -416,6 +480,7 @@ void method_api_key_create(daemon_state *d, client *c, json_t *id, json_t *param
                 reply_error(c, id, RPC_SERVER_ERROR, "unavailable", "%s: nsboxd has no API key file: set http.keys (nsboxd(8))", m);
                 return;
         }
+        apikeys_refresh(d, true); /* another node's keys stay in the file */
         json_t *n = json_object_get(params, "name");
         apikey k = { .uid = uid, .gid = uid == c->uid ? c->gid : (gid_t)uid };
         if (n && (!json_is_string(n) || !good_key_name(json_string_value(n)))) {
@@ -497,6 +562,7 @@ void method_api_key_list(daemon_state *d, client *c, json_t *id, json_t *params)
         static const char *const known[] = { NULL };
         if (!known_params(c, id, params, "api_key_list", known))
                 return;
+        apikeys_refresh(d, true);
         bool all = is_operator(c->uid);
         const apikey **seen = calloc(d->apikeys.n + 1, sizeof(*seen));
         json_t *keys = json_array();
@@ -524,6 +590,7 @@ void method_api_key_delete(daemon_state *d, client *c, json_t *id, json_t *param
         uid_t uid;
         if (!known_params(c, id, params, m, known) || target_uid(c, id, params, m, &uid) < 0)
                 return;
+        apikeys_refresh(d, true);
         const char *name = json_string_value(json_object_get(params, "name")), *prefix = json_string_value(json_object_get(params, "prefix"));
         if (!name == !prefix || (json_object_get(params, "name") && !name) || (json_object_get(params, "prefix") && !prefix)) {
                 reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "%s: expected a key's 'name' or its 'prefix'", m);

@@ -87,6 +87,16 @@ static void on_done(void *ctx, nsbox_sup_call *call, json_t *result, const char 
                 s->fresh = false;
                 s->d->pool_dirty = true;
         }
+        if (p->internal == PENDING_INTERP_START) { /* a pooled sandbox's code interpreter */
+                s->interp_starting = false;
+                json_t *pid = json_object_get(result, "pid");
+                s->interp_pid = json_is_integer(pid) && json_integer_value(pid) > 0 ? (long long)json_integer_value(pid) : -1;
+                if (s->interp_pid < 0)
+                        dlog(LOG_WARNING, "pool.interp_failed", s->sup.id, "sandbox %s: its code interpreter did not start: %s", s->sup.id,
+                             msg ? msg : "no pid");
+                pending_free(p);
+                return;
+        }
         json_t *rec = NULL;
         if (call->raw && result && p->step && (rec = json_copy(result))) /* recorded as a client's base64 read is */
                 record_bytes(rec, "content", call->payload, call->payload_len);
@@ -194,6 +204,26 @@ static void call_send(daemon_state *d, client *c, json_t *id, json_t *params, co
 }
 
 void method_call(daemon_state *d, client *c, json_t *id, json_t *params) { call_send(d, c, id, params, NULL, 0, false); }
+
+int calls_internal(daemon_state *d, sandbox *s, const char *tool, json_t *params, int kind)
+{
+        (void)d;
+        pending *p = params ? calloc(1, sizeof(*p)) : NULL;
+        nsbox_sup_call *call = NULL;
+        const char *code = "internal";
+        _cleanup_sb_ strbuf why;
+        sb_init(&why, 256);
+        int r = p ? nsbox_sup_send(&s->sup, tool, params, false, p, &call, &code, &why) : -ENOMEM;
+        json_decref(params);
+        if (r < 0) {
+                free(p);
+                dlog(LOG_WARNING, "call.internal_failed", s->sup.id, "sandbox %s: %s: %s", s->sup.id, tool, why.buf ? why.buf : strerror(-r));
+                return r;
+        }
+        p->internal = kind;
+        p->rpc_id = json_null();
+        return 0;
+}
 
 void method_call_bytes(daemon_state *d, client *c, json_t *id, json_t *params, const void *bytes, size_t len, bool raw)
 {

@@ -317,9 +317,11 @@ int sandbox_prepare(daemon_state *d, const client *c, json_t *params, sandbox **
                 nsbox_run_options_release(&o);
                 return nsbox_err(err, ENOMEM, "create: out of memory or randomness");
         }
-        char id[33];
+        char id[NSBOX_ID_SIZE];
         for (size_t i = 0; i < sizeof(rnd); i++)
                 snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+        if (d->conf->node[0]) /* a router finds the node from the id alone */
+                snprintf(id + NSBOX_ID_HEX, sizeof(id) - NSBOX_ID_HEX, "-%s", d->conf->node);
         calls_attach(d, s, id);
         s->create_params = shape;
         r = nsbox_run_options_policy(&o, &s->policy, err);
@@ -745,6 +747,8 @@ void sync_readable(daemon_state *d, sandbox *s)
         if (s->pooled) { /* waits in its pool for a create; another may start */
                 d->tpl[s->tpl].fails = 0;
                 d->pool_dirty = true;
+                if (d->pool_ready)
+                        d->pool_ready(d, s);
                 return;
         }
         client *c = client_by_serial(d, s->create_client);

@@ -296,7 +296,7 @@ static int data_target(hreq *r)
         const char *id = http_header(r, "E2b-Sandbox-Id") ?: http_header(r, "Novita-Sandbox-Id");
         const char *port = http_header(r, "E2b-Sandbox-Port") ?: http_header(r, "Novita-Sandbox-Port");
         const char *domain = r->d->conf->http_domain, *host = http_header(r, "Host");
-        char hostid[33] = "";
+        char hostid[NSBOX_ID_SIZE] = "";
         unsigned hostport = 0;
         if (!id && e2b_host_route(host, domain, &hostport, hostid)) {
                 id = hostid;
@@ -398,6 +398,19 @@ static int signed_url(hreq *r, sandbox *s)
         return exp && until < (long long)time(NULL) ? -ETIME : 1;
 }
 
+const char *http_elsewhere(const hreq *r, const char *id, char *buf, size_t n)
+{
+        const char *node = nsbox_id_node(id), *self = r->d->conf->node;
+        if (!nsbox_id_ok(id) || !strcmp(node, self))
+                return "";
+        if (!*node)
+                snprintf(buf, n, ": its id names no node, and this is node '%s'", self);
+        else
+                snprintf(buf, n, ": its id names node '%s', and this is %s%s%s", node, *self ? "node '" : "a node without a name", self,
+                         *self ? "'" : "");
+        return buf;
+}
+
 /* The data plane: the sandbox's own token (X-Access-Token), or a key of its owner; a port
  * other than envd's: see port_open; /files: a signed URL (signed_url). */
 static int data_auth(hreq *r)
@@ -428,7 +441,8 @@ static int data_auth(hreq *r)
                 return -EACCES;
         }
         if (!found) {
-                control_error(r, 502, "The sandbox %.32s was not found", r->sandbox_id);
+                char why[128];
+                control_error(r, 502, "The sandbox %s was not found%s", r->sandbox_id, http_elsewhere(r, r->sandbox_id, why, sizeof(why)));
                 return -ENOENT;
         }
         r->sandbox = found->serial;
@@ -671,8 +685,8 @@ static void on_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- what the loop calls ---------------------------------------------------------------------- */
 
-/* ADDR:PORT, [ADDR6]:PORT: bound and listening, or -errno with why. */
-static int http_listen_on(const char *spec, nsbox_error *err)
+/* ADDR:PORT, [ADDR6]:PORT: bound and listening, or -errno with why (what: the setting's name). */
+int tcp_listen_on(const char *what, const char *spec, nsbox_error *err)
 {
         char host[64];
         unsigned port;
@@ -681,9 +695,9 @@ static int http_listen_on(const char *spec, nsbox_error *err)
         int n = 0;
         if (spec[0] == '[' ? sscanf(spec, "[%63[0-9a-fA-F:.]]:%5u%n", host, &port, &n) != 2
                            : sscanf(spec, "%63[0-9.]:%5u%n", host, &port, &n) != 2)
-                return nsbox_err(err, EINVAL, "http.listen '%s': expected ADDR:PORT or [ADDR6]:PORT", spec);
+                return nsbox_err(err, EINVAL, "%s '%s': expected ADDR:PORT or [ADDR6]:PORT", what, spec);
         if (spec[n] || port > 65535)
-                return nsbox_err(err, EINVAL, "http.listen '%s': expected ADDR:PORT with a port 0-65535", spec);
+                return nsbox_err(err, EINVAL, "%s '%s': expected ADDR:PORT with a port 0-65535", what, spec);
         struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
         if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
@@ -695,10 +709,10 @@ static int http_listen_on(const char *spec, nsbox_error *err)
                 in6->sin6_port = htons((uint16_t)port);
                 sl = sizeof(*in6);
         } else
-                return nsbox_err(err, EINVAL, "http.listen '%s': '%s' is not an IP address", spec, host);
+                return nsbox_err(err, EINVAL, "%s '%s': '%s' is not an IP address", what, spec, host);
         int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
-                return nsbox_err(err, errno, "http: socket");
+                return nsbox_err(err, errno, "%s: socket", what);
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (ss.ss_family == AF_INET6)
@@ -706,7 +720,7 @@ static int http_listen_on(const char *spec, nsbox_error *err)
         if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 512) < 0) {
                 int e = errno;
                 close(fd);
-                return nsbox_err(err, e, "http: cannot listen on %s", spec);
+                return nsbox_err(err, e, "%s: cannot listen on %s", what, spec);
         }
         return fd;
 }
@@ -719,7 +733,8 @@ int http_open(daemon_state *d, nsbox_error *err)
         d->http = calloc(1, sizeof(*d->http));
         if (!d->http)
                 return nsbox_err(err, ENOMEM, "http");
-        int fd = http_listen_on(spec, err);
+        d->pool_ready = interp_pool_ready; /* a pooled code interpreter's kernel, started beforehand */
+        int fd = tcp_listen_on("http.listen", spec, err);
         if (fd < 0)
                 return fd;
         d->http->listen_fd = fd;

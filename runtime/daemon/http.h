@@ -42,7 +42,7 @@ struct hreq {
         gid_t gid;
         bool by_key;                    /* authenticated with an API key (not a sandbox token) */
         uint64_t sandbox;               /* data plane: the sandbox's serial */
-        char sandbox_id[33];
+        char sandbox_id[NSBOX_ID_SIZE];
         unsigned port;                  /* data plane: E2b-Sandbox-Port */
         strbuf body;                    /* the request body, up to body_max */
         size_t body_max;
@@ -101,6 +101,8 @@ void http_internal_free(hreq *r);
 int http_sandbox_token(sandbox *s);  /* its data-plane access token, made anew */
 int http_sandbox_secret(sandbox *s, const char *key); /* a new random token in s->http */
 bool http_public_traffic(const sandbox *s); /* its ports need no token (allowPublicTraffic) */
+/* Why an id is not found here when it names another node (a router sent it astray): ": ...", or "". */
+const char *http_elsewhere(const hreq *r, const char *id, char *buf, size_t n);
 /* a JSON-RPC error message's stable code and message (NULL: not an error) */
 const char *rpc_error_code(json_t *msg, const char **message);
 unsigned http_status_of(const char *code);
@@ -114,6 +116,7 @@ void control_error(hreq *r, unsigned status, const char *fmt, ...) __attribute__
 bool interp_template(const char *name);
 json_t *interp_start_params(uint64_t serial, json_t *envs, char *why, size_t whylen);
 json_t *interp_wait_params(uint64_t serial, json_int_t pid);
+void interp_pool_ready(daemon_state *d, sandbox *s); /* daemon_state's pool_ready */
 
 /* http_envd.c: envd (Connect protocol): process.Process, filesystem.Filesystem, /health, and
  * what the two services share */

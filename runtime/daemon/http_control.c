@@ -20,8 +20,8 @@
 #define CONTROL_FORKS_MAX 100 /* the OpenAPI's maximum count */
 
 /* OP_INTERP_*: the code-interpreter template's steps after create (http_interp.c) */
-enum { OP_NONE, OP_CREATE, OP_KILL, OP_PAUSE, OP_CONNECT, OP_TIMEOUT, OP_SNAPSHOT, OP_INTERP_START, OP_INTERP_WAIT, OP_INTERP_FAILED,
-       OP_SNAPSHOTS, OP_DELETE_SNAPSHOT, OP_FORK_SNAPSHOT, OP_FORK };
+enum { OP_NONE, OP_CREATE, OP_KILL, OP_PAUSE, OP_CONNECT, OP_TIMEOUT, OP_SNAPSHOT, OP_INTERP_START, OP_INTERP_ENVS, OP_INTERP_WAIT,
+       OP_INTERP_FAILED, OP_SNAPSHOTS, OP_DELETE_SNAPSHOT, OP_FORK_SNAPSHOT, OP_FORK };
 
 typedef struct control {
         int op;
@@ -35,7 +35,7 @@ typedef struct control {
         bool auto_resume;    /* autoResume.enabled: traffic resumes it once paused (http.c) */
         bool public_traffic; /* network.allowPublicTraffic */
         bool interp;        /* the code-interpreter template: its server started before the answer */
-        char sandbox_id[33];
+        char sandbox_id[NSBOX_ID_SIZE];
         char why[512];      /* why the code interpreter did not start, said once it is destroyed */
         char snapshot[64];  /* fork: the snapshot the forks start on */
         unsigned forks;     /* fork: how many are asked; forked: the results so far */
@@ -288,9 +288,13 @@ static void create_start(hreq *r, control *k)
 
 static void interp_fail(hreq *r, control *k);
 
-static unsigned create_status(const char *code)
+/* A node of a cluster that is full says 503, which a router tries on another node (contrib/haproxy);
+ * a tenant's own limit stays E2B's 429 (the SDKs' RateLimitError), as does a lone nsboxd's. */
+static unsigned create_status(const hreq *r, const char *code)
 {
-        return !strcmp(code, "capacity") ? 429 : !strcmp(code, "not_found") ? 404 : !strcmp(code, "invalid_argument") ? 400 : 500;
+        if (!strcmp(code, "capacity"))
+                return r->d->conf->node[0] && !cluster_free(r->d) ? 503 : 429;
+        return !strcmp(code, "not_found") ? 404 : !strcmp(code, "invalid_argument") ? 400 : 500;
 }
 
 /* The sandbox a create answered made E2B's: its tokens, template, metadata, envs and network. */
@@ -310,6 +314,29 @@ static sandbox *created(hreq *r, control *k, json_t *msg)
         return s;
 }
 
+static json_t *interp_call(const char *sid, const char *tool, json_t *params)
+{
+        return json_pack("{ss ss so sb}", "sandbox", sid, "tool", tool, "params", params, "stream", 0);
+}
+
+/* A pooled sandbox's server, started before this create took it: the create's envVars go to a
+ * file the server reads before each cell (server.py, sandbox_envs), then its ready file is
+ * waited for (there already, as a rule). */
+static void interp_prestarted(hreq *r, control *k, sandbox *s)
+{
+        json_int_t pid = s->interp_pid > 0 ? (json_int_t)s->interp_pid : 0; /* 0: its start is in flight */
+        if (json_object_size(k->envs)) {
+                char path[96], *text = json_dumps(k->envs, JSON_COMPACT);
+                snprintf(path, sizeof(path), "/tmp/.nsbox-code-interpreter-%llu.envs", (unsigned long long)s->serial);
+                k->op = OP_INTERP_ENVS;
+                k->step_id = http_rpc(r, "call", interp_call(s->sup.id, "write_file", json_pack("{ss ss}", "path", path, "content", text ? text : "{}")));
+                free(text);
+                return;
+        }
+        k->op = OP_INTERP_WAIT;
+        k->step_id = http_rpc(r, "call", interp_call(s->sup.id, "exec", interp_wait_params(s->serial, pid)));
+}
+
 static void create_done(hreq *r, control *k, json_t *msg)
 {
         const char *why, *code = rpc_error_code(msg, &why);
@@ -320,7 +347,7 @@ static void create_done(hreq *r, control *k, json_t *msg)
                 return;
         }
         if (code) {
-                control_error(r, create_status(code), "%s", why);
+                control_error(r, create_status(r, code), "%s", why);
                 return;
         }
         sandbox *s = created(r, k, msg);
@@ -330,6 +357,10 @@ static void create_done(hreq *r, control *k, json_t *msg)
         }
         if (k->interp) {
                 snprintf(k->sandbox_id, sizeof(k->sandbox_id), "%s", s->sup.id);
+                if (s->interp_pid > 0 || s->interp_starting) { /* from a warm pool: started already */
+                        interp_prestarted(r, k, s);
+                        return;
+                }
                 json_t *p = interp_start_params(s->serial, k->envs, k->why, sizeof(k->why));
                 if (!p) {
                         interp_fail(r, k);
@@ -366,6 +397,9 @@ static void interp_step(hreq *r, control *k, json_t *msg)
         if (code) {
                 snprintf(k->why, sizeof(k->why), "the code interpreter did not start: %s", why);
                 interp_fail(r, k);
+        } else if (k->op == OP_INTERP_ENVS) {
+                k->op = OP_INTERP_WAIT;
+                k->step_id = http_rpc(r, "call", interp_call(k->sandbox_id, "exec", interp_wait_params(s->serial, s->interp_pid > 0 ? s->interp_pid : 0)));
         } else if (k->op == OP_INTERP_START) {
                 k->op = OP_INTERP_WAIT;
                 k->step_id = http_rpc(r, "call", json_pack("{ss ss so sb}", "sandbox", k->sandbox_id, "tool", "exec", "params",
@@ -549,7 +583,7 @@ static void fork_done(hreq *r, control *k, json_t *msg)
         if (s)
                 json_array_append_new(k->forked, json_pack("{so}", "sandbox", created_json(r, s)));
         else
-                json_array_append_new(k->forked, json_pack("{s{si ss}}", "error", "code", code ? (int)create_status(code) : 500, "message",
+                json_array_append_new(k->forked, json_pack("{s{si ss}}", "error", "code", code ? (int)create_status(r, code) : 500, "message",
                                                            code ? why : "the sandbox went away as it was made"));
         fork_next(r, k);
 }
@@ -664,6 +698,7 @@ static void on_msg(hreq *r, json_t *msg)
                 create_done(r, k, msg);
                 return;
         case OP_INTERP_START:
+        case OP_INTERP_ENVS:
         case OP_INTERP_WAIT:
         case OP_INTERP_FAILED:
                 interp_step(r, k, msg);
@@ -773,7 +808,7 @@ void control_request(hreq *r)
                 control_error(r, 404, "%s %s is not part of the API nsbox serves", m, u);
                 return;
         }
-        char id[64];
+        char id[NSBOX_ID_SIZE];
         size_t n = strcspn(rest, "/");
         if (n == 0 || n >= sizeof(id)) {
                 control_error(r, 404, "Sandbox not found");
@@ -783,7 +818,8 @@ void control_request(hreq *r)
         id[n] = 0;
         sandbox *s = find_visible(r, id);
         if (!s) {
-                control_error(r, 404, "Sandbox %s not found", id);
+                char why[128];
+                control_error(r, 404, "Sandbox %s not found%s", id, http_elsewhere(r, id, why, sizeof(why)));
                 return;
         }
         on_sandbox(r, k, s, rest + n);

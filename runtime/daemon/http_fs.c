@@ -43,7 +43,7 @@ struct fs_watcher {
         fs_watcher *next;
         hreq *ir; /* its internal request; its state is this watcher */
         uint64_t sandbox, call;
-        char id[33];
+        char id[NSBOX_ID_SIZE];
         fs_watchview view;
         json_t *events; /* FilesystemEvent messages not yet fetched */
         uint64_t dropped;

@@ -8,6 +8,7 @@
  * the sandbox (a build tree, or a policy whose root is not the host's /usr, works alike): it is
  * built into nsboxd (runtime/interp_source.c). */
 #include "http.h"
+#include "../dlog.h"
 #include "../interp_source.h"
 
 #include <errno.h>
@@ -96,14 +97,15 @@ json_t *interp_start_params(uint64_t serial, json_t *envs, char *why, size_t why
         return p;
 }
 
-/* The exec that waits for the server's ready file, or says why it will not come. */
+/* The exec that waits for the server's ready file, or says why it will not come (pid 0: not known
+ * yet, a pooled start in flight: its failed file and the time limit still tell). */
 json_t *interp_wait_params(uint64_t serial, json_int_t pid)
 {
         char sh[1024];
         snprintf(sh, sizeof(sh),
-                 "r=/tmp/.nsbox-code-interpreter-%llu; i=0\n"
+                 "r=/tmp/.nsbox-code-interpreter-%llu; p=%lld; i=0\n"
                  "while [ ! -e $r ]; do\n"
-                 "  if [ -e $r.failed ] || [ ! -e /proc/%lld ]; then\n"
+                 "  if [ -e $r.failed ] || { [ $p != 0 ] && [ ! -e /proc/$p ]; }; then\n"
                  "    cat $r.failed 2>/dev/null || echo 'the code interpreter exited before it was ready'; exit 1\n"
                  "  fi\n"
                  "  i=$((i + 1)); [ $i -le %d ] || { echo 'the code interpreter was not ready in %d s'; exit 1; }\n"
@@ -111,4 +113,21 @@ json_t *interp_wait_params(uint64_t serial, json_int_t pid)
                  "done\n",
                  (unsigned long long)serial, (long long)pid, INTERP_WAIT_S * 50, INTERP_WAIT_S);
         return json_pack("{ss si}", "shell", sh, "timeout", INTERP_WAIT_S + 10);
+}
+
+/* A pooled sandbox of a template named code-interpreter (nsboxd.json's templates) is ready: its
+ * server starts now, so a create that takes it finds its kernel up.  Its envVars come later,
+ * through a file (http_control.c, interp_prestarted). */
+void interp_pool_ready(daemon_state *d, sandbox *s)
+{
+        if (s->tpl < 0 || !interp_template(d->conf->templates[s->tpl].name) || s->interp_pid || s->interp_starting)
+                return;
+        char why[512];
+        json_t *p = interp_start_params(s->serial, NULL, why, sizeof(why));
+        s->interp_starting = p && calls_internal(d, s, "exec", p, PENDING_INTERP_START) == 0;
+        if (!s->interp_starting) {
+                s->interp_pid = -1;
+                dlog(LOG_WARNING, "pool.interp_failed", s->sup.id, "sandbox %s: its code interpreter did not start: %s", s->sup.id,
+                     p ? "the call was refused" : why);
+        }
 }

@@ -108,7 +108,9 @@ typedef struct pending {
         uint64_t step, start_ns; /* recording: the step number and when it was asked */
         json_t *rec_params;      /* recording: the params as the client sent them */
         char tool[32];
+        int internal;            /* nsboxd's own call, no client: what its answer is for (PENDING_*) */
 } pending;
+enum { PENDING_CLIENT, PENDING_INTERP_START };
 
 typedef struct sandbox {
         struct sandbox *next;
@@ -121,6 +123,10 @@ typedef struct sandbox {
         nsbox_limits limits;
         bool ready, paused;
         bool fresh;               /* handed over from a pool; its refill waits for its first reply */
+        /* a pooled code-interpreter sandbox's server, started before a create takes it: its pid;
+         * 0 none yet (or its start still in flight), -1 its start failed (http_interp.c) */
+        long long interp_pid;
+        bool interp_starting;
         uint64_t bound_client;    /* close_with_client: destroyed when this client (serial) goes */
         time_t created;
         uint64_t expires_ns, ready_deadline_ns;
@@ -201,10 +207,17 @@ typedef struct apikey_table {
         apikey *keys; /* sorted by hash */
         size_t n;
         char *path;
+        /* the file as last read or written: another node's write to a shared file shows as a change */
+        uint64_t checked_ns;
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime;
 } apikey_table;
 
 typedef struct daemon_state {
         int epfd, listen_fd, sig_fd;
+        int agent_fd; /* cluster.agent_check's listener, or -1 (cluster.c) */
         uint64_t next_serial;
         client *clients;
         unsigned n_clients;
@@ -229,6 +242,8 @@ typedef struct daemon_state {
         unsigned refused_quiet;  /* refused since, not logged */
         apikey_table apikeys;
         struct http_state *http; /* the HTTP listener (http.c); NULL: off */
+        /* a pooled sandbox is ready: what the HTTP API starts in it beforehand (http_interp.c) */
+        void (*pool_ready)(struct daemon_state *d, sandbox *s);
 } daemon_state;
 
 /* ---- what each room offers the others -------------------------------------------------------- */
@@ -273,6 +288,15 @@ void serve_waiting(daemon_state *d);
 void pool_fill(daemon_state *d);
 void sync_readable(daemon_state *d, sandbox *s);
 
+/* cluster.c */
+#define CLUSTER_WEIGHT 256 /* HAProxy's largest server weight: the agent's 100% */
+unsigned cluster_free(const daemon_state *d);
+int cluster_agent_reply(const daemon_state *d, char *buf, size_t n);
+int cluster_open(daemon_state *d, nsbox_error *err);
+void cluster_accept(daemon_state *d);
+void cluster_close(daemon_state *d);
+int tcp_listen_on(const char *what, const char *spec, nsbox_error *err); /* http.c */
+
 /* keep.c */
 int state_dir_open(const char *sock, nsbox_error *err);
 unsigned state_cleanup(const daemon_state *d);
@@ -282,6 +306,7 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n);
 /* apikeys.c */
 int apikeys_open(daemon_state *d, nsbox_error *err);   /* the key file, read at start; refused in one line */
 void apikeys_close(daemon_state *d);
+int apikeys_refresh(daemon_state *d, bool force); /* a shared file another node changed: read again */
 /* true with the key's uid and gid when key is one of the table's: cheap, constant-time compare */
 bool apikey_lookup(daemon_state *d, const char *key, size_t len, uid_t *uid, gid_t *gid);
 void method_api_key_create(daemon_state *d, client *c, json_t *id, json_t *params);
@@ -311,6 +336,8 @@ void method_call(daemon_state *d, client *c, json_t *id, json_t *params);       
  * waits beside its reply line for calls_take_bytes, not base64 in it. */
 void method_call_bytes(daemon_state *d, client *c, json_t *id, json_t *params, const void *bytes, size_t len, bool raw);
 char *calls_take_bytes(client *c, json_t *id, size_t *len); /* a raw call's answer's bytes (the caller frees) */
+/* nsboxd's own call, answered to nobody: its answer goes to what kind says (PENDING_*). */
+int calls_internal(daemon_state *d, sandbox *s, const char *tool, json_t *params, int kind); /* takes params */
 void sandbox_died(daemon_state *d, sandbox *s);          /* its agent is gone; s is removed */
 void agents_update_interest(daemon_state *d);            /* streams paused or resumed; epoll interest */
 void calls_client_gone(daemon_state *d, client *c);       /* before c is freed */

@@ -57,11 +57,15 @@ unsigned state_cleanup(const daemon_state *d)
                         unlinkat(dirfd, e->d_name, 0);
                         continue;
                 }
-                if (len != 32 + 5 || strcmp(e->d_name + 32, ".json"))
+                char id[NSBOX_ID_SIZE];
+                if (len <= 5 || len - 5 > NSBOX_ID_MAX || strcmp(e->d_name + len - 5, ".json"))
+                        continue;
+                snprintf(id, sizeof(id), "%.*s", (int)(len - 5), e->d_name);
+                if (!nsbox_id_ok(id))
                         continue;
                 bool adopted = false;
                 for (const sandbox *s = d->sandboxes; s && !adopted; s = s->next)
-                        adopted = !strncmp(s->sup.id, e->d_name, 32);
+                        adopted = !strcmp(s->sup.id, id);
                 if (adopted)
                         continue;
                 _cleanup_free_ char *text = NULL;
@@ -82,7 +86,7 @@ unsigned state_cleanup(const daemon_state *d)
                         if (pfd >= 0)
                                 close(pfd);
                 }
-                dlog(LOG_NOTICE, "sandbox.cleaned_up", NULL, "cleaned up sandbox %.32s left by nsboxd %d%s", e->d_name, (int)json_integer_value(json_object_get(o, "nsboxd")),
+                dlog(LOG_NOTICE, "sandbox.cleaned_up", NULL, "cleaned up sandbox %s left by nsboxd %d%s", id, (int)json_integer_value(json_object_get(o, "nsboxd")),
                       killed > 0 ? " (its agent was still alive: killed)" : killed < 0 ? " (its agent would not die)" : "");
                 json_decref(o);
                 unlinkat(dirfd, e->d_name, 0);
@@ -269,7 +273,7 @@ void keep_sandboxes(daemon_state *d)
                         json_object_set_new(kept[i].record, "cgroup", json_string(which[i]->sup.sb.cg.dirfd >= 0 ? which[i]->sup.sb.cg.path : ""));
                         json_object_set_new(kept[i].record, "keeper", json_integer(keeper));
                         char *text = json_dumps(kept[i].record, JSON_COMPACT);
-                        char name[48];
+                        char name[NSBOX_ID_SIZE + 8];
                         snprintf(name, sizeof(name), "%s.json", which[i]->sup.id);
                         if (!text || write_file_at(d->state_dirfd, name, text, 0600) < 0)
                                 dlog(LOG_ERR, "state.write_failed", which[i]->sup.id, "sandbox %s: cannot write its state file", which[i]->sup.id);
@@ -326,7 +330,7 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         daemon_state *d = ctx;
         const char *id = json_string_value(json_object_get(rec, "id"));
         nsbox_error err = { 0 };
-        bool bad = !is_hex(id, 32);
+        bool bad = !nsbox_id_ok(id);
         sandbox *s = sandbox_new();
         if (!s)
                 return -ENOMEM;
@@ -344,6 +348,8 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         s->sup.sb.cg.memory = json_is_true(json_object_get(rec, "cg_memory"));
         s->sup.sb.cg.pids = json_is_true(json_object_get(rec, "cg_pids"));
         s->sup.sb.cg.cpu = json_is_true(json_object_get(rec, "cg_cpu"));
+        if (s->sup.sb.cg.dirfd >= 0 && s->sup.sb.cg.path)
+                nsbox_cgroup_reopen_v1(&s->sup.sb.cg); /* its cgroup v1 directories, by the same name */
         s->sup.sb.start_ns = rec_u64(rec, "start_ns");
         s->sup.sb.net.pid = (pid_t)json_integer_value(json_object_get(net, "pid"));
         s->sup.sb.net.pidfd = take_fd(f, "net_pid", fds, n, false, &bad);
@@ -427,7 +433,7 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
                      s->paused ? ", paused" : "");
                 return 0;
         }
-        dlog(LOG_ERR, "sandbox.adopt_failed", bad && !is_hex(id, 32) ? NULL : s->sup.id, "cannot adopt kept sandbox %s: %s; destroyed", s->sup.id,
+        dlog(LOG_ERR, "sandbox.adopt_failed", bad && !nsbox_id_ok(id) ? NULL : s->sup.id, "cannot adopt kept sandbox %s: %s; destroyed", s->sup.id,
              err.msg ? err.msg : strerror(-r));
         nsbox_error_clear(&err);
         if (s->sup.sb.cg.dirfd >= 0 && !s->sup.sb.cg.path) { /* no name to remove it by: empty it */

@@ -221,6 +221,8 @@ static int daemon_open(daemon_state *d, const nsbox_daemon_config *cfg, const ch
             nsbox_epoll_add(d->epfd, d->sig_fd, KEY(0, K_SIGNAL), NULL, EPOLLIN) < 0)
                 return nsbox_err(err, errno, "set up the event loop");
         r = http_open(d, err);
+        if (r == 0)
+                r = cluster_open(d, err);
         if (r < 0)
                 return r;
         if (cfg->ready_fd >= 0) {
@@ -252,7 +254,10 @@ static void dispatch(daemon_state *d, const struct epoll_event *ev, const char *
         uint64_t key = ev->data.u64, serial = key >> 3;
         switch (key & 7) {
         case K_LISTEN:
-                accept_clients(d);
+                if (serial == 1)
+                        cluster_accept(d);
+                else
+                        accept_clients(d);
                 break;
         case K_SIGNAL: {
                 struct signalfd_siginfo si;
@@ -352,6 +357,7 @@ static void daemon_close(daemon_state *d, const char *sock)
                 sandbox_remove(d, d->sandboxes, "unavailable", "was stopped with nsboxd");
         reap_exited(true);
         http_close(d); /* its requests end, and their clients */
+        cluster_close(d);
         for (client *c = d->clients; c; c = c->next) /* the last replies, if they can go now */
                 (void)nsbox_queue_flush(&c->out, c->fd);
         while (d->clients)
@@ -404,6 +410,7 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
         d.conf = cfg->conf ? cfg->conf : &defaults;
         d.start_ns = now_ns();
         d.activated = activated_fd >= 0;
+        d.agent_fd = -1;
         r = daemon_open(&d, cfg, sock, &paths, activated_fd, err);
         if (r < 0) {
                 nsbox_paths_release(&paths);

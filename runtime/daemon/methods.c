@@ -270,12 +270,13 @@ void method_stats(daemon_state *d, client *c, json_t *id)
         unsigned clients = 0;
         for (client *x = d->clients; x; x = x->next)
                 clients++;
-        reply_result(c, id, json_pack("{s{si si si si si} so so s{sI sI sI} s{si si} sf si sb}", "sandboxes", "total", (int)total, "starting",
+        reply_result(c, id, json_pack("{s{si si si si si} so so s{sI sI sI} s{si si si} sf si sb ss}", "sandboxes", "total", (int)total, "starting",
                                       (int)starting, "running", (int)running, "paused", (int)paused, "pooled", (int)pooled, "templates", tpls,
                                       "acquire_ms", lat, "memory", "budget", (json_int_t)d->conf->memory_budget, "committed",
                                       (json_int_t)committed(d), "current_bytes", (json_int_t)mem_now, "capacity", "max_sandboxes",
-                                      (int)d->conf->max_sandboxes, "max_per_uid", (int)d->conf->max_per_uid, "uptime_s",
-                                      (double)(now_ns() - d->start_ns) / 1e9, "clients", (int)clients, "stopping", d->stopping));
+                                      (int)d->conf->max_sandboxes, "max_per_uid", (int)d->conf->max_per_uid, "free", (int)cluster_free(d),
+                                      "uptime_s", (double)(now_ns() - d->start_ns) / 1e9, "clients", (int)clients, "stopping", d->stopping,
+                                      "node", d->conf->node));
 }
 
 /* nsbox daemon stop: a clean stop (as SIGTERM: drain, then the sandboxes go or are kept), asked
@@ -298,7 +299,7 @@ void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params)
         sandbox *s = find_sandbox(d, c, id, params);
         if (!s)
                 return;
-        char sid[33];
+        char sid[NSBOX_ID_SIZE];
         memcpy(sid, s->sup.id, sizeof(sid));
         sandbox_remove(d, s, "not_found", "was destroyed");
         reply_result(c, id, json_pack("{ss}", "destroyed", sid));

@@ -69,7 +69,7 @@ void state_write(daemon_state *d, const sandbox *s)
                               "nsboxd", (int)getpid(), "cgroup", s->sup.sb.cg.dirfd >= 0 ? s->sup.sb.cg.path : "");
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
-        char tmp[64], name[48];
+        char tmp[NSBOX_ID_SIZE + 8], name[NSBOX_ID_SIZE + 8];
         snprintf(tmp, sizeof(tmp), ".%s.tmp", s->sup.id);
         snprintf(name, sizeof(name), "%s.json", s->sup.id);
         if (!text || write_file_at(d->state_dirfd, tmp, text, 0600) < 0 || renameat(d->state_dirfd, tmp, d->state_dirfd, name) < 0) {
@@ -81,7 +81,7 @@ void state_write(daemon_state *d, const sandbox *s)
 
 static void state_remove(daemon_state *d, const sandbox *s)
 {
-        char name[48];
+        char name[NSBOX_ID_SIZE + 8];
         snprintf(name, sizeof(name), "%s.json", s->sup.id);
         if (d->state_dirfd >= 0)
                 unlinkat(d->state_dirfd, name, 0);

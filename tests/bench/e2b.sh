@@ -19,13 +19,14 @@ mods=$(npm_cache_dir e2b node_modules/.package-lock.json "$src/tests/e2b") || { 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat > "$dir/config.json" <<JSON
 {"http": {"listen": "127.0.0.1:$port", "keys": "$dir/keys.json", "internet": false},
- "templates": {"base": {"create": {"workdir": "/home/user"}, "pool": 4}}}
+ "templates": {"base": {"create": {"workdir": "/home/user"}, "pool": 4},
+               "code-interpreter": {"create": {"workdir": "/home/user"}, "pool": 2}}}
 JSON
 NSBOX_STORE="$dir/store" "$NSBOXD" --config "$dir/config.json" --socket "$dir/d.sock" > "$dir/log" 2>&1 &
 dpid=$!
 export NSBOX_SOCKET=$dir/d.sock
 for _ in $(seq 100); do [ -S "$dir/d.sock" ] && break; sleep 0.1; done
-sleep 1 # the pool fills
+sleep 3 # the pools fill (the code interpreter's kernels take a second or so)
 E2B_API_KEY=$("$NSBOX" api-key create 2>/dev/null)
 export E2B_API_KEY E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
 mkdir -p "$dir/js" && cp "$here/e2b.mjs" "$dir/js/" && ln -s "$mods/node_modules" "$dir/js/node_modules"

@@ -26,7 +26,7 @@ static void envelope(const uint8_t *data, size_t size)
 
 static void host(const uint8_t *data, size_t size)
 {
-        char h[512], id[33];
+        char h[512], id[NSBOX_ID_SIZE];
         if (size >= sizeof(h))
                 size = sizeof(h) - 1;
         memcpy(h, data, size);
@@ -38,7 +38,7 @@ static void host(const uint8_t *data, size_t size)
                 return;
         FUZZ_CHECK(port >= 1 && port <= 65535, "port %u", port);
         size_t idl = strlen(id);
-        FUZZ_CHECK(idl >= 1 && idl <= 32 && strspn(id, "0123456789abcdefghijklmnopqrstuvwxyz") == idl, "id '%s'", id);
+        FUZZ_CHECK(idl >= 1 && idl <= NSBOX_ID_MAX && strspn(id, "0123456789abcdefghijklmnopqrstuvwxyz-") == idl, "id '%s'", id);
         char want[512];
         snprintf(want, sizeof(want), "%u-%s.%s", port, id, bare);
         size_t hl = strcspn(h, ":");

@@ -281,6 +281,49 @@ test_builtin_template_through_the_http_api() {
         assert_contains "$body" '"code":404' "another name"
 }
 
+# A template named code-interpreter with a pool (nsboxd(8), TEMPLATES): its pooled sandboxes start
+# the server beforehand, and a create that takes one starts no second server; the create's
+# envVars still reach every cell and new contexts, and a create without them sees none.
+test_warm_pool_starts_the_kernel_beforehand() {
+        [ -z "$KERNEL_MISSING" ] || fail "no Jupyter kernel on this host ($KERNEL_MISSING): ./quickstart.sh --deps installs it"
+        local dir port url key body sid sid2 i
+        dir=$(mktemp -d "$SESSION_DIR/pool.XXXXXX") && chmod 0711 "$dir" || fail "mktemp"
+        port=$(free_port)
+        url=http://127.0.0.1:$port
+        printf '{"http": {"listen": "127.0.0.1:%s", "keys": "%s/keys.json"},
+ "templates": {"code-interpreter": {"create": {"workdir": "/home/user"}, "pool": 1}}}\n' "$port" "$dir" > "$dir/config.json"
+        export NSBOX_SOCKET="$dir/d.sock"
+        "$NSBOXD" --config "$dir/config.json" --socket "$NSBOX_SOCKET" >> "$dir/log" 2>&1 < /dev/null &
+        trap 'stop_file_daemon "$dir"' EXIT
+        for i in $(seq 300); do [ -n "$(daemon_pid)" ] && break; sleep 0.1; done
+        key=$("$NSBOX" api-key create 2> /dev/null) || fail "api-key create: $(tail -n 3 "$dir/log")"
+        for i in $(seq 300); do
+                "$NSBOX" stats --json 2> /dev/null | grep -q '"code-interpreter": {[^}]*"ready": 1' && break
+                sleep 0.1
+        done
+        body=$(curl -s -H "X-API-KEY: $key" -H 'Content-Type: application/json' \
+                -d '{"templateID": "code-interpreter", "timeout": 120, "envVars": {"GREETING": "warm hello"}}' "$url/v2/sandboxes")
+        sid=$(printf '%s' "$body" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])') || fail "create: $body"
+        grep -q "pool.handover.*$sid" "$dir/log" || fail "the sandbox did not come from the pool: $(grep -c pool "$dir/log") pool lines in the log"
+        assert_eq 1 "$("$NSBOX" call "$sid" process_list | grep -o '"tag": "code-interpreter"' | wc -l)" "code-interpreter servers in the sandbox"
+        "$NSBOX" cp "$SESSION_DIR/client.py" "$sid:/tmp/client.py" || fail "cp client"
+        run "$sid" "import os; os.environ.get('GREETING') == 'warm hello'"
+        assert_eq True "$(field 'main(l)["text"]')" "the create's envVars in a cell"
+        run "$sid" "x = 41"
+        run "$sid" "x + 1"
+        assert_eq 42 "$(field 'main(l)["text"]')" "state between cells"
+        req "$sid" POST /contexts '{"language": "python"}'
+        local ctx
+        ctx=$(printf '%s' "${OUT#* }" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])') || fail "context: $OUT"
+        run "$sid" "import os; os.environ.get('GREETING') == 'warm hello'" "{\"context_id\": \"$ctx\"}"
+        assert_eq True "$(field 'main(l)["text"]')" "the create's envVars in a new context"
+        body=$(curl -s -H "X-API-KEY: $key" -H 'Content-Type: application/json' -d '{"templateID": "code-interpreter", "timeout": 120}' "$url/v2/sandboxes")
+        sid2=$(printf '%s' "$body" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])') || fail "second create: $body"
+        "$NSBOX" cp "$SESSION_DIR/client.py" "$sid2:/tmp/client.py" || fail "cp client"
+        run "$sid2" "import os; 'GREETING' in os.environ"
+        assert_eq False "$(field 'main(l)["text"]')" "another sandbox's envVars"
+}
+
 test_sdk_through_the_port_proxy() {
         [ -z "$KERNEL_MISSING" ] || fail "no Jupyter kernel on this host ($KERNEL_MISSING): ./quickstart.sh --deps installs it"
         local key body sid tok

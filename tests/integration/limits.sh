@@ -23,6 +23,14 @@ print(v if isinstance(v, str) else json.dumps(v))' "$1"
 v2_root() { awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo; }
 root_controllers() { cat "$(v2_root)/cgroup.controllers" 2>/dev/null; }
 has_all_controllers() { local c; for c in memory pids cpu; do grep -qw "$c" <<<"$(root_controllers)" || return 1; done; }
+# The mount of the cgroup v1 hierarchy holding controller $1 ("" when v1 does not hold it).
+v1_mount() { awk -v c="$1" '$9 == "cgroup" { n = split($NF, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) { print $5; exit } }' /proc/self/mountinfo; }
+# Root on a hybrid host: the controllers cgroup2 lacks come from cgroup v1 (nsbox(1), RESOURCE LIMITS).
+v1_limits() { [ "$TEST_AS" = root ] && [ -n "$(v1_mount memory)" ] && [ -n "$(v1_mount pids)" ] && [ -n "$(v1_mount cpu)" ]; }
+# Limits hold for whoever runs the test: in v2, or for root in v1.
+limits_hold() { { has_all_controllers && [ "$TEST_AS" = root ]; } || v1_limits; }
+# Sandbox cgroups under nsbox's own cgroup of each v1 hierarchy (0 without v1).
+v1_sandboxes() { local c n=0; for c in memory pids cpu; do [ -n "$(v1_mount $c)" ] && n=$((n + $(ls "$(v1_mount $c)/nsbox" 2>/dev/null | grep -c '^sb-'))); done; echo $n; }
 
 # Where root's sandbox cgroups go on this host (nsbox(1), RESOURCE LIMITS).
 sandbox_cgroup_of_run() { # json-line
@@ -56,8 +64,12 @@ print(e["data"]["code"], e["message"])' "$NSBOX_SOCKET" "$p") || fail "create $p
 }
 
 test_required_limits_refused_naming_missing_controllers() {
-        has_all_controllers && [ "$TEST_AS" = root ] && skip "this host offers memory, pids and cpu in cgroup v2 (the VM tier tests them)"
         printf '{"limits": {"memory": "64M", "pids": 32, "cpus": 0.5, "enforce": "required"}}\n' > "$TEST_TMP/req.json"
+        if limits_hold; then # enforced: it runs, in silence
+                assert_status 0 "$NSBOX" run --policy "$TEST_TMP/req.json" -- echo ran
+                assert_eq ran "$OUT" "a run whose required limits hold here"
+                return
+        fi
         local before; before=$(ls "$(v2_root)/nsbox" 2>/dev/null | grep -c '^sb-')
         assert_status 125 "$NSBOX" run --policy "$TEST_TMP/req.json" -- echo ran
         assert_one_line_error "$OUT"
@@ -80,10 +92,13 @@ test_required_limits_refused_naming_missing_controllers() {
 }
 
 test_best_effort_limits_run_with_one_warning() {
-        has_all_controllers && [ "$TEST_AS" = root ] && skip "this host offers memory, pids and cpu in cgroup v2 (the VM tier tests them)"
         "$NSBOX" run --memory 64M --pids 32 --cpus 0.5 -- echo ran > "$TEST_TMP/out" 2> "$TEST_TMP/err"
         assert_eq 0 "$?" "exit status"
         assert_eq ran "$(cat "$TEST_TMP/out")" "output"
+        if limits_hold; then # enforced: no warning
+                assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of a run whose limits hold"
+                return
+        fi
         assert_eq 1 "$(grep -c . "$TEST_TMP/err")" "stderr lines: $(cat "$TEST_TMP/err")"
         assert_contains "$(cat "$TEST_TMP/err")" "nsbox: warning: limits of policy 'default.json' need the cgroup v2 controllers memory pids cpu"
         assert_contains "$(cat "$TEST_TMP/err")" "running without them (limits.enforce is best-effort)"
@@ -129,10 +144,58 @@ test_unwritable_cgroup_parent_runs_without_a_cgroup_with_one_warning() {
                 assert_eq 125 "$?" "exit status with required limits"
                 assert_one_line_error "$(cat "$TEST_TMP/out")"
         fi
-        # a bad parent is a warning too (best-effort), never a crash
+        # a bad parent is a warning too (best-effort), never a crash; nor is cgroup v1 used instead
         NSBOX_CGROUP_PARENT=relative/path "$NSBOX" run --pids 5 -- echo ok > "$TEST_TMP/out" 2> "$TEST_TMP/err"
         assert_eq 0 "$?" "exit status with a bad NSBOX_CGROUP_PARENT"
         assert_contains "$(cat "$TEST_TMP/err")" "NSBOX_CGROUP_PARENT 'relative/path' is not a cgroup path"
+}
+
+# Root on a hybrid host (this one: cgroup v1 holds memory, pids and cpu): the limits hold through
+# nsbox's own cgroup under each v1 hierarchy, through nsbox run and nsboxd alike, and each
+# sandbox's v1 cgroups go with it, kill -9 of its supervisor included.  A user cannot use v1: a
+# warning, and nothing made there.
+test_cgroup_v1_limits_hold_for_root() {
+        if ! v1_limits; then
+                local before; before=$(v1_sandboxes)
+                "$NSBOX" run --pids 32 -- echo ran > "$TEST_TMP/out" 2> "$TEST_TMP/err"
+                assert_eq ran "$(cat "$TEST_TMP/out")" "output"
+                [ "$TEST_AS" = root ] || assert_contains "$(cat "$TEST_TMP/err")" "nsbox: warning: limits of policy" "a user's warning"
+                assert_eq "$before" "$(v1_sandboxes)" "cgroup v1 directories made by a run without v1"
+                return
+        fi
+        local j
+        "$NSBOX" run --json --memory 64M -- python3 -c 'a = bytearray(300 << 20); print("allocated")' > "$TEST_TMP/out" 2> "$TEST_TMP/err"
+        j=$(tail -n 1 "$TEST_TMP/err")
+        assert_eq "oom_killed true" "$(printf '%s' "$j" | jget 'd["reason"] + " " + json.dumps(d["oom_killed"])')" "a 300 MB allocation under --memory 64M: $j"
+        assert_not_contains "$(cat "$TEST_TMP/out")" allocated "the allocation"
+        assert_eq True "$(printf '%s' "$j" | jget 'str(0 < d["peak_memory_bytes"] <= 64 << 20)')" "peak memory: $j"
+        "$NSBOX" run --json --pids 32 -- sh -c 'for i in $(seq 100); do sleep 5 & done 2> /dev/null; echo forked' > /dev/null 2> "$TEST_TMP/err"
+        assert_eq "pids_limited true" "$(tail -n 1 "$TEST_TMP/err" | jget 'd["reason"] + " " + json.dumps(d["pids_limited"])')" "a fork loop under --pids 32"
+        "$NSBOX" run --json --cpus 0.2 -- timeout 2 sh -c 'while :; do :; done' > /dev/null 2> "$TEST_TMP/err"
+        assert_eq True "$(tail -n 1 "$TEST_TMP/err" | jget 'str(d["cpu_time_ms"] < 0.45 * d["wall_time_ms"])')" "a spin under --cpus 0.2: $(tail -n 1 "$TEST_TMP/err")"
+        assert_eq 0 "$(v1_sandboxes)" "cgroup v1 directories after the runs"
+        # nsboxd: the same limits; the cgroups go with the sandbox, and after kill -9 of nsbox run
+        local id
+        id=$("$NSBOX" create --memory 64M --pids 50 2> "$TEST_TMP/err") || fail "create: $(cat "$TEST_TMP/err")"
+        assert_status 0 "$NSBOX" exec "$id" -- cat /proc/self/cgroup
+        assert_contains "$OUT" ":memory:/" "inside, its cgroup namespace is rooted at its v1 cgroups"
+        assert_not_contains "$OUT" "nsbox" "its cgroup paths inside"
+        local agent cg
+        agent=$("$NSBOX" ls --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["pid"])')
+        cg=$(sed -n 's|^[0-9]*:memory:/nsbox/||p' "/proc/$agent/cgroup")
+        case $cg in sb-*) ;; *) fail "the agent's v1 memory cgroup: $(cat "/proc/$agent/cgroup")" ;; esac
+        assert_eq 67108864 "$(cat "$(v1_mount memory)/nsbox/$cg/memory.limit_in_bytes")" "its memory limit"
+        "$NSBOX" exec "$id" -- python3 -c 'a = bytearray(300 << 20)' > /dev/null 2>&1
+        assert_status 0 "$NSBOX" rm "$id"
+        assert_eq 0 "$(v1_sandboxes)" "cgroup v1 directories after nsbox rm"
+        "$NSBOX" run --memory 64M -- sleep 60 &
+        local pid=$! i
+        for i in $(seq 100); do [ "$(v1_sandboxes)" -gt 0 ] && break; sleep 0.05; done
+        kill -KILL $pid
+        wait $pid 2> /dev/null
+        "$NSBOX" run --memory 64M -- true || fail "the next run"
+        for i in $(seq 50); do [ "$(v1_sandboxes)" = 0 ] && break; sleep 0.1; done
+        assert_eq 0 "$(v1_sandboxes)" "cgroup v1 directories after kill -9 of nsbox run and the next run"
 }
 
 test_sandbox_sees_itself_at_its_cgroup_namespace_root() {

@@ -92,6 +92,22 @@ test_exec_write_read_in_the_default_sandbox_gone_after_end_of_input() {
         assert_not_contains "$(sandboxes)" "$id" "sandboxes after the session ended"
 }
 
+# run_code keeps state between calls, and its pictures reach the model as MCP image blocks (the
+# text says where each went); structuredContent keeps the whole result
+test_run_code_state_and_pictures_as_image_blocks() {
+        /usr/bin/python3 -c 'import jupyter_client, ipykernel, matplotlib' 2> /dev/null ||
+                fail "no Jupyter kernel on this host: ./quickstart.sh --deps installs it"
+        local out
+        out=$(mcp "$INIT" "$INITIALIZED" "$(call 2 run_code '{"code":"x = 41"}')" \
+                "$(call 3 run_code '{"code":"import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\nx + 1"}')")
+        assert_eq 0 "$(cat "$TEST_TMP/mcp.status")" "nsbox mcp exit status; stderr: $(cat "$TEST_TMP/mcp.err")"
+        assert_eq "42" "$(reply 3 "$TEXT"'["text"]' <<< "$out")" "state between run_code calls"
+        assert_eq "text image" "$(reply 3 '" ".join(c["type"] for c in r["result"]["content"])' <<< "$out")" "content blocks"
+        assert_eq "image/png True" "$(reply 3 'r["result"]["content"][1]["mimeType"] + " " + str(__import__("base64").b64decode(r["result"]["content"][1]["data"])[:8] == b"\x89PNG\r\n\x1a\n")' <<< "$out")" "the picture"
+        assert_contains "$(reply 3 'r["result"]["content"][0]["text"]' <<< "$out")" "(image/png, " "the note in the text"
+        assert_eq "True" "$(reply 3 'r["result"]["structuredContent"]["results"][0]["png"] == r["result"]["content"][1]["data"]' <<< "$out")" "structuredContent"
+}
+
 test_bad_input_gets_jsonrpc_errors_and_the_session_goes_on() {
         local out
         out=$(mcp "$INIT" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec"' \

@@ -121,6 +121,36 @@ START_TEST(test_dconfig_http_listen_and_keys)
 }
 END_TEST
 
+START_TEST(test_dconfig_cluster_node_and_agent_check)
+{
+        nsbox_dconfig c;
+        nsbox_error err = { 0 };
+        UNIT_ASSERT_OK(parse("{}", &c, &err), &err);
+        ck_assert_str_eq(c.node, "");
+        ck_assert_str_eq(c.agent_check, "");
+        nsbox_dconfig_release(&c);
+        UNIT_ASSERT_OK(parse("{\"cluster\": {\"node\": \"10-0-1-23\", \"agent_check\": \"0.0.0.0:49981\"}}", &c, &err), &err);
+        ck_assert_str_eq(c.node, "10-0-1-23");
+        ck_assert_str_eq(c.agent_check, "0.0.0.0:49981");
+        nsbox_dconfig_release(&c);
+        static const char *const bad[][2] = {
+                { "{\"cluster\": []}", "test.json: key 'cluster': expected an object with \"node\", \"agent_check\"" },
+                { "{\"cluster\": {\"node\": \"N1\"}}", "test.json: key 'cluster.node': expected a node name: 1 to 24 of a-z, 0-9 and '-', starting and ending with a letter or digit" },
+                { "{\"cluster\": {\"node\": \"0123456789012345678901234\"}}", NULL },
+                { "{\"cluster\": {\"node\": 1}}", NULL },
+                { "{\"cluster\": {\"agent_check\": \"localhost:1\"}}", NULL },
+                { "{\"cluster\": {\"redis\": \"127.0.0.1:6379\"}}", "test.json: key 'cluster.redis': unknown key" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                ck_assert_int_lt(parse(bad[i][0], &c, &err), 0);
+                ck_assert_ptr_nonnull(err.msg);
+                if (bad[i][1])
+                        ck_assert_str_eq(err.msg, bad[i][1]);
+                nsbox_error_clear(&err);
+        }
+}
+END_TEST
+
 START_TEST(test_dconfig_bad_values_are_one_line_errors_naming_the_key)
 {
         static const struct {
@@ -235,6 +265,7 @@ Suite *dconfig_suite(void)
         unit_add(tc, test_dconfig_empty_object_gives_the_defaults);
         unit_add(tc, test_dconfig_bad_values_are_one_line_errors_naming_the_key);
         unit_add(tc, test_dconfig_http_listen_and_keys);
+        unit_add(tc, test_dconfig_cluster_node_and_agent_check);
         unit_add(tc, test_dconfig_load_missing_file_is_an_error_only_when_named);
         unit_add(tc, test_dconfig_fifo_directory_and_device_are_refused_at_once);
         return s;

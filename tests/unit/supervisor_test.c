@@ -645,6 +645,35 @@ START_TEST(a_sandbox_is_found_by_id_or_unique_prefix)
 }
 END_TEST
 
+START_TEST(ids_with_a_node_name_are_valid_and_found_by_prefix)
+{
+        ck_assert(nsbox_id_ok("aaaa1111bbbb2222cccc3333dddd4444"));
+        ck_assert(nsbox_id_ok("aaaa1111bbbb2222cccc3333dddd4444-n1"));
+        ck_assert(nsbox_id_ok("aaaa1111bbbb2222cccc3333dddd4444-10-0-1-23"));
+        ck_assert(!nsbox_id_ok("aaaa1111bbbb2222cccc3333dddd4444-"));
+        ck_assert(!nsbox_id_ok("aaaa1111bbbb2222cccc3333dddd4444-N1"));
+        ck_assert(!nsbox_id_ok("aaaa1111bbbb2222cccc3333dddd4444-n1-"));
+        ck_assert(!nsbox_id_ok("aaaa1111bbbb2222cccc3333dddd444-n1"));
+        ck_assert(!nsbox_id_ok("aaaa1111bbbb2222cccc3333dddd4444x"));
+        ck_assert(!nsbox_id_ok("aaaa1111bbbb2222cccc3333dddd4444-0123456789012345678901234"));
+        ck_assert(nsbox_node_ok("0123456789abcdefghij-xyz"));
+        ck_assert(!nsbox_node_ok("") && !nsbox_node_ok("-a") && !nsbox_node_ok("a_b") && !nsbox_node_ok("a.b"));
+        ck_assert_str_eq(nsbox_id_node("aaaa1111bbbb2222cccc3333dddd4444-10-0-1-23"), "10-0-1-23");
+        ck_assert_str_eq(nsbox_id_node("aaaa1111bbbb2222cccc3333dddd4444"), "");
+        static const char *ids[] = { "aaaa1111bbbb2222cccc3333dddd4444-n1", "aaaa1111ffff2222cccc3333dddd4444-n1" };
+        const char *wants[] = { "aaaa1111b", "aaaa1111bbbb2222cccc3333dddd4444", "aaaa1111bbbb2222cccc3333dddd4444-n1" };
+        for (size_t i = 0; i < sizeof(wants) / sizeof(wants[0]); i++) {
+                nsbox_id_match m;
+                const char *code = NULL;
+                char msg[160];
+                nsbox_id_match_init(&m, wants[i]);
+                for (int k = 0; k < 2; k++)
+                        nsbox_id_match_offer(&m, ids[k], (void *)ids[k]);
+                ck_assert_ptr_eq(nsbox_id_match_result(&m, &code, msg, sizeof(msg)), ids[0]);
+        }
+}
+END_TEST
+
 Suite *supervisor_suite(void)
 {
         signal(SIGPIPE, SIG_IGN); /* the fake agent writes to a closed supervisor in one test */
@@ -667,5 +696,6 @@ Suite *supervisor_suite(void)
         unit_add(tc, too_many_calls_in_flight_are_refused);
         unit_add(tc, a_request_over_the_frame_maximum_is_too_large);
         unit_add(tc, a_sandbox_is_found_by_id_or_unique_prefix);
+        unit_add(tc, ids_with_a_node_name_are_valid_and_found_by_prefix);
         return s;
 }
