@@ -43,7 +43,7 @@ static const char usage_main[] =
         "  logs [-f] ID PID|TAG              a background process's recent (-f: and live) output\n"
         "  attach ID PID|TAG                 follow a background process's output; exit status is its\n"
         "  call ID TOOL [JSON]               one tool call (read_file, write_file, grep, git_commit, ...)\n"
-        "  cp SRC DST                        copy a file into or out of a sandbox (one side is ID:PATH)\n"
+        "  cp [-r] SRC DST                   copy a file (-r: a directory) in or out of a sandbox (ID:PATH)\n"
         "  watch [-r] ID PATH                print the changes under directory PATH until Ctrl-C\n"
         "  ls [-q] [--json] [--label K=V] [--state S]\n"
         "                                    list your sandboxes (with these labels, in this state)\n"
@@ -59,6 +59,7 @@ static const char usage_main[] =
         "  reset ID [NAME]                   restart a sandbox on snapshot NAME, or as it was created\n"
         "  replay [--from NAME] FILE         re-run a recorded trajectory, report where it diverges\n"
         "  gc                                remove store layers nothing uses\n"
+        "  daemon status|stop|restart        your own nsboxd: its pid, uptime, ...; stop it cleanly\n"
         "  tools [--format json|openai|mcp]  the tool schemas, for an LLM's tool list\n"
         "  mcp [OPTIONS]                     Model Context Protocol server on stdio (Claude Code, ...)\n"
         "  completion bash|zsh|fish          a completion script for the shell\n"
@@ -243,7 +244,7 @@ const nsbox_cli_command nsbox_cli_commands[] = {
         { "logs", nsbox_cmd_logs, 0, "-f --follow", NULL },
         { "attach", nsbox_cmd_attach, 0, "", NULL },
         { "call", nsbox_cmd_call, 0, "", NULL },
-        { "cp", nsbox_cmd_cp, 0, "", NULL },
+        { "cp", nsbox_cmd_cp, 0, "-r -R --recursive --max-size", NULL },
         { "watch", nsbox_cmd_watch, 0, "-r --recursive", NULL },
         { "ls", nsbox_cmd_ls, 0, "-q --quiet --json --label --state", NULL },
         { "inspect", nsbox_cmd_inspect, 0, "", NULL },
@@ -257,6 +258,7 @@ const nsbox_cli_command nsbox_cli_commands[] = {
         { "reset", nsbox_cmd_reset, 0, "--json", NULL },
         { "replay", nsbox_cmd_replay, NSBOX_CMD_REPLAY, "", NULL },
         { "gc", nsbox_cmd_gc, 0, "--json", NULL },
+        { "daemon", nsbox_cmd_daemon, 0, "--json", "status stop restart" },
         { "tools", nsbox_cmd_tools, 0, "--format", NULL },
         { "mcp", nsbox_cmd_mcp, NSBOX_CMD_MCP, "", NULL },
         { "version", cmd_version, 0, "", NULL },

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli_session.h"
 #include "util.h"
@@ -105,9 +106,19 @@ int nsbox_cmd_stats(int argc, char **argv)
                        json_is_string(json_object_get(cat, "error")) ? ", " : "", json_string_value(json_object_get(cat, "error")) ?: "");
         const char *name;
         json_t *t;
-        json_object_foreach(json_object_get(res, "templates"), name, t)
+        json_object_foreach(json_object_get(res, "templates"), name, t) {
                 printf("template %s: pool %lld, %lld ready, %lld starting, %lld live; %lld from the pool, %lld started cold\n", name, I(t, "pool"),
                        I(t, "ready"), I(t, "starting"), I(t, "live"), I(t, "hits"), I(t, "misses"));
+                json_t *f = json_object_get(t, "last_start_failure");
+                if (f) { /* nsboxd's words, escaped: they may quote a client's strings */
+                        time_t at = (time_t)I(f, "time");
+                        char when[32];
+                        struct tm tm;
+                        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&at, &tm));
+                        _cleanup_free_ char *why = nsbox_escape_controls(json_string_value(json_object_get(f, "reason")) ?: "");
+                        printf("  last start failure %s (%lld in all, %lld in a row): %s\n", when, I(f, "count"), I(f, "in_a_row"), why ? why : "");
+                }
+        }
 #undef I
 #undef R
         json_decref(res);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* nsbox create, exec, call, cp, ls, rm and tools (cli_session.h): option parsing and output;
- * the work is one or a few nsboxd calls through client.h. */
+/* nsbox create, watch, call, ls, inspect, rm and tools (cli_session.h; exec is cli_exec.c, cp
+ * cli_cp.c): option parsing and output; the work is one or a few nsboxd calls through client.h. */
 #include "cli_session.h"
 
 #include <errno.h>
@@ -9,19 +9,15 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../tools/registry.h"
-#include "base64.h"
 #include "client.h"
 #include "options.h"
 #include "params.h"
@@ -29,12 +25,12 @@
 #include "supervisor.h"
 #include "util.h"
 
-#define CP_CHUNK (4u << 20) /* bytes per call: large files are streamed, never held whole */
 
 
 /* nsboxd's messages may echo what a client chose (labels, names): escaped (nsbox_escape_controls) */
 static int say(const char *cmd, int status, const char *code, const nsbox_error *err)
 {
+        nsbox_cli_progress_stop(NULL); /* the error on a line of its own */
         _cleanup_free_ char *safe = nsbox_escape_controls(err->msg ? err->msg : "failed");
         _cleanup_free_ char *safe_code = code ? nsbox_escape_controls(code) : NULL;
         if (safe_code && strcmp(code, "internal"))
@@ -69,7 +65,12 @@ int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t
                 nsbox_error_clear(&err);
                 return st;
         }
-        if (nsbox_client_call(cl, method, params, ev, ud, ret, &code, &err) < 0) {
+        int r = nsbox_client_call(cl, method, params, ev, ud, ret, &code, &err);
+        if (r < 0) {
+                if (r == -ECANCELED && !code) { /* the callback gave up: it says why */
+                        nsbox_error_clear(&err);
+                        return EXIT_NSBOX;
+                }
                 int st = say(cmd, code ? refused_status : EXIT_NSBOX, code, &err);
                 nsbox_error_clear(&err);
                 return st;
@@ -173,8 +174,13 @@ int nsbox_cmd_create(int argc, char **argv)
         }
         /* --count: one connection, one sandbox after the other; each id as soon as it exists */
         nsbox_client cl = { .fd = -1 };
+        const char *repo = json_string_value(json_object_get(params, "repo"));
         for (uint64_t i = 0; i < o.count && status == 0; i++) {
+                nsbox_cli_progress pr = { 0 };
+                if (repo)
+                        nsbox_cli_progress_start(&pr, "cloning %s", repo);
                 status = call_once("create", &cl, o.reuse ? "get_or_create" : "create", json_incref(params), NULL, NULL, &res, EXIT_NSBOX);
+                nsbox_cli_progress_stop(&pr);
                 if (status == 0) {
                         if (o.json)
                                 print_json(stdout, res);
@@ -189,280 +195,6 @@ int nsbox_cmd_create(int argc, char **argv)
         nsbox_client_close(&cl);
 out:
         nsbox_run_options_release(&o);
-        return status;
-}
-
-/* ---- exec ------------------------------------------------------------------------------------- */
-
-static const char usage_exec[] =
-        "usage: nsbox exec [OPTIONS] ID [--] CMD [ARG...]\n"
-        "\n"
-        "Run CMD in sandbox ID, its output streamed to ours; the exit status is CMD's (128+N when\n"
-        "killed by signal N, 124 on timeout, 126/127 when it cannot be run, 125 if nsbox failed).\n"
-        "Options go before ID (as docker's): what follows ID is the command; one that starts\n"
-        "with '-' is refused unless after --.\n"
-        "  --timeout SECONDS      kill CMD's process group after SECONDS\n"
-        "  -w, --workdir DIR      working directory (default: the sandbox's workdir; --cwd DIR too)\n"
-        "  -e, --env K=V | K      set K for CMD, or pass the caller's K through (repeatable)\n"
-        "  --env-file FILE        K=V (or K) lines, # comments and blank lines, as docker's\n"
-        "  -d, --detach           start CMD in the background, print its pid (and tag) and return;\n"
-        "                         it runs on after nsbox exits (see nsbox logs, nsbox attach)\n"
-        "  -i, --interactive      forward our standard input to CMD's (default: /dev/null)\n"
-        "  -t, --tty              run CMD on a terminal (a pty of the sandbox's) of our window's size;\n"
-        "                         its output is one stream.  -it: our terminal raw, keys and window\n"
-        "                         size forwarded; Ctrl-P Ctrl-Q detaches and leaves CMD running\n"
-        "  --tag TAG              name the process (1-64 of A-Z a-z 0-9 . _ -), unique among the\n"
-        "                         sandbox's running processes\n"
-        "  --json                 print the result object on stderr afterwards\n";
-
-void nsbox_cli_output_event(json_t *params, void *ud)
-{
-        (void)ud;
-        const char *ev = json_string_value(json_object_get(params, "event"));
-        json_t *data = json_object_get(params, "data_b64");
-        if (!ev || !json_is_string(data))
-                return;
-        strbuf sb;
-        sb_init(&sb, 0);
-        if (b64_decode(json_string_value(data), json_string_length(data), &sb) == 0 && sb.len)
-                write_full(strcmp(ev, "stderr") ? 1 : 2, sb.buf, sb.len);
-        sb_release(&sb);
-}
-
-/* exec -i: our stdin goes to the command's, as process_write_stdin calls on a second
- * connection (the first carries the streamed output), from a thread started by the "started"
- * event.  A command that stops reading ends the forwarding quietly. */
-#define STDIN_CHUNK (256u << 10)
-
-typedef struct stdin_fwd {
-        const char *sandbox;
-        json_int_t pid;
-        pthread_t thread;
-        bool started;
-} stdin_fwd;
-
-static int fwd_call(nsbox_client *c, const char *sandbox, const char *tool, json_t *tparams, const char **code)
-{
-        json_t *params = json_pack("{ss ss so}", "sandbox", sandbox, "tool", tool, "params", tparams);
-        json_t *res = NULL;
-        nsbox_error err = { 0 };
-        *code = NULL;
-        int r = params ? nsbox_client_call(c, "call", params, NULL, NULL, &res, code, &err) : -ENOMEM;
-        json_decref(res);
-        nsbox_error_clear(&err);
-        return r;
-}
-
-/* What stdin has now, up to STDIN_CHUNK, blocking only for the first bytes: 0 at end of file. */
-static ssize_t read_some(char *buf)
-{
-        size_t have = 0;
-        for (;;) {
-                ssize_t n = read(0, buf + have, STDIN_CHUNK - have);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return have ? (ssize_t)have : n;
-                have += (size_t)n;
-                struct pollfd pfd = { .fd = 0, .events = POLLIN };
-                if (have == STDIN_CHUNK || poll(&pfd, 1, 0) <= 0 || !(pfd.revents & (POLLIN | POLLHUP)))
-                        return (ssize_t)have;
-        }
-}
-
-static void *fwd_main(void *ud)
-{
-        stdin_fwd *f = ud;
-        nsbox_client c = { .fd = -1 };
-        nsbox_error err = { 0 };
-        const char *code;
-        char *buf = malloc(STDIN_CHUNK), *enc = malloc(b64_encoded_len(STDIN_CHUNK) + 1);
-        if (!buf || !enc || nsbox_client_connect(false, &c, &err) < 0)
-                goto out;
-        ssize_t n;
-        while ((n = read_some(buf)) > 0) {
-                b64_encode(buf, (size_t)n, enc);
-                /* too_large: the command has not read what is queued yet; anything else (its
-                 * stdin closed, it ended) means nothing more is wanted */
-                while (fwd_call(&c, f->sandbox, "process_write_stdin", json_pack("{sI ss}", "pid", f->pid, "data_b64", enc), &code) < 0)
-                        if (!code || strcmp(code, "too_large") || usleep(10000) < 0)
-                                goto out;
-        }
-        fwd_call(&c, f->sandbox, "process_close_stdin", json_pack("{sI}", "pid", f->pid), &code);
-out:
-        nsbox_error_clear(&err);
-        nsbox_client_close(&c);
-        free(buf);
-        free(enc);
-        return NULL;
-}
-
-static void exec_event(json_t *params, void *ud)
-{
-        stdin_fwd *f = ud;
-        const char *ev = json_string_value(json_object_get(params, "event"));
-        if (f && !f->started && ev && !strcmp(ev, "started")) {
-                f->pid = json_integer_value(json_object_get(params, "pid"));
-                f->started = f->pid > 0 && pthread_create(&f->thread, NULL, fwd_main, f) == 0;
-                if (f->started)
-                        pthread_detach(f->thread); /* it may sit in read(2) after the command ended */
-        }
-        nsbox_cli_output_event(params, NULL);
-}
-
-/* exec -t's pty param: our terminal's size (stdout's, else stdin's), or 80x24 */
-static json_t *tty_size(void)
-{
-        struct winsize ws;
-        for (int fd = 1; fd >= 0; fd--)
-                if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row)
-                        return json_pack("{si si}", "cols", ws.ws_col > 1000 ? 1000 : ws.ws_col, "rows", ws.ws_row > 1000 ? 1000 : ws.ws_row);
-        return json_pack("{si si}", "cols", 80, "rows", 24);
-}
-
-/* -e K=V, or -e K: the caller's K, as nsbox run passes it (nothing when it has none) */
-static int exec_env(json_t *env, const char *kv)
-{
-        const char *eq = strchr(kv, '=');
-        if (eq == kv || !kv[0])
-                return usage_error("exec", "-e '%s': expected K=V or K", kv);
-        if (!eq) {
-                const char *v = getenv(kv);
-                return v ? json_object_set_new(env, kv, json_string(v)) < 0 ? EXIT_NSBOX : 0 : 0;
-        }
-        _cleanup_free_ char *k = strndup(kv, (size_t)(eq - kv));
-        return k && json_object_set_new(env, k, json_string(eq + 1)) == 0 ? 0 : EXIT_NSBOX;
-}
-
-static int exec_env_file(json_t *env, const char *path)
-{
-        nsbox_error err = { 0 };
-        _cleanup_strv_ char **lines = NULL;
-        if (nsbox_env_file_read(path, &lines, &err) < 0) {
-                int st = usage_error("exec", "%s", err.msg ? err.msg : "--env-file: out of memory");
-                nsbox_error_clear(&err);
-                return st;
-        }
-        for (char **l = lines; l && *l; l++) {
-                int st = exec_env(env, *l);
-                if (st)
-                        return st;
-        }
-        return 0;
-}
-
-int nsbox_cmd_exec(int argc, char **argv)
-{
-        enum { OPT_TIMEOUT = 0x100, OPT_CWD, OPT_JSON, OPT_TAG, OPT_ENV_FILE };
-        static const struct option opts[] = {
-                { "timeout", required_argument, NULL, OPT_TIMEOUT }, { "cwd", required_argument, NULL, OPT_CWD },
-                { "workdir", required_argument, NULL, 'w' },         { "env-file", required_argument, NULL, OPT_ENV_FILE },
-                { "env", required_argument, NULL, 'e' },             { "json", no_argument, NULL, OPT_JSON },
-                { "detach", no_argument, NULL, 'd' },                { "tag", required_argument, NULL, OPT_TAG },
-                { "interactive", no_argument, NULL, 'i' },           { "help", no_argument, NULL, 'h' },
-                { "tty", no_argument, NULL, 't' },
-                {},
-        };
-        _cleanup_(json_decrefp) json_t *env = json_object();
-        const char *cwd = NULL, *tag = NULL;
-        uint64_t timeout_ms = 0;
-        bool json = false, detach = false, interactive = false, tty = false;
-        int c, st;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "+:de:hitw:", opts, NULL)) != -1) {
-                switch (c) {
-                case 'd': detach = true; break;
-                case 'i': interactive = true; break;
-                case 't': tty = true; break;
-                case OPT_TAG: tag = optarg; break;
-                case OPT_TIMEOUT:
-                        if (parse_duration_ms(optarg, &timeout_ms) < 0)
-                                return usage_error("exec", "--timeout '%s': expected seconds", optarg);
-                        break;
-                case 'w':
-                case OPT_CWD: cwd = optarg; break;
-                case OPT_JSON: json = true; break;
-                case 'e':
-                        if ((st = exec_env(env, optarg)))
-                                return st;
-                        break;
-                case OPT_ENV_FILE:
-                        if ((st = exec_env_file(env, optarg)))
-                                return st;
-                        break;
-                case 'h': fputs(usage_exec, stdout); return 0;
-                case ':': return usage_error("exec", "option '%s' needs a value", argv[optind - 1]);
-                default:
-                        if (optopt && optopt < 0x100)
-                                return usage_error("exec", "unknown option '-%c'", optopt);
-                        return nsbox_cli_unknown_option("exec", argv[optind - 1]);
-                }
-        }
-        if (argc - optind < 2 || (interactive && detach))
-                return usage_error("exec", interactive && detach ? "-i and -d do not go together" : "expected a sandbox ID and a command");
-        const char *id = argv[optind++];
-        /* docker's rule: options before the ID, the command after it; an option after the ID
-         * would otherwise run as the command (127) */
-        if (argv[optind][0] == '-' && strcmp(argv[optind], "--")) {
-                _cleanup_free_ char *safe = nsbox_escape_controls(argv[optind]);
-                return usage_error("exec", "'%s' after the sandbox ID: options go before the ID (nsbox exec [OPTIONS] ID [--] CMD)",
-                                   safe ? safe : "?");
-        }
-        if (!strcmp(argv[optind], "--"))
-                optind++;
-        if (optind >= argc)
-                return usage_error("exec", "no command given");
-        json_t *cmd = json_array();
-        for (int i = optind; i < argc; i++)
-                json_array_append_new(cmd, json_string(argv[i]));
-        json_t *tparams = json_pack("{so sO}", "cmd", cmd, "env", env);
-        if (cwd)
-                json_object_set_new(tparams, "cwd", json_string(cwd));
-        if (timeout_ms)
-                json_object_set_new(tparams, "timeout", json_real((double)timeout_ms / 1000.0));
-        if (tag)
-                json_object_set_new(tparams, "tag", json_string(tag));
-        if (detach)
-                json_object_set_new(tparams, "detach", json_true());
-        if (interactive && tty) {
-                if (json)
-                        fprintf(stderr, "nsbox: exec: --json is ignored with -it\n");
-                return nsbox_cli_exec_tty(id, tparams);
-        }
-        if (tty) /* the size of our window, when there is one */
-                json_object_set_new(tparams, "pty", tty_size());
-        if (interactive)
-                json_object_set_new(tparams, "stdin_open", json_true());
-        json_t *params = json_pack("{ss ss so sb}", "sandbox", id, "tool", "exec", "params", tparams, "stream", !detach);
-        nsbox_client cl = { .fd = -1 };
-        json_t *res = NULL;
-        static stdin_fwd fwd; /* the thread may outlive this call */
-        fwd.sandbox = id;
-        int status = call_once("exec", &cl, "call", params, exec_event, interactive ? &fwd : NULL, &res, EXIT_NSBOX);
-        nsbox_client_close(&cl);
-        if (status)
-                return status;
-        if (detach && json_is_true(json_object_get(res, "background"))) {
-                /* the pid, and the tag when there is one: what nsbox logs and attach take */
-                const char *t = json_string_value(json_object_get(res, "tag"));
-                printf("%" JSON_INTEGER_FORMAT "%s%s\n", json_integer_value(json_object_get(res, "pid")), t ? "\t" : "", t ? t : "");
-                json_decref(res);
-                return 0;
-        }
-        const char *err_text = detach ? json_string_value(json_object_get(res, "stderr")) : NULL;
-        if (err_text) /* it could not start: why, as a streamed exec shows it */
-                fputs(err_text, stderr);
-        if (json) {
-                char *text = nsbox_cli_dumps(res, JSON_COMPACT);
-                if (text)
-                        fprintf(stderr, "%s\n", text);
-                free(text);
-        }
-        json_t *code = json_object_get(res, "exit_code");
-        status = json_is_integer(code) && json_integer_value(code) >= 0 && json_integer_value(code) <= 255 ? (int)json_integer_value(code)
-                                                                                                         : EXIT_NSBOX;
-        json_decref(res);
         return status;
 }
 
@@ -564,287 +296,6 @@ int nsbox_cmd_call(int argc, char **argv)
         return status;
 }
 
-/* ---- cp --------------------------------------------------------------------------------------- */
-
-static const char usage_cp[] =
-        "usage: nsbox cp SRC DST\n"
-        "\n"
-        "Copy one regular file into or out of a sandbox: one of SRC and DST is ID:PATH (PATH\n"
-        "relative to the sandbox's workdir or absolute inside it), the other a host path (- for\n"
-        "standard input or output).  Binary-safe and streamed in chunks; the destination is\n"
-        "replaced only once the whole file is there.  A directory as DST receives SRC's name.\n";
-
-/* "ID:PATH" with ID a (prefix of a) sandbox id: hex digits, at least 4. */
-static bool split_remote(const char *arg, char **ret_id, const char **ret_path)
-{
-        const char *colon = strchr(arg, ':');
-        if (!colon || colon - arg < 4 || colon - arg > NSBOX_ID_MAX)
-                return false;
-        for (const char *p = arg; p < colon; p++)
-                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-                        return false;
-        *ret_id = strndup(arg, (size_t)(colon - arg));
-        *ret_path = colon + 1;
-        return *ret_id != NULL;
-}
-
-static const char *base_name(const char *p)
-{
-        const char *s = strrchr(p, '/');
-        return s ? s + 1 : p;
-}
-
-/* One tool call in a copy; prints the error itself.  0 or an exit status. */
-static int cp_call(nsbox_client *cl, const char *id, const char *tool, json_t *tparams, json_t **ret)
-{
-        json_t *params = json_pack("{ss ss so}", "sandbox", id, "tool", tool, "params", tparams);
-        json_t *res = NULL;
-        int st = call_once("cp", cl, "call", params, NULL, NULL, &res, EXIT_REFUSED);
-        if (ret)
-                *ret = res;
-        else
-                json_decref(res);
-        return st;
-}
-
-static int cp_in(nsbox_client *cl, const char *src, const char *id, const char *dst)
-{
-        /* O_NONBLOCK: a FIFO must not hang the copy (it is refused below; - is for pipes) */
-        bool from_stdin = !strcmp(src, "-");
-        _cleanup_close_ int fd = from_stdin ? dup(0) : open(src, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0) {
-                fprintf(stderr, "nsbox: cp: '%s': %s\n", src, strerror(errno));
-                return EXIT_REFUSED;
-        }
-        if (S_ISDIR(st.st_mode)) {
-                fprintf(stderr, "nsbox: cp: '%s': is a directory (nsbox cp copies one file)\n", src);
-                return EXIT_REFUSED;
-        }
-        if (!from_stdin && !S_ISREG(st.st_mode)) {
-                fprintf(stderr, "nsbox: cp: '%s' is not a regular file: nsbox cp copies regular files only (- reads standard input)\n", src);
-                return EXIT_REFUSED;
-        }
-        /* into a directory: under SRC's name */
-        _cleanup_free_ char *target = strdup(dst);
-        json_t *sres = NULL;
-        int r = cp_call(cl, id, "exists", json_pack("{ss}", "path", dst), &sres);
-        if (r)
-                return r;
-        const char *type = json_string_value(json_object_get(sres, "type"));
-        if ((type && !strcmp(type, "directory")) || (dst[0] && dst[strlen(dst) - 1] == '/')) {
-                free(target);
-                target = NULL;
-                if (!strcmp(src, "-") || asprintf(&target, "%s/%s", dst, base_name(src)) < 0) {
-                        json_decref(sres);
-                        fprintf(stderr, "nsbox: cp: '%s' is a directory: give the file name\n", dst);
-                        return EXIT_REFUSED;
-                }
-        }
-        json_decref(sres);
-        if (!target)
-                return EXIT_NSBOX;
-        /* chunks go to a temporary name next to the target, renamed over it at the end */
-        _cleanup_free_ char *tmp = NULL;
-        const char *slash = strrchr(target, '/');
-        if (asprintf(&tmp, "%.*s.%s.nsbox-cp-%d", slash ? (int)(slash - target + 1) : 0, target, slash ? slash + 1 : target,
-                     (int)getpid()) < 0)
-                return EXIT_NSBOX;
-        char *buf = malloc(CP_CHUNK), *enc = malloc(b64_encoded_len(CP_CHUNK) + 1);
-        if (!buf || !enc) {
-                free(buf);
-                free(enc);
-                return EXIT_NSBOX;
-        }
-        bool first = true;
-        for (;;) {
-                ssize_t n = read_full(fd, buf, CP_CHUNK);
-                if (n < 0) {
-                        fprintf(stderr, "nsbox: cp: read '%s': %s\n", src, strerror(errno));
-                        r = EXIT_REFUSED;
-                        break;
-                }
-                if (n == 0 && !first)
-                        break;
-                b64_encode(buf, (size_t)n, enc);
-                json_t *tp = json_pack("{ss ss sb}", "path", tmp, "content_b64", enc, "append", !first);
-                if (first && S_ISREG(st.st_mode))
-                        json_object_set_new(tp, "mode", json_integer(st.st_mode & 0777));
-                if ((r = cp_call(cl, id, "write_file", tp, NULL)))
-                        break;
-                first = false;
-                if ((size_t)n < CP_CHUNK)
-                        break;
-        }
-        free(buf);
-        free(enc);
-        if (r == 0)
-                r = cp_call(cl, id, "rename", json_pack("{ss ss}", "from", tmp, "to", target), NULL);
-        if (r && !first)
-                cp_call(cl, id, "remove", json_pack("{ss}", "path", tmp), NULL);
-        return r;
-}
-
-/* Write n zero bytes to fd: a hole of the file, for an output that cannot seek (standard output). */
-static int write_zeros(int fd, uint64_t n)
-{
-        static const char zeros[65536];
-        while (n > 0) {
-                size_t k = n < sizeof(zeros) ? (size_t)n : sizeof(zeros);
-                int r = write_full(fd, zeros, k);
-                if (r < 0)
-                        return r;
-                n -= k;
-        }
-        return 0;
-}
-
-static int pwrite_full(int fd, const char *buf, size_t n, uint64_t at)
-{
-        while (n > 0) {
-                ssize_t k = pwrite(fd, buf, n, (off_t)at);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? -errno : -EIO;
-                buf += k;
-                n -= (size_t)k;
-                at += (uint64_t)k;
-        }
-        return 0;
-}
-
-static mode_t caller_umask(void)
-{
-        mode_t m = umask(0);
-        umask(m);
-        return m;
-}
-
-/* The file as it was when cp began: its size then bounds the copy (a file growing inside would
- * keep a copy going for ever), its holes stay holes (a sparse file of 512 MiB holding nothing is
- * not sent, nor written out, as 512 MiB of zeros), and only a regular file is copied. */
-static int cp_out(nsbox_client *cl, const char *id, const char *src, const char *dst)
-{
-        json_t *sres = NULL;
-        int r = cp_call(cl, id, "stat", json_pack("{ss sb}", "path", src, "follow", 1), &sres);
-        if (r)
-                return r;
-        const char *type = json_string_value(json_object_get(sres, "type"));
-        bool regular = type && !strcmp(type, "file");
-        json_int_t mode = json_integer_value(json_object_get(sres, "mode"));
-        json_int_t size = json_integer_value(json_object_get(sres, "size"));
-        if (!regular || size < 0) {
-                fprintf(stderr, "nsbox: cp: '%s' in sandbox %s is not a regular file (%.32s): nsbox cp copies regular files only\n", src, id,
-                        type ? type : "unknown");
-                json_decref(sres);
-                return EXIT_REFUSED;
-        }
-        json_decref(sres);
-        bool to_stdout = !strcmp(dst, "-");
-        _cleanup_free_ char *target = strdup(dst), *tmp = NULL;
-        struct stat st;
-        if (!to_stdout && stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
-                free(target);
-                if (asprintf(&target, "%s/%s", dst, base_name(src)) < 0)
-                        return EXIT_NSBOX;
-        }
-        if (!target || (!to_stdout && asprintf(&tmp, "%s.nsbox-cp-%d", target, (int)getpid()) < 0))
-                return EXIT_NSBOX;
-        _cleanup_close_ int fd = to_stdout ? dup(1) : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0) {
-                fprintf(stderr, "nsbox: cp: '%s': %s\n", to_stdout ? "-" : tmp, strerror(errno));
-                return EXIT_REFUSED;
-        }
-        /* the holes, as the caller's own cp makes them: a file of that size, data written into it */
-        if (!to_stdout && ftruncate(fd, (off_t)size) < 0) {
-                fprintf(stderr, "nsbox: cp: '%s': %s\n", tmp, strerror(errno));
-                unlink(tmp);
-                return EXIT_REFUSED;
-        }
-        strbuf bytes;
-        sb_init(&bytes, 0);
-        uint64_t end = (uint64_t)size, off = 0;
-        while (off < end) {
-                json_t *res = NULL;
-                uint64_t want = end - off < CP_CHUNK ? end - off : CP_CHUNK;
-                r = cp_call(cl, id, "read_file",
-                            json_pack("{ss ss sI sI sb}", "path", src, "encoding", "base64", "byte_offset", (json_int_t)off, "byte_limit",
-                                      (json_int_t)want, "skip_holes", 1),
-                            &res);
-                if (r)
-                        break;
-                json_t *content = json_object_get(res, "content");
-                json_int_t at = json_integer_value(json_object_get(res, "byte_offset"));
-                bytes.len = 0;
-                if (!json_is_string(content) || b64_decode(json_string_value(content), json_string_length(content), &bytes) < 0 ||
-                    at < (json_int_t)off) {
-                        json_decref(res);
-                        fprintf(stderr, "nsbox: cp: nsboxd sent a malformed chunk\n");
-                        r = EXIT_NSBOX;
-                        break;
-                }
-                bool eof = json_is_true(json_object_get(res, "eof"));
-                json_decref(res);
-                /* what lies past the size seen at first is not copied */
-                uint64_t from = (uint64_t)at < end ? (uint64_t)at : end;
-                size_t n = bytes.len < end - from ? bytes.len : (size_t)(end - from);
-                int w = 0;
-                if (to_stdout) {
-                        w = write_zeros(fd, from - off);
-                        if (w == 0 && n)
-                                w = write_full(fd, bytes.buf, n);
-                } else if (n) {
-                        w = pwrite_full(fd, bytes.buf, n, from);
-                }
-                if (w < 0) {
-                        fprintf(stderr, "nsbox: cp: write '%s': %s\n", to_stdout ? "-" : tmp, strerror(-w));
-                        r = EXIT_REFUSED;
-                        break;
-                }
-                off = from + n;
-                if (eof || n == 0)
-                        break;
-        }
-        sb_release(&bytes);
-        if (to_stdout) /* a file that shrank meanwhile still gives the size seen at first */
-                return r ? r : write_zeros(fd, end - off) < 0 ? EXIT_REFUSED : 0;
-        /* the caller's umask applies, as to any file it makes; no setuid, setgid or sticky bit */
-        if (r == 0 && (fchmod(fd, (mode_t)(mode & 0777) & ~caller_umask()) < 0 || rename(tmp, target) < 0)) {
-                fprintf(stderr, "nsbox: cp: '%s': %s\n", target, strerror(errno));
-                r = EXIT_REFUSED;
-        }
-        if (r)
-                unlink(tmp);
-        return r;
-}
-
-int nsbox_cmd_cp(int argc, char **argv)
-{
-        if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-                fputs(usage_cp, stdout);
-                return 0;
-        }
-        if (argc >= 2 && (!strcmp(argv[1], "-r") || !strcmp(argv[1], "-R") || !strcmp(argv[1], "--recursive")))
-                return usage_error("cp", "%s: nsbox cp copies one file; for a directory: tar c DIR | nsbox exec -i ID -- tar x -C PATH",
-                                   argv[1]);
-        if (argc >= 2 && argv[1][0] == '-' && argv[1][1])
-                return nsbox_cli_unknown_option("cp", argv[1]);
-        if (argc != 3)
-                return usage_error("cp", "expected SRC DST");
-        _cleanup_free_ char *sid = NULL, *did = NULL;
-        const char *spath = NULL, *dpath = NULL;
-        bool sremote = split_remote(argv[1], &sid, &spath), dremote = split_remote(argv[2], &did, &dpath);
-        if (sremote == dremote)
-                return usage_error("cp", "exactly one of SRC and DST must be ID:PATH");
-        if ((sremote && !*spath) || (dremote && !*dpath))
-                return usage_error("cp", "ID:PATH needs a PATH");
-        nsbox_client cl = { .fd = -1 };
-        int r = sremote ? cp_out(&cl, sid, spath, argv[2]) : cp_in(&cl, argv[1], did, dpath);
-        nsbox_client_close(&cl);
-        return r;
-}
-
 /* ---- ls, inspect, rm, tools ------------------------------------------------------------------- */
 
 static const char usage_ls[] =
@@ -882,6 +333,29 @@ static int list_sandboxes(const char *cmd, nsbox_client *cl, json_t *params, jso
         return 0;
 }
 
+static const char *base_name(const char *p)
+{
+        const char *s = strrchr(p, '/');
+        return s ? s + 1 : p;
+}
+
+/* ls's POLICY: what the sandbox was made from: its template, a named policy of the policy
+ * directories ("default", "strict") or the policy file's name */
+static char *policy_label(json_t *s)
+{
+        const char *tpl = json_string_value(json_object_get(s, "template"));
+        const char *pol = json_string_value(json_object_get(s, "policy"));
+        if (tpl)
+                return nsbox_escape_controls(tpl);
+        if (!pol || !*pol)
+                return strdup("default");
+        const char *b = base_name(pol);
+        size_t bl = strlen(b), dl = (size_t)(b - pol);
+        bool named = bl > 5 && !strcmp(b + bl - 5, ".json") && dl >= 7 && !strncmp(b - 7, "policy/", 7);
+        _cleanup_free_ char *n = strndup(b, named ? bl - 5 : bl);
+        return n ? nsbox_escape_controls(n) : NULL;
+}
+
 static void print_table(json_t *list)
 {
         size_t i;
@@ -905,9 +379,8 @@ static void print_table(json_t *list)
                 json_object_foreach(json_object_get(s, "labels"), k, v)
                         sb_appendf(&labels, "%s%s=%s", labels.len ? "," : "", k, json_string_value(v));
                 /* what clients chose (labels, a policy's name) reaches the terminal escaped */
-                const char *pol = json_string_value(json_object_get(s, "policy"));
                 _cleanup_free_ char *safe_labels = nsbox_escape_controls(labels.buf ? labels.buf : "");
-                _cleanup_free_ char *safe_pol = nsbox_escape_controls(pol ? base_name(pol) : "");
+                _cleanup_free_ char *safe_pol = policy_label(s);
                 _cleanup_free_ char *safe_id = nsbox_escape_controls(json_string_value(json_object_get(s, "id")) ?: "");
                 _cleanup_free_ char *safe_state = nsbox_escape_controls(json_string_value(json_object_get(s, "state")) ?: "");
                 printf("%-*s  %-8s  %-6s  %-14s  %s\n", w, safe_id ? safe_id : "", safe_state ? safe_state : "", agebuf,

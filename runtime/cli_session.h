@@ -53,6 +53,14 @@ char *nsbox_cli_dumps(json_t *v, size_t flags);
 struct nsbox_run_options;
 int nsbox_cli_create_params(const char *cmd, const struct nsbox_run_options *o, json_t **ret);
 
+/* cp -r's stream: CMD (taken) runs in sandbox id through cl (connected if not), streamed; in_fd (-1: none) is forwarded to its
+ * stdin, at most in_max bytes (0: no bound; *ret_over set when more came and stdin was closed
+ * early); its stdout events go to out, its stderr to ours.  0 with *ret_code (-1 if none), or
+ * the exit status after printing why. */
+#include <stdint.h>
+int nsbox_cli_exec_stream(const char *name, nsbox_client *cl, const char *id, json_t *cmd, int in_fd, uint64_t in_max, bool *ret_over,
+                          nsbox_client_event_fn out, void *ud, int *ret_code);
+
 /* cli_procs.c: logs, attach */
 int nsbox_cmd_logs(int argc, char **argv);
 int nsbox_cmd_attach(int argc, char **argv);
@@ -77,6 +85,22 @@ int nsbox_cmd_completion(int argc, char **argv);
 int nsbox_cli_unknown_option(const char *cmd, const char *arg);
 
 int nsbox_cmd_inspect(int argc, char **argv);
+
+/* cli_progress.c: "nsbox: WHAT... Ns" redrawn on stderr each second until stop, then erased;
+ * nothing when stderr is not a terminal */
+#include <pthread.h>
+typedef struct nsbox_cli_progress {
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool running, done;
+        char what[256];
+} nsbox_cli_progress;
+void nsbox_cli_progress_start(nsbox_cli_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void nsbox_cli_progress_stop(nsbox_cli_progress *p); /* NULL: the one running, if any */
+
+/* cli_daemon.c: nsbox daemon status|stop|restart */
+int nsbox_cmd_daemon(int argc, char **argv);
 
 /* cli_mcp.c: nsbox mcp */
 int nsbox_cmd_mcp(int argc, char **argv);

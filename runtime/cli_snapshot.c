@@ -174,8 +174,11 @@ int nsbox_cmd_snapshot(int argc, char **argv)
                 return nsbox_cli_usage_error("snapshot", "expected a sandbox ID and a snapshot NAME");
         nsbox_client cl = { .fd = -1 };
         json_t *res = NULL;
+        nsbox_cli_progress pr;
+        nsbox_cli_progress_start(&pr, "snapshotting %s as %s", pos[0], pos[1]);
         int status = nsbox_cli_call("snapshot", &cl, "snapshot", json_pack("{ss ss}", "sandbox", pos[0], "name", pos[1]), NULL, NULL, &res,
                                     EXIT_REFUSED);
+        nsbox_cli_progress_stop(&pr);
         nsbox_client_close(&cl);
         if (status == 0) {
                 if (json)

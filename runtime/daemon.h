@@ -18,6 +18,9 @@ typedef struct nsbox_daemon_config {
 /* Check what the daemon would do with conf: each template's create params as create would take
  * them (options, policy, the host's support).  One line in err naming the template. */
 int nsbox_daemon_check_config(const nsbox_dconfig *conf, nsbox_error *err);
+/* nsboxd --check-config: start one sandbox of each template and destroy it; the first that
+ * does not start fails, its name and the reason in err. */
+int nsbox_daemon_check_templates_start(const nsbox_dconfig *conf, nsbox_error *err);
 
 /* Runs until SIGTERM or SIGINT; then lets calls in flight finish (drain_timeout), destroys every
  * sandbox and returns 0. */

@@ -158,6 +158,12 @@ int main(int argc, char **argv)
                 nsbox_dconfig_release(&conf);
                 return 2;
         }
+        if (check && nsbox_daemon_check_templates_start(&conf, &err) < 0) {
+                fprintf(stderr, "nsboxd: %s\n", err.msg ? err.msg : "a template does not start");
+                nsbox_error_clear(&err);
+                nsbox_dconfig_release(&conf);
+                return 2;
+        }
         if (check) {
                 printf("nsboxd: %s: ok (%zu templates)\n", conf.source ? conf.source : "no configuration file, the defaults", conf.n_templates);
                 nsbox_dconfig_release(&conf);

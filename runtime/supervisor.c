@@ -391,6 +391,11 @@ void nsbox_id_match_offer(nsbox_id_match *m, const char *id, void *obj)
 
 void *nsbox_id_match_result(const nsbox_id_match *m, const char **ret_code, char *msg, size_t n)
 {
+        if (m->n < 4) { /* never "no sandbox": what is wrong is the prefix given */
+                *ret_code = "invalid_argument";
+                snprintf(msg, n, "id prefix '%.64s' is too short: give at least 4 characters", m->want);
+                return NULL;
+        }
         if (!m->found) {
                 *ret_code = "not_found";
                 snprintf(msg, n, "no sandbox '%.64s'", m->want);

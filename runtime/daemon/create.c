@@ -299,7 +299,7 @@ static int disk_allowed(const daemon_state *d, json_t *shape, nsbox_policy *p, n
 }
 
 /* A sandbox from create's shaping params (or a template's), not linked nor started. */
-static int sandbox_prepare(daemon_state *d, const client *c, json_t *params, sandbox **ret, nsbox_error *err)
+int sandbox_prepare(daemon_state *d, const client *c, json_t *params, sandbox **ret, nsbox_error *err)
 {
         json_t *shape = json_deep_copy(params);
         nsbox_params_strip(shape, NSBOX_PARAM_LIFECYCLE);
@@ -772,7 +772,7 @@ void pool_fill(daemon_state *d)
                                 d->tpl[t].retry_ns = now + (d->tpl[t].fails >= 10 ? POOL_RETRY_MAX_NS : (100000000ull << d->tpl[t].fails));
                                 if (!d->pool_retry_ns || d->tpl[t].retry_ns < d->pool_retry_ns)
                                         d->pool_retry_ns = d->tpl[t].retry_ns;
-                                dlog(LOG_WARNING, "pool.start_failed", NULL, "template '%s': cannot prepare a pooled sandbox: %s", tp->name, err.msg ? err.msg : strerror(-r));
+                                tpl_start_failed(d, (int)t, err.msg ? err.msg : strerror(-r));
                                 nsbox_error_clear(&err);
                                 break;
                         }

@@ -185,6 +185,9 @@ typedef struct tpl_state {
         uint64_t hits, misses;
         unsigned fails;     /* pooled starts failed in a row */
         uint64_t retry_ns;  /* no pooled start before this */
+        uint64_t failures;  /* pooled starts failed in all */
+        time_t failed_at;   /* the last one: when, and why (nsbox stats) */
+        char failed_why[256];
 } tpl_state;
 
 /* API keys (apikeys.c): only each key's sha256 is kept, sorted by it. */
@@ -275,6 +278,7 @@ void method_snapshots(daemon_state *d, client *c, json_t *id, json_t *params, bo
 void method_list(daemon_state *d, client *c, json_t *id, json_t *params);
 void method_set_timeout(daemon_state *d, client *c, json_t *id, json_t *params);
 void method_stats(daemon_state *d, client *c, json_t *id);
+void method_shutdown(daemon_state *d, client *c, json_t *id);
 void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params);
 void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool pause);
 int sandbox_pause(sandbox *s, bool pause, const char *why, nsbox_error *err); /* logged with why */
@@ -383,6 +387,10 @@ bool visible(const client *c, const sandbox *s);
 sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *params);
 json_t *sandbox_json(const daemon_state *d, const sandbox *s);
 int sandbox_launch(daemon_state *d, sandbox *s, nsbox_error *err);
+/* create.c: a sandbox made from create's params (c NULL: a template's), not yet started */
+int sandbox_prepare(daemon_state *d, const client *c, json_t *params, sandbox **ret, nsbox_error *err);
+/* A pooled start of template t failed: counted, logged at warning level with why, kept for stats */
+void tpl_start_failed(daemon_state *d, int t, const char *why);
 void create_failed(daemon_state *d, sandbox *s, const char *code, const char *msg);
 sandbox *sandbox_new(void);
 

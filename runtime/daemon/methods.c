@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 
 #include "../dlog.h"
@@ -244,9 +245,13 @@ void method_stats(daemon_state *d, client *c, json_t *id)
         json_t *tpls = json_object();
         for (size_t t = 0; t < d->conf->n_templates; t++) {
                 unsigned pl, rd, st, live = of_template(d, (int)t, &pl, &rd, &st);
-                json_object_set_new(tpls, d->conf->templates[t].name,
-                                    json_pack("{si si si si sI sI}", "pool", (int)d->conf->templates[t].pool, "ready", (int)rd, "starting", (int)st,
-                                              "live", (int)live, "hits", (json_int_t)d->tpl[t].hits, "misses", (json_int_t)d->tpl[t].misses));
+                json_t *o = json_pack("{si si si si sI sI}", "pool", (int)d->conf->templates[t].pool, "ready", (int)rd, "starting", (int)st, "live",
+                                      (int)live, "hits", (json_int_t)d->tpl[t].hits, "misses", (json_int_t)d->tpl[t].misses);
+                if (o && d->tpl[t].failures) /* why its pool stays short */
+                        json_object_set_new(o, "last_start_failure",
+                                            json_pack("{ss sI sI si}", "reason", d->tpl[t].failed_why, "time", (json_int_t)d->tpl[t].failed_at, "count",
+                                                      (json_int_t)d->tpl[t].failures, "in_a_row", (int)d->tpl[t].fails));
+                json_object_set_new(tpls, d->conf->templates[t].name, o);
         }
         json_t *lat = json_pack("{sI}", "count", (json_int_t)d->lat_total);
         if (d->lat_n) {
@@ -272,6 +277,21 @@ void method_stats(daemon_state *d, client *c, json_t *id)
                                       (int)d->conf->max_sandboxes, "max_per_uid", (int)d->conf->max_per_uid, "free", (int)cluster_free(d),
                                       "uptime_s", (double)(now_ns() - d->start_ns) / 1e9, "clients", (int)clients, "stopping", d->stopping,
                                       "node", d->conf->node, "catalog", catalog_stats(d)));
+}
+
+/* nsbox daemon stop: a clean stop (as SIGTERM: drain, then the sandboxes go or are kept), asked
+ * on the socket by the daemon's own uid only, never over HTTP: nobody signals by process name. */
+void method_shutdown(daemon_state *d, client *c, json_t *id)
+{
+        if (c->http || c->uid != geteuid()) {
+                reply_error(c, id, RPC_SERVER_ERROR, "permission_denied", "only nsboxd's own uid (%u), on its socket, may stop it",
+                            (unsigned)geteuid());
+                return;
+        }
+        dlog(LOG_NOTICE, "daemon.shutdown", NULL, "stop asked by uid %u on the socket", (unsigned)c->uid);
+        reply_result(c, id, json_pack("{si sb}", "pid", (int)getpid(), "stopping", 1));
+        if (!d->stopping)
+                kill(getpid(), SIGTERM); /* our own signalfd: the one way to stop */
 }
 
 void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params)

@@ -68,7 +68,7 @@ void handle_request(daemon_state *d, client *c, const char *line, size_t len)
         }
         json_t *id = rq.id, *params = rq.params;
         const char *m = rq.method;
-        if (d->stopping && strcmp(m, "ping") && strcmp(m, "list") && strcmp(m, "stats") && strcmp(m, "tools"))
+        if (d->stopping && strcmp(m, "ping") && strcmp(m, "list") && strcmp(m, "stats") && strcmp(m, "tools") && strcmp(m, "shutdown"))
                 reply_error(c, id, RPC_SERVER_ERROR, "unavailable", "nsboxd is stopping: '%.100s' refused", m);
         else if (!strcmp(m, "create") || !strcmp(m, "get_or_create"))
                 method_create(d, c, id, params, !strcmp(m, "get_or_create"));
@@ -96,6 +96,8 @@ void handle_request(daemon_state *d, client *c, const char *line, size_t len)
                 method_api_key_list(d, c, id, params);
         else if (!strcmp(m, "api_key_delete"))
                 method_api_key_delete(d, c, id, params);
+        else if (!strcmp(m, "shutdown"))
+                method_shutdown(d, c, id);
         else if (!strcmp(m, "ping"))
                 reply_result(c, id, json_pack("{ss si si}", "version", NSBOX_VERSION, "pid", (int)getpid(), "uid", (int)geteuid()));
         else if (!strcmp(m, "tools")) {

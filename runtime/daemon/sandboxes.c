@@ -163,6 +163,7 @@ void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const char *w
                 tpl_state *t = &d->tpl[s->tpl];
                 t->fails++;
                 t->retry_ns = now_ns() + (t->fails >= 10 ? POOL_RETRY_MAX_NS : (100000000ull << t->fails));
+                tpl_start_failed(d, s->tpl, why);
         }
         unwatch_sandbox(d, s);
         state_remove(d, s);
@@ -292,12 +293,24 @@ int sandbox_launch(daemon_state *d, sandbox *s, nsbox_error *err)
         return 0;
 }
 
+void tpl_start_failed(daemon_state *d, int t, const char *why)
+{
+        tpl_state *ts = &d->tpl[t];
+        ts->failures++;
+        ts->failed_at = time(NULL);
+        snprintf(ts->failed_why, sizeof(ts->failed_why), "%s", why && *why ? why : "unknown error");
+        dlog(LOG_WARNING, "pool.start_failed", NULL, "template '%s': a pooled sandbox did not start (%u in a row, retried in %.1f s): %s",
+             d->conf->templates[t].name, ts->fails, ts->retry_ns > now_ns() ? (double)(ts->retry_ns - now_ns()) / 1e9 : 0.0, ts->failed_why);
+}
+
 void create_failed(daemon_state *d, sandbox *s, const char *code, const char *msg)
 {
         reply_error(client_by_serial(d, s->create_client), s->create_rpc_id, RPC_SERVER_ERROR, code, "%s", msg);
         json_decref(s->create_rpc_id);
         s->create_rpc_id = NULL;
-        sandbox_remove(d, s, code, "failed to start");
+        char why[512]; /* the reason goes on to the log and, for a pooled one, to stats */
+        snprintf(why, sizeof(why), "failed to start: %s", msg);
+        sandbox_remove(d, s, code, why);
 }
 
 sandbox *sandbox_new(void)
@@ -311,4 +324,36 @@ sandbox *sandbox_new(void)
         s->record_fd = s->job_fd = s->id_lock_fd = -1;
         s->tpl = -1;
         return s;
+}
+
+/* nsboxd --check-config: one sandbox of each template started, waited for and destroyed, so that
+ * a template that cannot start (a missing bind source, a rootfs without what the agent needs) is
+ * named with the reason before a pool would retry it for ever. */
+int nsbox_daemon_check_templates_start(const nsbox_dconfig *conf, nsbox_error *err)
+{
+        daemon_state d = { .conf = conf, .state_dirfd = -1 };
+        d.epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (d.epfd < 0)
+                return nsbox_err(err, errno, "epoll");
+        int r = 0;
+        for (size_t t = 0; t < conf->n_templates && r == 0; t++) {
+                const nsbox_template *tp = &conf->templates[t];
+                sandbox *s = NULL;
+                nsbox_error e = { 0 };
+                r = sandbox_prepare(&d, NULL, tp->create, &s, &e);
+                if (r == 0)
+                        r = sandbox_launch(&d, s, &e);
+                if (r == 0)
+                        r = nsbox_sandbox_wait_ready(&s->sup.sb, (int)(READY_TIMEOUT_NS / 1000000), &e);
+                if (r < 0)
+                        nsbox_err(err, 0, "%s: template '%s' does not start: %s", conf->source ? conf->source : "configuration", tp->name,
+                                  e.msg ? e.msg : strerror(-r));
+                nsbox_error_clear(&e);
+                if (s) {
+                        unwatch_sandbox(&d, s);
+                        sandbox_free(s);
+                }
+        }
+        close(d.epfd);
+        return r;
 }

@@ -54,10 +54,9 @@ test_a_typo_of_a_command_or_option_names_the_closest_one() {
         assert_status 125 "$NSBOX" run --zzzzzzzz -- true
         assert_one_line_error "$OUT"
         assert_not_contains "$OUT" "did you mean"
-        # cp -r is not there yet: the error says how to copy a directory
-        assert_status 125 "$NSBOX" cp -r "$TEST_TMP" 0123456789abcdef:/tmp/x
+        assert_status 125 "$NSBOX" cp --recursiv "$TEST_TMP" 0123456789abcdef:/tmp/x
         assert_one_line_error "$OUT"
-        assert_contains "$OUT" "nsbox exec -i ID -- tar x -C PATH"
+        assert_contains "$OUT" "did you mean --recursive?"
 }
 
 test_help_command_prints_that_commands_help() {
@@ -115,17 +114,26 @@ test_completion_scripts_complete_commands_and_every_option() {
 # listed by run's)
 test_every_option_is_in_the_man_page_and_its_help() {
         local complete="source <('$NSBOX' completion bash) 2>/dev/null; _nsbox; printf '%s\\n' \"\${COMPREPLY[@]}\""
-        local cmds c o roff help
+        local cmds c o roff help opts
         cmds=$(bash -c "COMP_WORDS=(nsbox ''); COMP_CWORD=1; $complete" | grep -v '^-')
         [ "$(echo "$cmds" | wc -w)" -gt 20 ] || fail "completion lists commands: $cmds"
         for c in $cmds; do
                 help=$("$NSBOX" "$c" --help) || fail "nsbox $c --help"
                 [ "$c" = run ] && help="$help $("$NSBOX" create --help)"
                 case $c in create | mcp | replay) help="$help $("$NSBOX" run --help) $("$NSBOX" create --help)" ;; esac
-                for o in $(bash -c "COMP_WORDS=(nsbox $c --); COMP_CWORD=2; $complete"); do
+                opts=$(bash -c "COMP_WORDS=(nsbox $c --); COMP_CWORD=2; $complete")
+                for o in $opts; do
                         roff=$(printf '%s' "$o" | sed 's/-/\\-/g')
                         grep -qF -- "$roff" "$NSBOX_SRC/man/nsbox.1" || fail "nsbox $c $o is not in man/nsbox.1"
                         [ "$o" = --help ] || assert_contains "$help" "$o" "nsbox $c --help"
+                done
+                # and the other way: each option line of its own --help ("  -x, --long ARG ...")
+                # is one the command takes (completion's table) and is in the man page
+                for o in $("$NSBOX" "$c" --help | grep -oE '^  +(-[a-zA-Z0-9], )?--?[a-zA-Z0-9][a-z0-9-]*' | grep -oE -- '--?[a-zA-Z0-9][a-z0-9-]*'); do
+                        [ "$o" = --help ] || [ "$o" = -h ] && continue
+                        bash -c "COMP_WORDS=(nsbox $c -); COMP_CWORD=2; $complete" | grep -qx -- "$o" || fail "nsbox $c --help shows $o, which completion does not offer"
+                        roff=$(printf '%s' "$o" | sed 's/-/\\-/g')
+                        grep -qF -- "$roff" "$NSBOX_SRC/man/nsbox.1" || fail "nsbox $c --help shows $o, which man/nsbox.1 does not have"
                 done
         done
 }
@@ -275,6 +283,220 @@ test_json_reals_have_no_float_noise() {
         "$NSBOX" set-timeout "$id" 100 > /dev/null || fail "set-timeout"
         assert_status 0 "$NSBOX" inspect "$id"
         printf '%s' "$OUT" | grep -qE '[0-9]\.[0-9]{4,}' && fail "inspect has a real with more than 3 decimals: $OUT"
+        true
+}
+
+# ---- nsbox daemon --------------------------------------------------------------------------
+
+test_daemon_status_stop_restart_act_on_our_own_daemon() {
+        local pid pid2
+        assert_status 0 "$NSBOX" ls -q # started if it was not
+        assert_status 0 "$NSBOX" daemon status
+        assert_contains "$OUT" "socket     $NSBOX_SOCKET"
+        pid=$(printf '%s\n' "$OUT" | awk '$1 == "pid" { print $2 }')
+        [[ $pid =~ ^[0-9]+$ ]] || fail "no pid in: $OUT"
+        assert_eq "$pid" "$(daemon_pid)" "the pid status prints"
+        assert_status 0 "$NSBOX" daemon status --json
+        assert_eq "$pid" "$(printf '%s' "$OUT" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])')"
+        assert_status 0 "$NSBOX" daemon stop
+        assert_contains "$OUT" "stopped (pid $pid)"
+        [ -e "$NSBOX_SOCKET" ] && fail "the socket is still there after daemon stop"
+        pid_alive "$pid" && fail "nsboxd $pid is still running after daemon stop"
+        assert_status 3 "$NSBOX" daemon status
+        assert_contains "$OUT" "not running"
+        assert_status 0 "$NSBOX" daemon stop
+        assert_status 0 "$NSBOX" daemon restart
+        pid2=$(printf '%s\n' "$OUT" | sed -n 's/.*started (pid \([0-9]*\)).*/\1/p')
+        [[ $pid2 =~ ^[0-9]+$ ]] && [ "$pid2" != "$pid" ] || fail "restart printed: $OUT"
+        assert_status 0 "$NSBOX" daemon restart
+        assert_contains "$OUT" "stopped (pid $pid2)"
+        pid_alive "$pid2" && fail "nsboxd $pid2 is still running after restart"
+        assert_status 125 "$NSBOX" daemon frob
+        assert_one_line_error "$OUT"
+        assert_status 125 "$NSBOX" daemon stop --json
+        assert_one_line_error "$OUT"
+}
+
+test_a_short_id_prefix_says_too_short_not_no_sandbox() {
+        local id p cmd
+        new_sandbox id
+        for p in "${id:0:3}" "${id:0:1}"; do
+                for cmd in "exec $p -- true" "rm $p" "inspect $p" "pause $p" "logs $p 1" "set-timeout $p 5" "snapshot $p s"; do
+                        # shellcheck disable=SC2086
+                        assert_status 125 "$NSBOX" $cmd
+                        assert_one_line_error "$OUT"
+                        assert_contains "$OUT" "id prefix '$p' is too short: give at least 4 characters" "nsbox $cmd"
+                done
+        done
+        assert_status 0 "$NSBOX" exec "${id:0:4}" -- true
+}
+
+test_pidof_nsboxd_finds_daemons_not_agents() {
+        local id dpid agents p
+        new_sandbox id
+        dpid=$(daemon_pid)
+        agents=$(pgrep -P "$dpid")
+        [ -n "$agents" ] || fail "no child of nsboxd $dpid"
+        for p in $(pidof nsboxd); do
+                [ "$(cat "/proc/$p/comm" 2>/dev/null)" = nsboxd ] || fail "pidof nsboxd gave $p: $(cat "/proc/$p/comm")"
+                for a in $agents; do [ "$a" != "$p" ] || fail "pidof nsboxd finds the agent $a"; done
+        done
+        pidof nsboxd | tr ' ' '\n' | grep -qx "$dpid" || fail "pidof nsboxd does not find the daemon $dpid"
+        for a in $agents; do assert_eq nsbox-agent "$(cat "/proc/$a/comm")" "the agent's name"; done
+}
+
+test_ls_policy_column_names_the_policy_used() {
+        local a b
+        new_sandbox a
+        cp "$NSBOX_SRC/policy/default.json" "$TEST_TMP/mine.json"
+        chmod 644 "$TEST_TMP/mine.json"
+        new_sandbox b --policy "$TEST_TMP/mine.json"
+        assert_status 0 "$NSBOX" ls
+        assert_eq default "$(printf '%s\n' "$OUT" | awk -v id="$a" '$1 == id { print $4 }')" "POLICY without --policy"
+        assert_eq mine.json "$(printf '%s\n' "$OUT" | awk -v id="$b" '$1 == id { print $4 }')" "POLICY of --policy FILE"
+        assert_status 0 "$NSBOX" rm "$a" "$b"
+}
+
+# ---- progress on a terminal ----------------------------------------------------------------
+
+test_a_progress_line_on_a_terminal_and_none_in_a_pipe() {
+        local repo="$TEST_TMP/repo" id id2 snap="cli-progress-$$"
+        command -v script > /dev/null || skip "no script(1) for a terminal"
+        command -v git > /dev/null || skip "no git on the host to build a test repository"
+        git init -q "$repo" && git -C "$repo" -c user.name=t -c user.email=t@t commit -q --allow-empty -m one || fail "git"
+        # a terminal: the line, then erased (\r ESC[K), then the id on a clean line
+        OUT=$(script -qec "'$NSBOX' create --repo '$repo'" /dev/null) || fail "create --repo on a terminal: $OUT"
+        assert_contains "$OUT" "nsbox: cloning $repo..."
+        id=$(printf '%s' "$OUT" | grep -oE '[0-9a-f]{32}' | tail -n 1)
+        [ -n "$id" ] || fail "no id in: $OUT"
+        MY_SANDBOXES="$MY_SANDBOXES $id"
+        OUT=$(script -qec "'$NSBOX' snapshot $id $snap" /dev/null) || fail "snapshot on a terminal: $OUT"
+        assert_contains "$OUT" "nsbox: snapshotting $id as $snap..."
+        assert_status 0 "$NSBOX" snapshot rm "$snap"
+        # a pipe: nothing on stderr
+        id2=$("$NSBOX" create --repo "$repo" 2> "$TEST_TMP/err") || fail "create --repo: $(cat "$TEST_TMP/err")"
+        MY_SANDBOXES="$MY_SANDBOXES $id2"
+        assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of create --repo into a file"
+        "$NSBOX" snapshot "$id2" "$snap" > /dev/null 2> "$TEST_TMP/err" || fail "snapshot: $(cat "$TEST_TMP/err")"
+        assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of snapshot into a file"
+        assert_status 0 "$NSBOX" rm "$id" "$id2"
+        assert_status 0 "$NSBOX" snapshot rm "$snap"
+        # an error on a terminal is a line of its own
+        OUT=$(script -qec "'$NSBOX' create --repo '$TEST_TMP/nosuch'" /dev/null)
+        assert_contains "$OUT" "nsbox: create: "
+}
+
+# ---- cp -r ---------------------------------------------------------------------------------
+
+make_tree() { # DIR: a file, an executable, a private directory, links absolute and relative
+        mkdir -p "$1/sub/private" && echo hello > "$1/a.txt" && printf '#!/bin/sh\necho ran\n' > "$1/sub/run.sh" &&
+                chmod 755 "$1/sub/run.sh" && chmod 700 "$1/sub/private" && ln -s /etc/passwd "$1/abs" &&
+                ln -s a.txt "$1/rel" && head -c 300000 /dev/urandom > "$1/sub/private/blob"
+}
+
+test_cp_r_copies_a_directory_both_ways_keeping_modes_and_links() {
+        local id
+        new_sandbox id
+        make_tree "$TEST_TMP/src"
+        assert_status 0 "$NSBOX" cp -r "$TEST_TMP/src" "$id:/tmp/tree"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'cd /tmp/tree && cat a.txt && sub/run.sh && readlink abs rel && stat -c %a sub/private sub/run.sh'
+        assert_eq "$(printf 'hello\nran\n/etc/passwd\na.txt\n700\n755')" "$OUT" "the tree in the sandbox"
+        # into an existing directory: under SRC's name
+        assert_status 0 "$NSBOX" cp -R "$TEST_TMP/src" "$id:/tmp/tree"
+        assert_status 0 "$NSBOX" exec "$id" -- cat /tmp/tree/src/a.txt
+        assert_eq hello "$OUT"
+        # and back out, the same bytes, modes and links
+        assert_status 0 "$NSBOX" cp -r "$id:/tmp/tree" "$TEST_TMP/back"
+        assert_eq "$(readlink "$TEST_TMP/back/abs") $(readlink "$TEST_TMP/back/rel")" "/etc/passwd a.txt" "links kept as links"
+        assert_eq "$(stat -c %a "$TEST_TMP/back/sub/private") $(stat -c %a "$TEST_TMP/back/sub/run.sh")" "700 755" "modes"
+        cmp "$TEST_TMP/src/sub/private/blob" "$TEST_TMP/back/sub/private/blob" || fail "the blob differs after the round trip"
+        assert_eq hello "$(cat "$TEST_TMP/back/src/a.txt")"
+        mkdir "$TEST_TMP/into"
+        assert_status 0 "$NSBOX" cp --recursive "$id:/tmp/tree/sub" "$TEST_TMP/into"
+        assert_eq ran "$("$TEST_TMP/into/sub/run.sh")"
+        # an existing target is refused, never merged into
+        assert_status 125 "$NSBOX" cp -r "$id:/tmp/tree/sub" "$TEST_TMP/into"
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "exists"
+        assert_status 125 "$NSBOX" cp -r "$TEST_TMP/src" "$id:/tmp/tree"
+        assert_contains "$OUT" "exists"
+        ls "$TEST_TMP" | grep -q nsbox-cp && fail "a temporary directory was left: $(ls "$TEST_TMP")"
+        true
+}
+
+test_cp_of_a_directory_without_r_says_use_r() {
+        local id
+        new_sandbox id
+        mkdir "$TEST_TMP/d"
+        assert_status 125 "$NSBOX" cp "$TEST_TMP/d" "$id:/tmp/d"
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "is a directory (use -r)"
+        assert_status 125 "$NSBOX" cp "$id:/tmp" "$TEST_TMP/t"
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "is a directory (use -r)"
+        [ -e "$TEST_TMP/t" ] && fail "cp made $TEST_TMP/t"
+        true
+}
+
+test_cp_r_is_bounded_and_leaves_nothing_when_over() {
+        local id
+        new_sandbox id
+        make_tree "$TEST_TMP/src"
+        assert_status 125 "$NSBOX" cp -r --max-size 64K "$TEST_TMP/src" "$id:/tmp/big"
+        assert_contains "$OUT" "larger than 65536 bytes"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'ls -a /tmp | grep -c "big" || true'
+        assert_eq 0 "$OUT" "nothing left in the sandbox"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'mkdir -p /tmp/big && head -c 200000 /dev/zero > /tmp/big/z'
+        assert_status 125 "$NSBOX" cp -r --max-size 64K "$id:/tmp/big" "$TEST_TMP/big"
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "larger than 65536 bytes"
+        [ -z "$(ls "$TEST_TMP" | grep big)" ] || fail "left on the host: $(ls "$TEST_TMP")"
+        assert_status 125 "$NSBOX" cp -r --max-size lots "$id:/tmp/big" "$TEST_TMP/big"
+        assert_one_line_error "$OUT"
+        # a file tar cannot read inside fails the copy out, and leaves nothing either
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'mkdir /tmp/locked && echo x > /tmp/locked/f && chmod 000 /tmp/locked/f'
+        assert_status 125 "$NSBOX" cp -r "$id:/tmp/locked" "$TEST_TMP/locked"
+        assert_contains "$OUT" "could not read '/tmp/locked'"
+        [ -z "$(ls "$TEST_TMP" | grep locked)" ] || fail "left on the host: $(ls "$TEST_TMP")"
+}
+
+# A sandbox whose tar (first in PATH: /usr/local/bin, bound read-only) sends a crafted stream
+test_cp_r_out_refuses_names_that_leave_the_target() {
+        local id bad
+        mkdir -p "$TEST_TMP/bin" "$TEST_TMP/victim" "$TEST_TMP/tars"
+        chmod 755 "$TEST_TMP" "$TEST_TMP/bin" "$TEST_TMP/tars"
+        printf '#!/bin/sh\nexec cat "/tars/$(cat /tmp/which)"\n' > "$TEST_TMP/bin/tar"
+        chmod 755 "$TEST_TMP/bin/tar"
+        python3 - "$TEST_TMP/tars" "$TEST_TMP/victim" <<'PY' || fail "making the tars"
+import io, sys, tarfile
+d, victim = sys.argv[1], sys.argv[2]
+def tar(name, *entries):
+    with tarfile.open(f"{d}/{name}", "w", format=tarfile.GNU_FORMAT) as t:
+        for e in entries:
+            i = tarfile.TarInfo(e[0]); i.mode = 0o644
+            if len(e) > 2:
+                i.type, i.linkname = tarfile.SYMTYPE, e[2]
+                t.addfile(i)
+            else:
+                i.size = len(e[1]); t.addfile(i, io.BytesIO(e[1]))
+    import os; os.chmod(f"{d}/{name}", 0o644)
+tar("dotdot", ("ok", b"x"), ("../escaped", b"x"))
+tar("absolute", ("ok", b"x"), (victim + "/abs", b"x"))
+tar("through-link", ("ok", b"x"), ("lnk", b"", victim), ("lnk/pwned", b"x"))
+tar("long", ("ok", b"x"), ("a" * 150 + "/../../escaped", b"x"))
+PY
+        new_sandbox id --bind "$TEST_TMP/bin:/usr/local/bin" --bind "$TEST_TMP/tars:/tars"
+        assert_status 0 "$NSBOX" exec "$id" -- mkdir /tmp/d
+        for bad in dotdot absolute through-link long; do
+                assert_status 0 "$NSBOX" exec "$id" -- sh -c "echo $bad > /tmp/which"
+                assert_status 125 "$NSBOX" cp -r "$id:/tmp/d" "$TEST_TMP/out-$bad"
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "refused" "$bad"
+                [ -e "$TEST_TMP/out-$bad" ] && fail "$bad: the target was made"
+                [ -z "$(ls "$TEST_TMP/victim")" ] || fail "$bad: wrote into the victim: $(ls "$TEST_TMP/victim")"
+                [ -e "$TEST_TMP/escaped" ] && fail "$bad: escaped"
+                ls "$TEST_TMP" | grep -q nsbox-cp && fail "$bad: a temporary directory was left"
+        done
         true
 }
 

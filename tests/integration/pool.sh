@@ -762,6 +762,39 @@ test_bad_config_is_one_line_and_nothing_starts() {
         [ -z "$(pgrep -u "$(id -u)" -f "$d/")" ] || fail "processes left by the checks: $(pgrep -af "$d/")"
 }
 
+# A template whose rootfs has a file where the sandbox mounts /tmp: it prepares, then fails to
+# start.  --check-config starts one of each template and names it; a daemon logs each failed
+# pooled start at warning level with the reason, and stats shows the last one.
+test_a_template_that_cannot_start_is_named_by_check_config_and_stats() {
+        trap cleanup EXIT
+        local d f
+        d=$(new_dir)
+        mkdir "$d/root" && touch "$d/root/tmp"
+        f="$d/broken.json"
+        printf '{"templates": {"ok": {"create": {}}, "broken": {"create": {"rootfs": "%s"}, "pool": 1}}}\n' "$d/root" > "$f"
+        assert_status 2 timeout 60 "$NSBOXD" --check-config --config "$f"
+        assert_eq 1 "$(printf '%s\n' "$OUT" | wc -l)" "one line: $OUT"
+        assert_contains "$OUT" "nsboxd: $f: template 'broken' does not start: "
+        assert_contains "$OUT" "'/tmp' in the sandbox root is not a directory"
+        [ -z "$(pgrep -u "$(id -u)" -f "$d/")" ] || fail "processes left by the check: $(pgrep -af "$d/")"
+        start_daemon "$d" "$(cat "$f")"
+        for _ in $(seq 100); do
+                grep -q 'level=warning event=pool.start_failed.*broken.*is not a directory' "$d/log" && break
+                sleep 0.1
+        done
+        grep -q 'level=warning event=pool.start_failed.*broken.*is not a directory' "$d/log" || fail "no warning with the reason: $(tail -n 5 "$d/log")"
+        assert_status 0 "$NSBOX" stats
+        assert_contains "$OUT" "last start failure"
+        assert_contains "$OUT" "is not a directory"
+        assert_status 0 "$NSBOX" stats --json
+        printf '%s' "$OUT" | python3 -c 'import json, sys
+f = json.load(sys.stdin)["templates"]["broken"]["last_start_failure"]
+assert "is not a directory" in f["reason"] and f["count"] >= 1 and f["time"] > 0, f' || fail "stats --json: $OUT"
+        printf '%s' "$OUT" | python3 -c 'import json, sys; assert "last_start_failure" not in json.load(sys.stdin)["templates"]["ok"]' ||
+                fail "a template that starts has a last_start_failure: $OUT"
+        stop_daemon
+}
+
 test_sigterm_drains_calls_in_flight() {
         trap cleanup EXIT
         local d mounts_before pids cg left st

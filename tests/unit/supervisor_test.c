@@ -622,9 +622,10 @@ START_TEST(a_sandbox_is_found_by_id_or_unique_prefix)
                 { "aaaa1111b", 0, NULL, NULL },
                 { "aaaa1111ffff2222cccc3333dddd4444", 1, NULL, NULL },
                 { "aaaa", -1, "conflict", "'aaaa' matches 2 sandboxes; give more of the id" },
-                { "aaa", -1, "not_found", "no sandbox 'aaa'" },
+                /* under 4 characters the prefix is what is wrong, not the sandbox (issue 27) */
+                { "aaa", -1, "invalid_argument", "id prefix 'aaa' is too short: give at least 4 characters" },
                 { "beef", -1, "not_found", "no sandbox 'beef'" },
-                { "", -1, "not_found", "no sandbox ''" },
+                { "", -1, "invalid_argument", "id prefix '' is too short: give at least 4 characters" },
                 { "aaaa1111bbbb2222cccc3333dddd44445", -1, "not_found", "no sandbox 'aaaa1111bbbb2222cccc3333dddd44445'" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
