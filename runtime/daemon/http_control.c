@@ -288,6 +288,27 @@ static void create_start(hreq *r, control *k)
 
 static void interp_fail(hreq *r, control *k);
 
+/* PREFIX-<16 hex>[-NODE]: a snapshot name of nsboxd's making; with the node's name, a router
+ * sends a create from it to the node that holds it (contrib/haproxy), as it does an id. */
+static void new_name(hreq *r, char *buf, size_t n, const char *prefix)
+{
+        unsigned char raw[8] = { 0 };
+        const char *node = r->d->conf->node;
+        if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+                snprintf((char *)raw, sizeof(raw), "%07llx", (unsigned long long)now_ns());
+        snprintf(buf, n, "%s-%02x%02x%02x%02x%02x%02x%02x%02x%s%s", prefix, raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7],
+                 *node ? "-" : "", node);
+}
+
+/* The node a snapshot name of nsboxd's making names, when it is not this one: "" otherwise. */
+static const char *snapshot_elsewhere(hreq *r, const char *name)
+{
+        const char *node = r->d->conf->node;
+        if (strncmp(name, "snapshot-", 9) || strspn(name + 9, "0123456789abcdef") != 16 || name[25] != '-' || !nsbox_node_ok(name + 26))
+                return "";
+        return strcmp(name + 26, node) ? name + 26 : "";
+}
+
 /* A node of a cluster that is full says 503, which a router tries on another node (contrib/haproxy);
  * a tenant's own limit stays E2B's 429 (the SDKs' RateLimitError), as does a lone nsboxd's. */
 static unsigned create_status(const hreq *r, const char *code)
@@ -343,8 +364,13 @@ static void create_done(hreq *r, control *k, json_t *msg)
         const char *why, *code = rpc_error_code(msg, &why);
         if (code && !strcmp(code, "not_found") && strcmp(k->template_id, "base") && !k->interp &&
             !nsbox_dconfig_template(r->d->conf, k->template_id)) {
-                control_error(r, 404, "template '%.100s' not found: neither a template of nsboxd's (nsboxd(8), TEMPLATES) nor a snapshot",
-                              k->template_id);
+                const char *there = snapshot_elsewhere(r, k->template_id);
+                if (*there)
+                        control_error(r, 404, "snapshot '%.100s' was taken on node '%s', not on this node '%s': snapshots stay on their node, and a"
+                                              " router sends a create from one there (nsboxd(8), CLUSTER)", k->template_id, there, r->d->conf->node);
+                else
+                        control_error(r, 404, "template '%.100s' not found: neither a template of nsboxd's (nsboxd(8), TEMPLATES) nor a snapshot",
+                                      k->template_id);
                 return;
         }
         if (code) {
@@ -612,15 +638,6 @@ static void metrics(hreq *r, sandbox *s)
 
 /* ---- snapshots and forks: nsbox's snapshots (a sandbox's files; nsbox-protocol(7), snapshot) -- */
 
-/* PREFIX-<16 hex>: a snapshot name of nsboxd's making. */
-static void new_name(char *buf, size_t n, const char *prefix)
-{
-        unsigned char raw[8] = { 0 };
-        if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-                snprintf((char *)raw, sizeof(raw), "%07llx", (unsigned long long)now_ns());
-        snprintf(buf, n, "%s-%02x%02x%02x%02x%02x%02x%02x%02x", prefix, raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7]);
-}
-
 /* POST /sandboxes/ID/fork {timeout, count}: the sandbox's files captured once as a snapshot,
  * then count sandboxes made from it, one after the other; each answer says its own outcome. */
 static void fork_start(hreq *r, control *k, sandbox *s, json_t *b)
@@ -649,7 +666,7 @@ static void fork_start(hreq *r, control *k, sandbox *s, json_t *b)
                 control_error(r, 500, "out of memory");
                 return;
         }
-        new_name(k->snapshot, sizeof(k->snapshot), "fork");
+        new_name(r, k->snapshot, sizeof(k->snapshot), "fork");
         k->op = OP_FORK_SNAPSHOT;
         k->step_id = http_rpc(r, "snapshot", json_pack("{ss ss}", "sandbox", s->sup.id, "name", k->snapshot));
 }
@@ -769,7 +786,7 @@ static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
                         if (json_is_string(name))
                                 snprintf(k->snapshot, sizeof(k->snapshot), "%s", json_string_value(name));
                         else
-                                new_name(k->snapshot, sizeof(k->snapshot), "snapshot");
+                                new_name(r, k->snapshot, sizeof(k->snapshot), "snapshot");
                         k->step_id = http_rpc(r, "snapshot", json_pack("{sO ss}", "sandbox", id, "name", k->snapshot));
                 }
         } else if (!strcmp(what, "/fork") && post) {

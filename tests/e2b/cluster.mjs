@@ -54,6 +54,21 @@ await check("list_with_a_metadata_filter_answers_for_every_node", async () => {
         assert(missing.length === 0 && seen.size === want.length, `listed ${seen.size} of ${want.length}; missing ${missing.slice(0, 3).join(" ")}`);
 }, 60000);
 
+// A snapshot nsboxd names carries its node: a create from it, through the router, goes there.
+await check("creates_from_a_snapshot_go_to_its_node", async () => {
+        const sb = boxes[boxes.length - 1], node = nodeOf(sb.sandboxId);
+        await sb.files.write("/tmp/from-snapshot", "kept");
+        const snap = await sb.createSnapshot();
+        assert(snap.snapshotId.endsWith(`-${node}`), `snapshotId '${snap.snapshotId}' does not name node ${node}`);
+        for (let i = 0; i < 4; i++) {
+                const from = await Sandbox.create(snap.snapshotId, { metadata: { cluster: `${RUN}-snap` } });
+                eq(node, nodeOf(from.sandboxId), `create ${i} from the snapshot`);
+                eq("kept", await from.files.read("/tmp/from-snapshot"), "the snapshot's file");
+                await from.kill();
+        }
+        await Sandbox.deleteSnapshot(snap.snapshotId);
+}, 60000);
+
 await check("connect_and_info_by_id", async () => {
         for (const i of [0, Math.floor(N / 2), N - 1]) {
                 const id = boxes[i].sandboxId;

@@ -246,6 +246,10 @@ test_c_bad_ids_and_keys() {
         api GET /sandboxes/ffffffffffffffffffffffffffffffff-b
         assert_eq 404 "$CODE" "an id of node b that b does not hold: $BODY"
         case $BODY in *"not found"*) ;; *) fail "its JSON: $BODY" ;; esac
+        # a snapshot nsboxd named on a node that is not in the cluster: refused, naming the node
+        api POST /v2/sandboxes -H 'Content-Type: application/json' --data-binary '{"templateID": "snapshot-0123456789abcdef-zz"}'
+        assert_eq 404 "$CODE" "a create from another cluster's snapshot: $BODY"
+        assert_contains "$BODY" "was taken on node 'zz', not on this node" "its message"
         KEY=e2b_0000000000000000000000000000000000000000 api GET /v2/sandboxes
         assert_eq 401 "$CODE" "a key of no node: $BODY"
         # nsboxd itself says when a request reaches the wrong node
