@@ -96,7 +96,7 @@ test_router_sends_each_request_to_the_node_in_its_id() {
         local st=$?
         printf '%s\n' "$OUT"
         [ $st = 0 ] || fail "router checks failed ($st): $(printf '%s\n' "$OUT" | grep -v '^ok'); $(tail -n 5 run/haproxy.log)"
-        assert_eq 11 "$(printf '%s\n' "$OUT" | grep -c '^ok ')" "router checks passed"
+        assert_eq 13 "$(printf '%s\n' "$OUT" | grep -c '^ok ')" "router checks passed"
 }
 
 # The ports, names and files the manifests share agree with each other.

@@ -113,9 +113,9 @@ def start(server):
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
 
-def request(port, method, path, headers=None, timeout=10):
+def request(port, method, path, headers=None, timeout=10, body=None):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    c.request(method, path, body=b"{}" if method == "POST" else None, headers=headers or {})
+    c.request(method, path, body=body if body is not None else b"{}" if method == "POST" else None, headers=headers or {})
     r = c.getresponse()
     return r.status, r.getheader("Content-Type"), r.read().decode()
 
@@ -193,6 +193,16 @@ def checks(port, proc):
     ]:
         st, _, body = request(port, method, path, headers)
         check(name, st == 200 and json.loads(body) == {"node": node, "path": path}, "%s %s: %s %s" % (method, path, st, body))
+
+    # a snapshot nsboxd named carries its node: a create from it (even on a draining node) and
+    # its deletion go there
+    snap = "snapshot-0123456789abcdef-127-0-0-3"
+    for name, method, path, body in [
+        ("create_from_a_snapshot_goes_to_its_node", "POST", "/v2/sandboxes", json.dumps({"templateID": snap, "timeout": 60}).encode()),
+        ("snapshot_delete_goes_to_its_node", "DELETE", "/templates/" + snap, None),
+    ]:
+        st, _, got = request(port, method, path, {"Content-Type": "application/json"}, body=body)
+        check(name, st == 200 and json.loads(got) == {"node": "127-0-0-3", "path": path}, "%s %s: %s %s" % (method, path, st, got))
 
     for name, headers, path, why in [
         ("unknown_node_is_a_json_404", {"E2b-Sandbox-Id": SBX + "-10-9-9-9"}, "/health", "not in the cluster"),
