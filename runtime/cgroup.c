@@ -128,20 +128,30 @@ static char *unescape_octal(const char *s)
         return out;
 }
 
-static char *cgroup2_mount(void)
+/* The mount point of the cgroup2 hierarchy (controller NULL), or of the cgroup v1 hierarchy that
+ * holds controller (its super options name it): its root mounted, not a subtree. */
+static char *cgroup_mount(const char *controller)
 {
         FILE *f = fopen("/proc/self/mountinfo", "re");
         if (!f)
                 return NULL;
+        const char *type = controller ? " - cgroup " : " - cgroup2 ";
         char *line = NULL, *found = NULL;
-        size_t cap = 0;
+        size_t cap = 0, tl = strlen(type);
         while (!found && getline(&line, &cap, f) > 0) {
-                char root[4096], mnt[4096];
+                char root[4096], mnt[4096], opts[1024];
                 const char *dash = strstr(line, " - ");
-                if (!dash || strncmp(dash, " - cgroup2 ", 11) || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2)
+                if (!dash || strncmp(dash, type, tl) || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 || strcmp(root, "/"))
                         continue;
-                if (!strcmp(root, "/"))
+                if (!controller) {
                         found = unescape_octal(mnt);
+                        continue;
+                }
+                if (sscanf(dash + tl, "%*s %1023s", opts) != 1)
+                        continue;
+                for (char *save = NULL, *o = strtok_r(opts, ",", &save); o && !found; o = strtok_r(NULL, ",", &save))
+                        if (!strcmp(o, controller))
+                                found = unescape_octal(mnt);
         }
         free(line);
         fclose(f);
@@ -328,29 +338,6 @@ static void find_parent(const char *mnt)
         G.parent = steal_pointer(&parent);
 }
 
-/* The mount point of the cgroup v1 hierarchy that holds controller (its super options name it). */
-static char *cgroup1_mount(const char *controller)
-{
-        FILE *f = fopen("/proc/self/mountinfo", "re");
-        if (!f)
-                return NULL;
-        char *line = NULL, *found = NULL;
-        size_t cap = 0;
-        while (!found && getline(&line, &cap, f) > 0) {
-                char root[4096], mnt[4096], opts[1024];
-                const char *dash = strstr(line, " - ");
-                if (!dash || strncmp(dash, " - cgroup ", 10) || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
-                    sscanf(dash + 10, "%*s %1023s", opts) != 1 || strcmp(root, "/"))
-                        continue;
-                for (char *save = NULL, *o = strtok_r(opts, ",", &save); o && !found; o = strtok_r(NULL, ",", &save))
-                        if (!strcmp(o, controller))
-                                found = unescape_octal(mnt);
-        }
-        free(line);
-        fclose(f);
-        return found;
-}
-
 /* Root on a hybrid host: each controller the cgroup2 parent lacks, from its v1 hierarchy's own
  * "nsbox" cgroup (made once; nothing else of the hierarchy is touched). */
 static void resolve_v1(void)
@@ -360,7 +347,7 @@ static void resolve_v1(void)
                 return;
         bool v2[NSBOX_CG_V1_N] = { G.parent && G.memory, G.parent && G.pids, G.parent && G.cpu };
         for (int i = 0; i < NSBOX_CG_V1_N; i++) {
-                _cleanup_free_ char *mnt = v2[i] ? NULL : cgroup1_mount(V1_NAMES[i]);
+                _cleanup_free_ char *mnt = v2[i] ? NULL : cgroup_mount(V1_NAMES[i]);
                 char *dir = NULL;
                 if (!mnt || asprintf(&dir, "%s/nsbox", mnt) < 0)
                         continue;
@@ -378,7 +365,7 @@ static void resolve_v1(void)
 
 static void resolve_v2(void)
 {
-        if (!(G.mnt = cgroup2_mount())) {
+        if (!(G.mnt = cgroup_mount(NULL))) {
                 WHY("no cgroup v2 hierarchy is mounted");
                 return;
         }

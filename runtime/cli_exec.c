@@ -74,7 +74,7 @@ typedef struct stdin_fwd {
         void *ud;
 } stdin_fwd;
 
-static int fwd_call(nsbox_client *c, const char *sandbox, const char *tool, json_t *tparams, const char **code)
+int nsbox_cli_quiet_call(nsbox_client *c, const char *sandbox, const char *tool, json_t *tparams, const char **code)
 {
         json_t *params = json_pack("{ss ss so}", "sandbox", sandbox, "tool", tool, "params", tparams);
         json_t *res = NULL;
@@ -122,11 +122,11 @@ static void *fwd_main(void *ud)
                 b64_encode(buf, (size_t)n, enc);
                 /* too_large: the command has not read what is queued yet; anything else (its
                  * stdin closed, it ended) means nothing more is wanted */
-                while (fwd_call(&c, f->sandbox, "process_write_stdin", json_pack("{sI ss}", "pid", f->pid, "data_b64", enc), &code) < 0)
+                while (nsbox_cli_quiet_call(&c, f->sandbox, "process_write_stdin", json_pack("{sI ss}", "pid", f->pid, "data_b64", enc), &code) < 0)
                         if (!code || strcmp(code, "too_large") || usleep(10000) < 0)
                                 goto out;
         }
-        fwd_call(&c, f->sandbox, "process_close_stdin", json_pack("{sI}", "pid", f->pid), &code);
+        nsbox_cli_quiet_call(&c, f->sandbox, "process_close_stdin", json_pack("{sI}", "pid", f->pid), &code);
 out:
         nsbox_error_clear(&err);
         nsbox_client_close(&c);

@@ -131,14 +131,7 @@ typedef struct tty_session {
 static int tty_call(nsbox_client *c, const tty_session *s, const char *tool, json_t *tparams, const char **code)
 {
         json_object_set_new(tparams, "pid", json_integer(s->pid));
-        json_t *params = json_pack("{ss ss so}", "sandbox", s->sandbox, "tool", tool, "params", tparams);
-        json_t *res = NULL;
-        nsbox_error err = { 0 };
-        *code = NULL;
-        int r = params ? nsbox_client_call(c, "call", params, NULL, NULL, &res, code, &err) : -ENOMEM;
-        json_decref(res);
-        nsbox_error_clear(&err);
-        return r;
+        return nsbox_cli_quiet_call(c, s->sandbox, tool, tparams, code);
 }
 
 static _Noreturn void tty_detach(const tty_session *s)

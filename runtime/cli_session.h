@@ -66,6 +66,8 @@ int nsbox_cmd_logs(int argc, char **argv);
 int nsbox_cmd_attach(int argc, char **argv);
 /* exec -it: exec's params (taken) run on a pty with our terminal raw; the command's status */
 int nsbox_cli_exec_tty(const char *id, json_t *tparams);
+/* The method "call" of tool on sandbox (takes tparams), its result dropped: 0, or <0 with *code. */
+int nsbox_cli_quiet_call(nsbox_client *c, const char *sandbox, const char *tool, json_t *tparams, const char **code);
 
 /* cli.c: the command table */
 typedef struct nsbox_cli_command {
