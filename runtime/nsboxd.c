@@ -54,7 +54,14 @@ static int absolute_policy_path(const char *cwd)
         return 0;
 }
 
-int main(int argc, char **argv)
+/* The command line: -1 to go on, or the exit status (help, version, a bad option: said). */
+typedef struct args {
+        nsbox_daemon_config cfg;
+        const char *config, *http, *node;
+        bool check;
+} args;
+
+static int parse_args(int argc, char **argv, args *a)
 {
         enum { OPT_SOCKET = 0x100, OPT_READY_FD, OPT_VERSION, OPT_CONFIG, OPT_CHECK, OPT_HTTP, OPT_NODE };
         static const struct option opts[] = {
@@ -68,9 +75,6 @@ int main(int argc, char **argv)
                 { "version", no_argument, NULL, OPT_VERSION },
                 {},
         };
-        nsbox_daemon_config cfg = { .socket_path = NULL, .ready_fd = -1 };
-        const char *config = NULL, *http = NULL, *node = NULL;
-        bool check = false;
         int c;
         while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
                 uint64_t v;
@@ -80,17 +84,17 @@ int main(int argc, char **argv)
                                 fprintf(stderr, "nsboxd: --socket '%s': expected an absolute path shorter than 108 bytes\n", optarg);
                                 return 2;
                         }
-                        cfg.socket_path = optarg;
+                        a->cfg.socket_path = optarg;
                         break;
                 case OPT_READY_FD:
                         if (parse_u64(optarg, 3, 65535, &v) < 0) {
                                 fprintf(stderr, "nsboxd: --ready-fd '%s': expected a file descriptor number\n", optarg);
                                 return 2;
                         }
-                        cfg.ready_fd = (int)v;
+                        a->cfg.ready_fd = (int)v;
                         break;
                 case OPT_CONFIG:
-                        config = optarg;
+                        a->config = optarg;
                         break;
                 case OPT_HTTP:
                         if (nsbox_dconfig_check_listen(optarg) < 0) {
@@ -98,7 +102,7 @@ int main(int argc, char **argv)
                                                 " from 1 to 65535\n", optarg);
                                 return 2;
                         }
-                        http = optarg;
+                        a->http = optarg;
                         break;
                 case OPT_NODE:
                         if (!nsbox_node_ok(optarg)) {
@@ -106,10 +110,10 @@ int main(int argc, char **argv)
                                         optarg);
                                 return 2;
                         }
-                        node = optarg;
+                        a->node = optarg;
                         break;
                 case OPT_CHECK:
-                        check = true;
+                        a->check = true;
                         break;
                 case 'h':
                         fputs(usage, stdout);
@@ -129,6 +133,18 @@ int main(int argc, char **argv)
                 fprintf(stderr, "nsboxd: unexpected argument '%s' (see nsboxd --help)\n", argv[optind]);
                 return 2;
         }
+        return -1;
+}
+
+int main(int argc, char **argv)
+{
+        args a = { .cfg = { .socket_path = NULL, .ready_fd = -1 } };
+        int done = parse_args(argc, argv, &a);
+        if (done >= 0)
+                return done;
+        nsbox_daemon_config cfg = a.cfg;
+        const char *config = a.config, *http = a.http, *node = a.node;
+        bool check = a.check;
         nsbox_error err = { 0 };
         _cleanup_free_ char *def = config ? NULL : nsbox_dconfig_default_path();
         const char *path = config ? config : def;
