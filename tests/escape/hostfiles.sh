@@ -142,9 +142,22 @@ test_cp_out_of_a_fifo_is_refused() {
                 assert_status 125 timeout 30 "$NSBOX" cp "$id:$src" "$SCRATCH/out"
                 echo "    cp $src: $OUT" >&2
                 assert_one_line_error "$OUT"
-                assert_contains "$OUT" "is not a regular file" "nsbox cp of '$src'"
+                if [ "$src" = d ]; then
+                        assert_contains "$OUT" "is a directory (use -r)" "nsbox cp of a directory without -r"
+                else
+                        assert_contains "$OUT" "is not a regular file" "nsbox cp of '$src'"
+                fi
         done
         assert_eq "" "$(find "$SCRATCH" -mindepth 1)" "the host directory after the refused copies"
+        # cp -r of a directory holding a FIFO and a link to a host path: never hangs on the FIFO,
+        # and the link comes out as a link, not followed
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'mkfifo d/fifo && ln -s /etc/shadow d/shadow && echo x > d/file'
+        assert_status 0 timeout 30 "$NSBOX" cp -r "$id:d" "$SCRATCH/dcopy"
+        [ -L "$SCRATCH/dcopy/shadow" ] || fail "the link came out as $(stat -c %F "$SCRATCH/dcopy/shadow" 2>&1)"
+        assert_eq /etc/shadow "$(readlink "$SCRATCH/dcopy/shadow")" "the link's target, kept as text"
+        assert_eq x "$(cat "$SCRATCH/dcopy/file")" "the plain file"
+        [ ! -p "$SCRATCH/dcopy/fifo" ] || fail "a FIFO was made on the host"
+        rm -rf "$SCRATCH/dcopy"
         # into the sandbox: a host FIFO is refused at once too, not waited on
         mkfifo "$SCRATCH/hostfifo"
         assert_status 125 timeout 30 "$NSBOX" cp "$SCRATCH/hostfifo" "$id:in"
