@@ -9,8 +9,8 @@
 # node, a key made on one node taking on all, eight concurrent get_or_create calls on two nodes
 # giving one sandbox, kill -9 of a node (its sandboxes answer not found at once and leave the
 # lists within the TTL, creates go elsewhere, the restarted node takes creates again), Redis
-# stopped (each node serves its own) and restarted (the catalog rebuilt), bad ids and keys
-# refused in JSON, and nothing left.  Needs haproxy and redis-server (Debian's; ./quickstart.sh
+# stopped (each node serves its own) and restarted (the catalog rebuilt), TLS and HTTP/2 at the
+# router, bad ids and keys refused in JSON, and nothing left.  Needs haproxy and redis-server (Debian's; ./quickstart.sh
 # --deps) and the e2b npm package (tests/e2b, as integration/e2b.sh).
 . "$(dirname "$0")/../lib.sh"
 
@@ -354,6 +354,37 @@ test_e_redis_stopped_then_restarted() {
                 sleep 0.1
         done
         assert_eq "$all" "$(listed_ids "")" "the list through the router once Redis is back"
+}
+
+# TLS at the router (--tls): a second HAProxy of the same nodes, HTTPS with a certificate of the
+# test's, HTTP/2 by ALPN; a create and a call on the new sandbox's envd through it
+test_f_tls_at_the_router() {
+        ready
+        local spec=() n addr port aport tport pid out sid
+        openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" \
+                -keyout "$TEST_TMP/key.pem" -out "$TEST_TMP/cert.pem" > /dev/null 2>&1 || fail "openssl could not make a certificate"
+        cat "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem" > "$TEST_TMP/router.pem"
+        for n in a b c; do
+                read -r addr port aport < "$SESSION_DIR/$n/net"
+                spec+=("$n=$addr:$port/$aport")
+        done
+        tport=$(free_port)
+        "$NSBOX_SRC/contrib/haproxy/nsbox-haproxy-config" --listen "127.0.0.1:$tport" --tls "$TEST_TMP/router.pem" "${spec[@]}" > "$TEST_TMP/tls.cfg" ||
+                fail "nsbox-haproxy-config --tls"
+        "$HAPROXY" -db -f "$TEST_TMP/tls.cfg" > "$TEST_TMP/tls.log" 2>&1 < /dev/null 3>&- &
+        pid=$!
+        for _ in $(seq 100); do (exec 4<> "/dev/tcp/127.0.0.1/$tport") 2> /dev/null && break; sleep 0.05; done
+        sleep 2.5 # the placing servers up (their checks) before a create
+        out=$(curl -s --http2 --cacert "$TEST_TMP/cert.pem" -w '\n%{http_code} %{http_version}' -H "X-API-KEY: $KEY" -H 'Content-Type: application/json' \
+                --data-binary '{"templateID": "base", "timeout": 120}' "https://127.0.0.1:$tport/v2/sandboxes")
+        assert_eq "201 2" "$(printf '%s' "$out" | tail -n 1)" "a create through TLS, HTTP/2: $out $(tail -n 3 "$TEST_TMP/tls.log")"
+        sid=$(printf '%s' "$out" | head -n 1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])')
+        out=$(curl -s --cacert "$TEST_TMP/cert.pem" -w ' %{http_code}' -H "X-API-KEY: $KEY" -H "E2b-Sandbox-Id: $sid" -H "E2b-Sandbox-Port: 49983" \
+                "https://127.0.0.1:$tport/health")
+        assert_contains "$out" " 20" "the new sandbox's envd through TLS"
+        assert_status 60 curl -s "https://127.0.0.1:$tport/v2/sandboxes"
+        kill -TERM "$pid"
+        wait "$pid" 2> /dev/null || true
 }
 
 # Last: every node's sandboxes removed; no node runs a process; the host's mounts as before
