@@ -492,27 +492,18 @@ static void kill_all(int dirfd)
                         kill(atoi(l), SIGKILL);
 }
 
-static int remove_dir(int parent_fd, const char *name, int dirfd, int timeout_ms)
+/* Killed, emptied and removed.  cgroup2: cgroup.kill, then wait for cgroup.events to say empty.
+ * cgroup v1 (v1 true) has neither: its processes are killed again on each try until it can go. */
+static int remove_dir(int parent_fd, const char *name, int dirfd, int timeout_ms, bool v1)
 {
-        kill_all(dirfd);
-        wait_events(dirfd, "populated", 0, timeout_ms);
-        uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
-        for (;;) {
-                if (unlinkat(parent_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
-                        return 0;
-                if (errno != EBUSY || now_ns() >= deadline)
-                        return -errno;
-                struct timespec ts = { 0, 1000000 };
-                nanosleep(&ts, NULL);
-        }
-}
-
-/* A cgroup v1 directory: its processes killed (no cgroup.kill there) until it can go. */
-static int remove_v1(int parent_fd, const char *name, int dirfd, int timeout_ms)
-{
-        uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
-        for (;;) {
+        if (!v1) {
                 kill_all(dirfd);
+                wait_events(dirfd, "populated", 0, timeout_ms);
+        }
+        uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
+        for (;;) {
+                if (v1)
+                        kill_all(dirfd);
                 if (unlinkat(parent_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
                         return 0;
                 if (errno != EBUSY || now_ns() >= deadline)
@@ -592,9 +583,9 @@ static void collect_in(int parent_fd, bool v1)
                 if (cfd < 0)
                         continue;
                 if (v1 && !v2_sibling_handed_over(e->d_name))
-                        remove_v1(parent_fd, e->d_name, cfd, GC_WAIT_MS);
+                        remove_dir(parent_fd, e->d_name, cfd, GC_WAIT_MS, true);
                 else if (!v1 && !handed_over(cfd))
-                        remove_dir(parent_fd, e->d_name, cfd, GC_WAIT_MS);
+                        remove_dir(parent_fd, e->d_name, cfd, GC_WAIT_MS, false);
                 close(cfd);
         }
         closedir(d);
@@ -797,12 +788,12 @@ void nsbox_cgroup_destroy(nsbox_cgroup *cg, int timeout_ms)
 {
         if (cg->dirfd >= 0) {
                 const char *name = strrchr(cg->path, '/') + 1;
-                remove_dir(G.parent_fd, name, cg->dirfd, timeout_ms);
+                remove_dir(G.parent_fd, name, cg->dirfd, timeout_ms, false);
                 close(cg->dirfd);
         }
         for (int i = 0; i < NSBOX_CG_V1_N; i++)
                 if (cg->v1 & (1u << i)) {
-                        remove_v1(G.v1_fd[i], cg->v1name, cg->v1fd[i], timeout_ms);
+                        remove_dir(G.v1_fd[i], cg->v1name, cg->v1fd[i], timeout_ms, true);
                         close(cg->v1fd[i]);
                 }
         free(cg->path);
