@@ -249,7 +249,8 @@ test_pause_freezes_and_resume_thaws() {
                 [ "$TEST_AS" = user ] || fail "root's sandbox has no cgroup"
                 pid=$(pgrep -f "$mark" | head -n 1)
                 [ -n "$pid" ] || fail "the loop's process is not found"
-                for _ in $(seq 50); do
+                # a process in uninterruptible sleep (D: its write, on a loaded disk) stops when it leaves it
+                for _ in $(seq 250); do
                         st=$(awk '{print $3}' "/proc/$pid/stat")
                         [ "$st" = T ] && break
                         sleep 0.02
