@@ -50,10 +50,13 @@ free_port() {
 
 # nsboxd --http on a free port (another port if it was taken meanwhile); sets DPID and PORT.
 start_nsboxd() {
-        local conf="{}" uid
+        # keys in a file of the session's: never in the machine's (or the user's) own key file,
+        # where every run would leave two more, up to the 64 a user may hold
+        local keys="\"http\": {\"keys\": \"$SESSION_DIR/keys.json\"}" conf uid
+        conf="{$keys}"
         if [ "$TEST_AS" = root ]; then
                 uid=$(id -u "$TENANT") || { setup_failed "no user $TENANT (tests/run creates it)"; return 1; }
-                conf="{\"clients\": {\"uids\": [$uid]}}"
+                conf="{$keys, \"clients\": {\"uids\": [$uid]}}"
         fi
         printf '%s\n' "$conf" > "$SESSION_DIR/config.json"
         for _ in 1 2 3; do
