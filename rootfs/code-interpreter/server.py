@@ -752,15 +752,18 @@ def main():
     host, _, port = a.listen.rpartition(":")
     cwd = a.cwd or ("/home/user" if os.path.isdir("/home/user") else os.getcwd())
     t0 = time.monotonic()
-    cs = base = None
+    cs = base = srv = None
     try:
         base = _runtime_env()
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         # a SIGINT ignored here (a background start) would be ignored by every kernel too
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        # bound first: the kernel's ZeroMQ connections take ephemeral ports, and 49999 lies
+        # in Linux's ephemeral range; a connection made first could hold it.  Until
+        # serve_forever, a client waits in the listen backlog.
+        srv = Server((host or "127.0.0.1", int(port)), Handler)
         cs = Contexts(cwd)
         cs.default_context()  # started before the server answers: healthy means ready
-        srv = Server((host or "127.0.0.1", int(port)), Handler)
     except Exception as e:
         # said where the one starting us (nsboxd's template) looks, and on stderr
         why = "the code interpreter did not start: %s: %s" % (type(e).__name__, e)
@@ -768,6 +771,8 @@ def main():
             why += " (the host needs python3-ipykernel and python3-jupyter-client)"
         if cs:
             cs.shutdown()
+        if srv:
+            srv.server_close()
         if base:
             shutil.rmtree(base, ignore_errors=True)
         print(why, file=sys.stderr)
