@@ -126,7 +126,7 @@ static void on_quit_signal(int sig)
 static int send_message(json_t *msg)
 {
         size_t len = 0;
-        char *text = msg ? nsbox_json_dumps(msg, &len) : NULL;
+        char *text = msg ? nsbox_json_dumps_read(msg, &len) : NULL; /* structuredContent's 2.149 */
         json_decref(msg);
         if (!text)
                 return -ENOMEM;

@@ -307,12 +307,12 @@ const char *nsbox_json_unknown_key(json_t *obj, const char *const *known)
         return NULL;
 }
 
-char *nsbox_json_dumps(json_t *json, size_t *ret_len)
+static char *dumps_with(json_t *json, int precision, size_t *ret_len)
 {
         swap_state st = { .n = 0 };
         char *text = NULL;
         if (map_strings(json, swap_out, &st) == 0)
-                text = json_dumps(json, JSON_COMPACT | JSON_REAL_PRECISION(17));
+                text = json_dumps(json, JSON_COMPACT | JSON_REAL_PRECISION(precision));
         map_strings(json, swap_in, &st); /* the caller's value is as it was, and holds the strings */
         json_t **orig = st.saved;
         size_t n = st.n;
@@ -378,4 +378,16 @@ char *nsbox_json_escape_c1(const char *json)
                 return NULL;
         }
         return out.buf;
+}
+
+char *nsbox_json_dumps(json_t *json, size_t *ret_len)
+{
+        return dumps_with(json, 17, ret_len);
+}
+
+/* For a reader, not a parser: 15 digits print the 2.039 a tool measured, where 17 print
+ * 2.0390000000000001 (the double nearest 2.039).  Only digits past the 15th are dropped. */
+char *nsbox_json_dumps_read(json_t *json, size_t *ret_len)
+{
+        return dumps_with(json, 15, ret_len);
 }

@@ -23,6 +23,8 @@ json_t *nsbox_json_text(const char *s, size_t n, bool *ret_lossy);
 #define NSBOX_JSON_BIG 65536
 json_t *nsbox_json_loadb(const char *text, size_t len, json_error_t *je);
 char *nsbox_json_dumps(json_t *json, size_t *ret_len);
+/* the same with reals to 15 digits: for text a person or a model reads (nsbox mcp) */
+char *nsbox_json_dumps_read(json_t *json, size_t *ret_len);
 /* The first key of obj that is not in known (NULL-terminated), or NULL: strict parsers (policies,
  * nsboxd's configuration) refuse it, since a typo must not silently weaken what it configures. */
 const char *nsbox_json_unknown_key(json_t *obj, const char *const *known);

@@ -83,6 +83,9 @@ test_exec_write_read_in_the_default_sandbox_gone_after_end_of_input() {
         assert_eq 0 "$(cat "$TEST_TMP/mcp.status")" "nsbox mcp exit status; stderr: $(cat "$TEST_TMP/mcp.err")"
         assert_eq "False|3|hello from user|oops" "$(reply 2 '"%s|%s|%s|%s" % (r["result"]["isError"], '"$TEXT"'["exit_code"], '"$TEXT"'["stdout"].strip(), '"$TEXT"'["stderr"].strip())' <<< "$out")" "exec result"
         assert_eq "3" "$(reply 2 'r["result"]["structuredContent"]["exit_code"]' <<< "$out")" "exec structuredContent"
+        # what the model reads says 2.149, not 2.1493880000000001
+        assert_eq "" "$(grep -oE '"duration_ms":[0-9]+\.[0-9]{12,}' <<< "$out")" "float noise in the text"
+        assert_contains "$out" '"duration_ms":' "the durations"
         assert_eq "False" "$(reply 3 'r["result"]["isError"]' <<< "$out")" "write_file"
         assert_eq "written through MCP" "$(reply 4 "$TEXT"'["content"].strip()' <<< "$out")" "read_file content"
         assert_eq "written through MCP" "$(reply 5 "$TEXT"'["stdout"].strip()' <<< "$out")" "the file as a command sees it"
