@@ -4,7 +4,8 @@
 # a fixture below made first).  Its `$ ` lines run in order in one bash, in a scratch directory,
 # with nsbox on PATH; the lines after one, up to the next `$ `, are its documented output, which
 # the output (stdout and stderr, nsbox's warnings left out) must match: a 32-digit id stands for
-# any id, a run of spaces for any, an age or pid for any number, and a line `...` for any lines.
+# any id, a run of spaces for any, an age or pid for any number, a line `...` for any lines,
+# and `...` in a line for any text.  A `$ ` line ending in a backslash goes on on the next line.
 # Runs as root and as an unprivileged user (tests/run does both).
 . "$(dirname "$0")/../lib.sh"
 
@@ -32,6 +33,8 @@ while i < len(lines):
     while j < len(lines) and not lines[j].startswith("```"):
         if lines[j].startswith("$ "):
             steps.append([lines[j][2:], []])
+        elif steps and not steps[-1][1] and steps[-1][0].endswith("\\"):
+            steps[-1][0] += "\n" + lines[j]  # a continued command
         elif steps:
             steps[-1][1].append(lines[j])
         j += 1
@@ -40,6 +43,11 @@ while i < len(lines):
 print(json.dumps(blocks))
 PY
 ) || { echo "cannot read $README" >&2; exit 1; }
+
+setup_repo() { # the examples' project: a git repository with one commit
+        git init -q . && echo "# demo" > README && git add README &&
+                git -c user.name=demo -c user.email=demo@example.com commit -qm init
+}
 
 setup_calc() { # the project of the persistent sandboxes example: add() with a bug
         printf 'def add(a, b):\n    return a - b\n' > calc.py
@@ -77,6 +85,7 @@ def pattern(e):
     if e.strip() == "...":
         return None
     p = re.escape(e.strip())
+    p = p.replace(r"\.\.\.", ".*")  # text left out
     p = re.sub(r"[0-9a-f]{32}", "[0-9a-f]{32}", p)
     p = re.sub(r"(\\\s)+", r"\\s+", p)
     p = re.sub(r"\b\d+s\b", r"[0-9]+[smh]", p)
