@@ -432,7 +432,7 @@ int nsbox_cgroup_check(const nsbox_limits *l, const char *policy_name, nsbox_err
                          "limits of policy '%s' need the cgroup v2 controllers%s, which %s does not offer (held by cgroup v1, which only root uses, or not delegated: see HOST SETUP in nsbox(1))",
                          policy_name, missing, G.parent);
         if (l->enforce == ENFORCE_REQUIRED) {
-                nsbox_err(err, 0, "%s", msg);
+                nsbox_err(err, 0, "%s; --limits best-effort runs without them", msg);
                 return -EOPNOTSUPP;
         }
         if (!G.warned)

@@ -182,6 +182,11 @@ int nsbox_cmd_create(int argc, char **argv)
                 status = call_once("create", &cl, o.reuse ? "get_or_create" : "create", json_incref(params), NULL, NULL, &res, EXIT_NSBOX);
                 nsbox_cli_progress_stop(&pr);
                 if (status == 0) {
+                        size_t k;
+                        json_t *w;
+                        json_array_foreach(json_object_get(res, "warnings"), k, w) /* once, not --count times */
+                                if (i == 0 && json_is_string(w))
+                                        fprintf(stderr, "nsbox: warning: %s\n", json_string_value(w));
                         if (o.json)
                                 print_json(stdout, res);
                         else

@@ -86,6 +86,12 @@ static int apply(const nsbox_run_options *o, nsbox_policy *p, nsbox_error *err)
                 p->limits.pids = o->pids;
         if (o->has_cpus)
                 p->limits.cpus = o->cpus;
+        /* a limit asked for here holds or the start is refused, unless the caller says otherwise;
+         * the policy's own limits follow its limits.enforce */
+        if (o->limits_mode)
+                p->limits.enforce = strcmp(o->limits_mode, "best-effort") ? ENFORCE_REQUIRED : ENFORCE_BEST_EFFORT;
+        else if (o->has_memory || o->has_pids || o->has_cpus)
+                p->limits.enforce = ENFORCE_REQUIRED;
         for (char **b = o->binds; b && *b; b++) {
                 nsbox_mount m;
                 if ((r = nsbox_parse_mount_bind(*b, &m, err)) < 0)

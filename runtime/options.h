@@ -18,6 +18,7 @@ typedef struct nsbox_run_options {
         const char *workdir;
         const char *hostname;
         const char *net;
+        const char *limits_mode; /* required or best-effort: how the limits given must hold */
         char **binds;  /* SRC:DST[:rw] as given */
         char **tmpfs;  /* DST[:SIZE] as given */
         char **env;    /* K=V or K */

@@ -20,6 +20,12 @@ static int publish_check(const char *v, nsbox_error *err)
         return nsbox_publish_parse(v, &pub, err);
 }
 
+static int limits_mode_check(const char *v, nsbox_error *err)
+{
+        (void)err;
+        return strcmp(v, "required") && strcmp(v, "best-effort") ? -EINVAL : 0;
+}
+
 static int expiry_check(const char *v, nsbox_error *err)
 {
         (void)err;
@@ -225,6 +231,10 @@ const nsbox_param nsbox_params[] = {
           NULL, NULL, "the number of processes" },
         { "cpus", "cpus", 0, NSBOX_PARAM_NUMBER, ALL, 0, F(cpus), F(has_cpus), 0, 1024,
           "expected a number above 0 and at most 1024, e.g. 0.5", NULL, NULL, "the CPU limit, in CPUs" },
+        { "limits", "limits", 0, NSBOX_PARAM_STRING, ALL, 0, F(limits_mode), 0, 0, 0, "expected required or best-effort",
+          limits_mode_check, NULL,
+          "required or best-effort: limits that cannot hold here refuse the start, or run without (default: required for "
+          "--memory, --pids and --cpus, the policy's limits.enforce otherwise)" },
         { "timeout", "timeout", 0, NSBOX_PARAM_SECONDS, ALL, LIFE, F(timeout_ms), F(has_timeout), 0, 0, SECS ", e.g. 30 or 0.5", NULL, NULL,
           "run: the command's time; create: the sandbox's lifetime" },
         { "bind", "bind", 0, NSBOX_PARAM_LIST, ALL, NSBOX_PARAM_OPERATOR_ONLY, F(binds), 0, 0, 0, NULL, NULL, bind_client,

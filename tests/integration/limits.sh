@@ -91,17 +91,49 @@ test_required_limits_refused_naming_missing_controllers() {
         assert_eq ok "$OUT"
 }
 
-test_best_effort_limits_run_with_one_warning() {
+# A limit asked for on the command line holds, or the start is refused in one line naming the
+# controller and the way out; --limits best-effort runs without it and says so, in nsbox run's
+# warning and in nsboxd's reply (create's stderr, inspect's limits_enforced and warnings).
+pyj() { python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; } # a whole JSON text
+
+test_explicit_limits_hold_or_are_refused() {
         "$NSBOX" run --memory 64M --pids 32 --cpus 0.5 -- echo ran > "$TEST_TMP/out" 2> "$TEST_TMP/err"
-        assert_eq 0 "$?" "exit status"
-        assert_eq ran "$(cat "$TEST_TMP/out")" "output"
+        local st=$?
         if limits_hold; then # enforced: no warning
+                assert_eq "0 ran" "$st $(cat "$TEST_TMP/out")" "a run whose limits hold"
                 assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of a run whose limits hold"
+        else
+                assert_eq "125 " "$st $(cat "$TEST_TMP/out")" "a run whose limits cannot hold"
+                assert_one_line_error "$(cat "$TEST_TMP/err")"
+                assert_contains "$(cat "$TEST_TMP/err")" "need the cgroup v2 controllers memory pids cpu"
+                assert_contains "$(cat "$TEST_TMP/err")" "; --limits best-effort runs without them"
+                "$NSBOX" run --limits best-effort --memory 64M --pids 32 --cpus 0.5 -- echo ran > "$TEST_TMP/out" 2> "$TEST_TMP/err"
+                assert_eq "0 ran" "$? $(cat "$TEST_TMP/out")" "--limits best-effort"
+                assert_eq 1 "$(grep -c . "$TEST_TMP/err")" "stderr lines: $(cat "$TEST_TMP/err")"
+                assert_contains "$(cat "$TEST_TMP/err")" "nsbox: warning: limits of policy 'default.json' need the cgroup v2 controllers memory pids cpu"
+                assert_contains "$(cat "$TEST_TMP/err")" "running without them (limits.enforce is best-effort)"
+        fi
+        assert_status 125 "$NSBOX" run --limits maybe -- true
+        assert_eq "nsbox: run: --limits 'maybe': expected required or best-effort" "$OUT" "a bad --limits"
+        # through nsboxd
+        local id
+        if limits_hold; then
+                id=$("$NSBOX" create --memory 64M --pids 10 2> "$TEST_TMP/err") || fail "create: $(cat "$TEST_TMP/err")"
+                assert_eq "" "$(cat "$TEST_TMP/err")" "create's stderr"
+                "$NSBOX" inspect "$id" > "$TEST_TMP/i.json"
+                assert_eq "67108864 10 None" "$(pyj '"%s %s %s" % (d[0]["limits_enforced"]["memory"], d[0]["limits_enforced"]["pids"], d[0].get("warnings"))' < "$TEST_TMP/i.json")" "inspect"
+                "$NSBOX" rm -f "$id" > /dev/null
                 return
         fi
-        assert_eq 1 "$(grep -c . "$TEST_TMP/err")" "stderr lines: $(cat "$TEST_TMP/err")"
-        assert_contains "$(cat "$TEST_TMP/err")" "nsbox: warning: limits of policy 'default.json' need the cgroup v2 controllers memory pids cpu"
-        assert_contains "$(cat "$TEST_TMP/err")" "running without them (limits.enforce is best-effort)"
+        assert_status 125 "$NSBOX" create --memory 64M
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "--limits best-effort" "create's refusal"
+        id=$("$NSBOX" create --limits best-effort --memory 64M --pids 10 2> "$TEST_TMP/err") || fail "create: $(cat "$TEST_TMP/err")"
+        assert_eq 1 "$(grep -c . "$TEST_TMP/err")" "create's stderr lines: $(cat "$TEST_TMP/err")"
+        assert_contains "$(cat "$TEST_TMP/err")" "nsbox: warning: limits not enforced: memory, pids: " "create's warning"
+        "$NSBOX" inspect "$id" > "$TEST_TMP/i.json"
+        assert_eq "67108864 10 | 1073741824 | 1" "$(pyj '"%s %s | %s | %d" % (d[0]["limits"]["memory"], d[0]["limits"]["pids"], " ".join(str(v) for v in d[0]["limits_enforced"].values()), len(d[0]["warnings"]))' < "$TEST_TMP/i.json")" "inspect: asked for, enforced (the disk), warnings"
+        "$NSBOX" rm -f "$id" > /dev/null
 }
 
 test_run_json_reports_accounting() {
@@ -145,7 +177,7 @@ test_unwritable_cgroup_parent_runs_without_a_cgroup_with_one_warning() {
                 assert_one_line_error "$(cat "$TEST_TMP/out")"
         fi
         # a bad parent is a warning too (best-effort), never a crash; nor is cgroup v1 used instead
-        NSBOX_CGROUP_PARENT=relative/path "$NSBOX" run --pids 5 -- echo ok > "$TEST_TMP/out" 2> "$TEST_TMP/err"
+        NSBOX_CGROUP_PARENT=relative/path "$NSBOX" run --limits best-effort --pids 5 -- echo ok > "$TEST_TMP/out" 2> "$TEST_TMP/err"
         assert_eq 0 "$?" "exit status with a bad NSBOX_CGROUP_PARENT"
         assert_contains "$(cat "$TEST_TMP/err")" "NSBOX_CGROUP_PARENT 'relative/path' is not a cgroup path"
 }
@@ -157,7 +189,7 @@ test_unwritable_cgroup_parent_runs_without_a_cgroup_with_one_warning() {
 test_cgroup_v1_limits_hold_for_root() {
         if ! v1_limits; then
                 local before; before=$(v1_sandboxes)
-                "$NSBOX" run --pids 32 -- echo ran > "$TEST_TMP/out" 2> "$TEST_TMP/err"
+                "$NSBOX" run --limits best-effort --pids 32 -- echo ran > "$TEST_TMP/out" 2> "$TEST_TMP/err"
                 assert_eq ran "$(cat "$TEST_TMP/out")" "output"
                 [ "$TEST_AS" = root ] || assert_contains "$(cat "$TEST_TMP/err")" "nsbox: warning: limits of policy" "a user's warning"
                 assert_eq "$before" "$(v1_sandboxes)" "cgroup v1 directories made by a run without v1"

@@ -619,9 +619,9 @@ for i in range(2):
     check(s["limits"].get("memory") == 400 << 20, "memory limit of a sandbox naming none: %s" % json.dumps(s["limits"]))
 e = c.call("create", {})
 check(code(e) == "capacity" and "memory_budget" in e["error"]["message"], "a 3rd create of 400M with a budget of 1G: %s" % json.dumps(e))
-e = c.call("create", {"memory": "300M"})
+e = c.call("create", {"memory": "300M", "limits": "best-effort"})  # counted, held or not
 check(code(e) == "capacity", "a create of 300M with 224M left: %s" % json.dumps(e))
-s = c.ok("create", {"memory": "100M"})
+s = c.ok("create", {"memory": "100M", "limits": "best-effort"})
 check(s["limits"].get("memory") == 100 << 20, "memory limit: %s" % json.dumps(s["limits"]))
 m = c.ok("stats")["memory"]
 check(m["budget"] == 1 << 30 and m["committed"] == 900 << 20, "stats memory: %s" % json.dumps(m))
@@ -754,7 +754,8 @@ test_bad_config_is_one_line_and_nothing_starts() {
         printf '%s\n' '{"max_sandboxes": 64, "max_per_uid": 16, "memory_budget": "8G", "default_memory": "256M",
                 "timeout": 3600, "idle_timeout": 600, "on_expiry": "pause", "drain_timeout": 5,
                 '"$([ "$TEST_AS" = root ] && echo '"clients": {"uids": [4242], "groups": []},')"'
-                "templates": {"default": {"create": {"memory": "256M", "env": {"LANG": "C.UTF-8"}, "labels": {"kind": "std"}}, "pool": 2, "max": 8},
+                "templates": {"default": {"create": {"memory": "256M", "limits": "best-effort", "env": {"LANG": "C.UTF-8"},
+                                                      "labels": {"kind": "std"}}, "pool": 2, "max": 8},
                               "py.3-x_Y": {"create": {"policy": "default", "timeout": 60}}}}' > "$f"
         assert_status 0 timeout 10 "$NSBOXD" --check-config --config "$f"
         # (a host without the memory controller adds a warning about the template's memory)
