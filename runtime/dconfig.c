@@ -424,7 +424,7 @@ int nsbox_dconfig_load(const char *path, bool required, nsbox_dconfig *ret, nsbo
 char *nsbox_dconfig_default_path(void)
 {
         char *p = NULL;
-        if (geteuid() == 0)
+        if (nsbox_host_root())
                 return strdup("/etc/nsbox/nsboxd.json");
         const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
         if (xdg && xdg[0] == '/')

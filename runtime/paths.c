@@ -47,8 +47,16 @@ static bool squatted(const char *path)
 
 /* The user's home directory, from the password database (the same for a client and the daemon it
  * starts, whatever their environments). */
+static bool usable_base(const char *base);
+
 static int home_of(uid_t uid, char **ret)
 {
+        /* uid 0 of a user namespace: the passwd entry is the host's root's (/root, not ours) */
+        const char *env = getenv("HOME");
+        if (uid == 0 && !nsbox_host_root() && usable_base(env)) {
+                *ret = strdup(env);
+                return *ret ? 0 : -ENOMEM;
+        }
         struct passwd pw, *res = NULL;
         char buf[4096];
         if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res || !pw.pw_dir || pw.pw_dir[0] != '/')
@@ -89,6 +97,16 @@ static bool usable_base(const char *base)
         return base && base[0] == '/' && stat(base, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid();
 }
 
+/* /tmp/nsbox-UID, or in a user namespace that shares the host's /tmp (unshare -r),
+ * /tmp/nsbox-UID.OUTSIDE: uid 0 of every user's namespace is not one user */
+static char *tmp_dir(uid_t uid)
+{
+        char *s = NULL;
+        unsigned long outside = nsbox_outside_uid();
+        int n = outside == uid ? asprintf(&s, "/tmp/nsbox-%u", (unsigned)uid) : asprintf(&s, "/tmp/nsbox-%u.%lu", (unsigned)uid, outside);
+        return n < 0 ? NULL : s;
+}
+
 int nsbox_paths_get(bool create, nsbox_paths *ret, nsbox_error *err)
 {
         nsbox_paths p = { 0 };
@@ -97,19 +115,20 @@ int nsbox_paths_get(bool create, nsbox_paths *ret, nsbox_error *err)
         const char *xdg = getenv("XDG_RUNTIME_DIR");
         char user_run[64];
         snprintf(user_run, sizeof(user_run), "/run/user/%u", (unsigned)uid);
-        if (uid == 0)
+        bool host_root = nsbox_host_root();
+        if (host_root)
                 p.dir = strdup("/run/nsbox");
         else if (usable_base(xdg))
                 r = asprintf(&p.dir, "%s/nsbox", xdg) < 0 ? -ENOMEM : 0;
         else if (usable_base(user_run))
                 r = asprintf(&p.dir, "%s/nsbox", user_run) < 0 ? -ENOMEM : 0;
         else
-                r = asprintf(&p.dir, "/tmp/nsbox-%u", (unsigned)uid) < 0 ? -ENOMEM : 0;
+                p.dir = tmp_dir(uid);
         if (!p.dir)
                 return nsbox_err(err, ENOMEM, "runtime directory");
         /* /tmp is everyone's: another user may have taken our name first.  Then a private place in
          * our home, which both a client and the daemon it starts find the same way. */
-        if (uid != 0 && !strncmp(p.dir, "/tmp/", 5) && squatted(p.dir)) {
+        if (!host_root && !strncmp(p.dir, "/tmp/", 5) && squatted(p.dir)) {
                 _cleanup_free_ char *taken = steal_pointer(&p.dir);
                 if ((r = nsbox_paths_fallback(uid, &p.dir)) < 0)
                         return nsbox_err(err, -r, "runtime directory '%s' belongs to another user, and uid %u has no home directory to use instead",
@@ -190,11 +209,11 @@ int nsbox_paths_runtime_dirs(char ***ret)
         int r;
         if ((r = push_dir(&v, strdup("/run/nsbox"))) < 0)
                 return r;
-        if (uid != 0) {
+        if (!nsbox_host_root()) {
                 if (xdg && xdg[0] == '/' && (r = push_dir(&v, printed("%s/nsbox", xdg))) < 0)
                         return r;
                 if ((r = push_dir(&v, printed("/run/user/%u/nsbox", (unsigned)uid))) < 0 ||
-                    (r = push_dir(&v, printed("/tmp/nsbox-%u", (unsigned)uid))) < 0)
+                    (r = push_dir(&v, tmp_dir(uid))) < 0)
                         return r;
                 if (nsbox_paths_fallback(uid, &fallback) == 0 && (r = push_dir(&v, fallback)) < 0)
                         return r;

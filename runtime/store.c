@@ -85,7 +85,7 @@ static int store_path(char **ret, nsbox_error *err)
                 if (env[0] != '/')
                         return nsbox_err(err, 0, "NSBOX_STORE '%s': expected an absolute path", env);
                 *ret = strdup(env);
-        } else if (geteuid() == 0) {
+        } else if (nsbox_host_root()) {
                 *ret = strdup("/var/lib/nsbox");
         } else {
                 const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");

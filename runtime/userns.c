@@ -14,23 +14,9 @@
 
 #include "util.h"
 
-/* Root of the initial user namespace (full identity map): it may map a range of host ids.
- * uid 0 inside a user namespace (unshare -r, a rootless container) may map only itself. */
-static bool initial_root(void)
-{
-        if (geteuid() != 0)
-                return false;
-        char buf[128] = "";
-        _cleanup_close_ int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
-                return false;
-        unsigned long inside, outside, count;
-        return sscanf(buf, "%lu %lu %lu", &inside, &outside, &count) == 3 && inside == 0 && outside == 0 && count == 4294967295ul;
-}
-
 void nsbox_idmap_for_caller(uid_t policy_uid, gid_t policy_gid, nsbox_idmap *ret)
 {
-        if (initial_root()) {
+        if (nsbox_host_root()) {
                 *ret = (nsbox_idmap){ .privileged = true, .inside_uid = 0, .host_uid = NSBOX_ROOT_ID_BASE,
                                       .inside_gid = 0, .host_gid = NSBOX_ROOT_ID_BASE, .count = NSBOX_ROOT_ID_COUNT };
                 return;

@@ -423,3 +423,26 @@ char *nsbox_escape_controls(const char *s)
         return out.buf;
 }
 
+/* The first line of our uid map: inside, outside (in the parent namespace) and count. */
+static bool uid_map_first(unsigned long *inside, unsigned long *outside, unsigned long *count)
+{
+        char buf[128] = "";
+        _cleanup_close_ int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
+                return false;
+        return sscanf(buf, "%lu %lu %lu", inside, outside, count) == 3;
+}
+
+bool nsbox_host_root(void)
+{
+        unsigned long inside, outside, count;
+        return geteuid() == 0 && uid_map_first(&inside, &outside, &count) && inside == 0 && outside == 0 && count == 4294967295ul;
+}
+
+unsigned long nsbox_outside_uid(void)
+{
+        unsigned long inside, outside, count, uid = geteuid();
+        if (uid_map_first(&inside, &outside, &count) && uid >= inside && uid - inside < count)
+                return outside + (uid - inside);
+        return uid;
+}

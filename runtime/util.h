@@ -89,3 +89,10 @@ void nsbox_close_pair(int fds[2]);
  * of dir/N, held by *ret_fd until it is closed (or its holder dies).  Starts anywhere, so that
  * a slot just freed is the last to be taken again.  what names the pool in messages. */
 int nsbox_slot_take(const char *dir, unsigned count, const char *what, unsigned *ret, int *ret_fd, nsbox_error *err);
+/* Root of the initial user namespace (a full identity map): the host's root, whose places are
+ * /run/nsbox, /var/lib/nsbox and /etc/nsbox and who may map ranges of host ids.  uid 0 inside a
+ * user namespace (unshare -r, a rootless or CI container) is a user: its own home and runtime
+ * directory, one id to map. */
+bool nsbox_host_root(void);
+/* Our uid as the parent user namespace sees it (geteuid() in the initial one). */
+unsigned long nsbox_outside_uid(void);

@@ -375,7 +375,7 @@ int apikeys_refresh(daemon_state *d, bool force)
 static char *default_path(void)
 {
         char *p = NULL;
-        if (geteuid() == 0)
+        if (nsbox_host_root())
                 return strdup("/var/lib/nsbox/api-keys.json");
         const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
         if (xdg && xdg[0] == '/')
