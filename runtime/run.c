@@ -284,7 +284,7 @@ static int result(const nsbox_sandbox *sb, supervise_state *st, nsbox_result *re
         nsbox_cgroup_stats cs;
         if (nsbox_cgroup_stats_read(&sb->cg, &cs) == 0) {
                 /* the whole sandbox, orphans and the agent included */
-                snprintf(res->cgroup, sizeof(res->cgroup), "%s", sb->cg.path);
+                snprintf(res->cgroup, sizeof(res->cgroup), "%s", sb->cg.path ? sb->cg.path : ""); /* none: v1 only */
                 if (cs.cpu_user_us + cs.cpu_system_us > 0) {
                         res->user_us = cs.cpu_user_us;
                         res->sys_us = cs.cpu_system_us;

@@ -278,7 +278,7 @@ json_t *sandbox_json(const daemon_state *d, const sandbox *s)
                 json_object_set_new(o, "cgroup", json_null());
                 return o;
         }
-        json_object_set_new(o, "cgroup", json_string(s->sup.sb.cg.path));
+        json_object_set_new(o, "cgroup", s->sup.sb.cg.path ? json_string(s->sup.sb.cg.path) : json_null()); /* null: v1 only */
         json_object_set_new(o, "cpu_time_ms", json_real((double)cs.cpu_usage_us / 1000.0));
         if (cs.has_memory) {
                 json_object_set_new(o, "memory_bytes", json_integer((json_int_t)cs.memory_current));

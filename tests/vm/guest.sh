@@ -57,6 +57,20 @@ daemon_disk_enospc:user:daemon_disk_enospc
 exec_pids_limited:user:exec_pids_limited
 rm_while_paused:user:rm_while_paused
 "
+# The cgroup v1 boot (vmtest.cgroup=v1, tests/vm/run): no cgroup2 at all.  Root's limits hold
+# through nsbox's own cgroups under the v1 hierarchies; a user's explicit limits are refused.
+TESTS_V1="
+smoke_run_root:root:smoke_run
+v1_limits_hold:root:v1_limits_hold
+v1_daemon_limits:root:v1_daemon_limits
+v1_pause_resume:root:v1_pause_resume
+v1_user_limits_refused:user:v1_user_limits_refused
+"
+V1=
+if grep -qw vmtest.cgroup=v1 /proc/cmdline; then
+        V1=1
+        TESTS=$TESTS_V1
+fi
 
 # ---- helpers for test bodies ---------------------------------------------------------------
 
@@ -497,6 +511,90 @@ t_no_cgroup_leaks() {
         finish
 }
 
+# ---- the cgroup v1 boot --------------------------------------------------------------------
+
+# nsbox's sandbox cgroups under the v1 hierarchies: "dir" per line
+v1_sandboxes() { find /sys/fs/cgroup/*/nsbox -mindepth 1 -maxdepth 1 -type d -name 'sb-*' 2>/dev/null; }
+
+t_v1_limits_hold() {
+        run_json nsbox run --memory 64M --json -- dd if=/dev/zero of=/dev/null bs=1G count=1
+        no_nsbox_error "nsbox run --memory 64M -- dd bs=1G"
+        require_json "nsbox run --memory 64M -- dd bs=1G"
+        expect "exit status under --memory 64M" 137 "$ST"
+        expect "reason under --memory 64M" oom_killed "$(jget "$JSON" reason)"
+        expect "cgroup of the result (v1 has no cgroup2 path)" null "$(jget "$JSON" cgroup)"
+        run_json nsbox run --pids 32 --json -- sh -c 'i=0; while [ $i -lt 100 ]; do sleep 5 & i=$((i + 1)); done 2> /dev/null; echo forked'
+        no_nsbox_error "nsbox run --pids 32 -- (100 sleeps)"
+        expect "pids_limited under --pids 32" true "$(jget "$JSON" pids_limited)"
+        run_json nsbox run --cpus 0.5 --json -- timeout 4 sh -c 'while :; do :; done'
+        no_nsbox_error "nsbox run --cpus 0.5 -- (a 4 s busy loop)"
+        ratio=$(awk -v c="$(jget "$JSON" cpu_time_ms)" -v w="$(jget "$JSON" wall_time_ms)" 'BEGIN { if (w + 0 <= 0) print "none"; else printf "%.2f", c / w }')
+        note "cpu/wall under --cpus 0.5: $ratio"
+        awk -v r="$ratio" 'BEGIN { exit !(r != "none" && r + 0 >= 0.3 && r + 0 <= 0.7) }' ||
+                check "cpu_time_ms/wall_time_ms under --cpus 0.5 is $ratio, expected between 0.3 and 0.7"
+        left=$(v1_sandboxes)
+        [ -z "$left" ] || check "v1 cgroups left: $(echo "$left" | oneline)"
+        finish
+}
+
+t_v1_daemon_limits() {
+        id=$(nsbox create --memory 64M --pids 50 2> "$T/err")
+        st=$?
+        [ "$st" = 0 ] && [ -n "$id" ] || fail "nsbox create --memory 64M --pids 50: exit status $st: $(tail -n 2 "$T/err" | oneline)"
+        [ ! -s "$T/err" ] || check "create's stderr: $(oneline < "$T/err")"
+        obj=$(sandbox_obj "$id")
+        note "ls --json: $obj"
+        case $obj in *'"limits_enforced":{"memory":67108864,"pids":50,'*) ;; *) check "limits_enforced in $obj" ;; esac
+        case $obj in *'"cgroup":null'*) ;; *) check "cgroup (v1 only: null) in $obj" ;; esac
+        lim=$(cat /sys/fs/cgroup/memory/nsbox/sb-*/memory.limit_in_bytes 2>&1 | oneline)
+        expect "memory.limit_in_bytes of the sandbox's v1 cgroup" 67108864 "$lim"
+        nsbox exec "$id" -- dd if=/dev/zero of=/dev/null bs=1G count=1 > "$T/x" 2>&1
+        st=$?
+        [ "$st" != 0 ] || check "a 1 GiB dd in a 64M sandbox succeeded"
+        note "dd bs=1G: status $st: $(oneline < "$T/x")"
+        out=$(nsbox rm -f "$id" 2>&1) || check "nsbox rm -f $id: $(echo "$out" | oneline)"
+        wait_for 10 eval '[ -z "$(v1_sandboxes)" ]' || check "v1 cgroups left after rm: $(v1_sandboxes | oneline)"
+        finish
+}
+
+# Pause without a cgroup2 freezer: the sandbox's processes stop all the same.
+t_v1_pause_resume() {
+        id=$(nsbox create 2> "$T/err") || fail "nsbox create: $(oneline < "$T/err")"
+        out=$(nsbox call "$id" exec '{"shell":"i=0; while :; do i=$((i+1)); echo $i > /tmp/c; sleep 0.1; done","background":true}' 2>&1) ||
+                fail "starting the counter: $(echo "$out" | oneline)"
+        sleep 1
+        out=$(nsbox pause "$id" 2>&1) || fail "nsbox pause: $(echo "$out" | oneline)"
+        expect "state" paused "$(jget "$(sandbox_obj "$id")" state)"
+        nsbox resume "$id" > "$T/r" 2>&1 || fail "nsbox resume: $(oneline < "$T/r")"
+        a=$(nsbox exec "$id" -- cat /tmp/c 2>&1)
+        out=$(nsbox pause "$id" 2>&1) || fail "nsbox pause (2): $(echo "$out" | oneline)"
+        sleep 3
+        nsbox resume "$id" > "$T/r" 2>&1 || fail "nsbox resume (2): $(oneline < "$T/r")"
+        b=$(nsbox exec "$id" -- cat /tmp/c 2>&1)
+        note "a=$a b=$b across a 3 s pause"
+        is_num "$a" && is_num "$b" || fail "counter: '$a' '$b'"
+        [ $((b - a)) -le 15 ] || check "the counter went from $a to $b across a 3 s pause: it kept running"
+        sleep 1
+        c=$(nsbox exec "$id" -- cat /tmp/c 2>&1)
+        is_num "$c" && [ "$c" -gt "$b" ] || check "the counter did not run after resume: b=$b, then '$c'"
+        nsbox rm -f "$id" > /dev/null 2>&1
+        finish
+}
+
+# A user cannot use cgroup v1: an explicit limit is refused in one line, or runs with a warning.
+t_v1_user_limits_refused() {
+        nsbox run --memory 64M -- echo ran > "$T/out" 2> "$T/err"
+        st=$?
+        expect "exit status of nsbox run --memory 64M" 125 "$st"
+        expect "stderr lines" 1 "$(grep -c . "$T/err")"
+        grep -q -- "--limits best-effort" "$T/err" || check "the refusal names no way out: $(oneline < "$T/err")"
+        nsbox run --limits best-effort --memory 64M -- echo ran > "$T/out" 2> "$T/err"
+        st=$?
+        expect "nsbox run --limits best-effort --memory 64M" "0 ran" "$st $(cat "$T/out")"
+        grep -q "^nsbox: warning: .*running without them" "$T/err" || check "no warning: $(oneline < "$T/err")"
+        finish
+}
+
 # nsboxd as systemd starts a service with Delegate=yes: alone in a fresh cgroup.
 t_nsboxd_leaf() {
         svc=$CG/svc
@@ -883,6 +981,11 @@ bench() {
 case ${1:-} in
 --test)
         export VMTEST_NAME=$2 VMTEST_AS=$3
+        if [ "$3" = user ] && [ -n "$V1" ]; then # nothing to delegate in v1
+                export VMTEST_CGPARENT=
+                as_user /bin/sh /guest.sh --body "$4"
+                exit $?
+        fi
         if [ "$3" = user ]; then
                 setup_user_cgroup
                 echo 0 > $CG/user4242/session/cgroup.procs ||
