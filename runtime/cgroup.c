@@ -882,3 +882,28 @@ int nsbox_cgroup_freeze(const nsbox_cgroup *cg, bool freeze, int timeout_ms, nsb
         }
         return 0;
 }
+
+bool nsbox_cgroup_holds(const nsbox_cgroup *cg, int controller)
+{
+        bool v2[NSBOX_CG_V1_N] = { cg->memory, cg->pids, cg->cpu };
+        return v2[controller] || (cg->v1 & 1u << controller);
+}
+
+int nsbox_cgroup_unheld(const nsbox_limits *l, const nsbox_cgroup *cg, char *msg, size_t size)
+{
+        char missing[32] = "";
+        if (l->memory && !nsbox_cgroup_holds(cg, NSBOX_CG_V1_MEMORY))
+                strcat(missing, ", memory");
+        if (l->pids && !nsbox_cgroup_holds(cg, NSBOX_CG_V1_PIDS))
+                strcat(missing, ", pids");
+        if (l->cpus > 0 && !nsbox_cgroup_holds(cg, NSBOX_CG_V1_CPU))
+                strcat(missing, ", cpus");
+        if (!missing[0])
+                return 0;
+        resolve();
+        snprintf(msg, size, "limits not enforced: %s: %s", missing + 2,
+                 G.why[0] ? G.why
+                 : cg->dirfd < 0 && !cg->v1 ? "the sandbox has no cgroup (see HOST SETUP in nsbox(1))"
+                                            : "its cgroup lacks the controller (see HOST SETUP in nsbox(1))");
+        return 1;
+}

@@ -58,6 +58,13 @@ void nsbox_cgroup_destroy(nsbox_cgroup *cg, int timeout_ms);
 int nsbox_cgroup_stats_read(const nsbox_cgroup *cg, nsbox_cgroup_stats *st);
 /* pids.events max (forks refused at the limit so far), 0 without the pids controller: one read. */
 uint64_t nsbox_cgroup_pids_limited(const nsbox_cgroup *cg);
+/* Of the limits l asked for, those cg does not hold (memory, pids, cpus: where its cgroup lacks
+ * the controller): 0, or 1 with msg set to one line naming them and why, for a reply's
+ * "warnings" (nsbox run --json, nsboxd's sandbox objects). */
+int nsbox_cgroup_unheld(const nsbox_limits *l, const nsbox_cgroup *cg, char *msg, size_t size);
+/* Whether cg holds a memory (NSBOX_CG_V1_MEMORY), pids or cpu limit. */
+bool nsbox_cgroup_holds(const nsbox_cgroup *cg, int controller);
+
 /* cgroup.kill: every process in it, frozen or not. */
 void nsbox_cgroup_kill(const nsbox_cgroup *cg);
 /* cgroup.freeze, then wait for cgroup.events to say so. */

@@ -130,6 +130,8 @@ static void print_json_result(const nsbox_result *r, const nsbox_error *err)
                               "user_time_ms", (double)r->user_us / 1000.0, "system_time_ms", (double)r->sys_us / 1000.0,
                               "peak_memory_bytes", (json_int_t)r->max_rss_bytes, "status", r->status, "cgroup",
                               r->cgroup[0] ? r->cgroup : NULL);
+                if (o && r->warning[0])
+                        json_object_set_new(o, "warnings", json_pack("[s]", r->warning));
         }
         char *text = o ? nsbox_cli_dumps(o, JSON_COMPACT) : NULL;
         if (text)

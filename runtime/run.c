@@ -267,9 +267,10 @@ static void collect(const nsbox_policy *p, nsbox_sandbox *sb, unsigned flags, su
 }
 
 /* *res from what init reported, or from how it ended when it could not. */
-static int result(const nsbox_sandbox *sb, supervise_state *st, nsbox_result *res, nsbox_error *err)
+static int result(const nsbox_policy *p, const nsbox_sandbox *sb, supervise_state *st, nsbox_result *res, nsbox_error *err)
 {
         *res = (nsbox_result){ .exit_code = -1 };
+        nsbox_cgroup_unheld(&p->limits, &sb->cg, res->warning, sizeof(res->warning));
         res->wall_us = (now_ns() - sb->start_ns) / 1000;
         if (!st->has_exit && st->reaped) {
                 /* killed before it could report (timeout, kill): init's own and reaped children's */
@@ -347,7 +348,7 @@ int nsbox_run(const nsbox_policy *p, char *const argv[], unsigned flags, nsbox_r
         if ((r = supervise(p, &sb, sigfd, flags, &st, err)) < 0)
                 goto out;
         collect(p, &sb, flags, &st);
-        r = result(&sb, &st, res, err);
+        r = result(p, &sb, &st, res, err);
 out:
         nsbox_sandbox_destroy(&sb);
         proxy_finish(&proxy);

@@ -24,6 +24,7 @@ typedef struct nsbox_result {
          * process */
         uint64_t max_rss_bytes;
         char cgroup[512];   /* the sandbox's cgroup while it ran, or "" */
+        char warning[1200]; /* limits asked for that did not hold (cgroup.h), or "" */
 } nsbox_result;
 
 /* Return as soon as init reports the command's status, without waiting for the kernel to finish

@@ -198,38 +198,22 @@ sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *params)
 }
 
 /* Of the limits asked for (l), those that hold ("limits_enforced": the disk always, memory,
- * pids and cpus where the sandbox's cgroup has the controller), and one warning naming the rest:
+ * pids and cpus where the sandbox's cgroup has the controller), and a warning naming the rest:
  * a limit that was asked for and does not hold is never silent. */
 static void limits_held(json_t *o, const nsbox_limits *l, const nsbox_cgroup *cg)
 {
-        bool mem = cg->memory || (cg->v1 & 1u << NSBOX_CG_V1_MEMORY), pids = cg->pids || (cg->v1 & 1u << NSBOX_CG_V1_PIDS),
-             cpu = cg->cpu || (cg->v1 & 1u << NSBOX_CG_V1_CPU);
         json_t *held = json_object();
-        char missing[32] = "";
-        if (l->memory && mem)
+        if (l->memory && nsbox_cgroup_holds(cg, NSBOX_CG_V1_MEMORY))
                 json_object_set_new(held, "memory", json_integer((json_int_t)l->memory));
-        else if (l->memory)
-                strcat(missing, ", memory");
-        if (l->pids && pids)
+        if (l->pids && nsbox_cgroup_holds(cg, NSBOX_CG_V1_PIDS))
                 json_object_set_new(held, "pids", json_integer((json_int_t)l->pids));
-        else if (l->pids)
-                strcat(missing, ", pids");
-        if (l->cpus > 0 && cpu)
+        if (l->cpus > 0 && nsbox_cgroup_holds(cg, NSBOX_CG_V1_CPU))
                 json_object_set_new(held, "cpus", json_real(l->cpus));
-        else if (l->cpus > 0)
-                strcat(missing, ", cpus");
         json_object_set_new(held, "disk", json_integer((json_int_t)(l->disk ? l->disk : NSBOX_DEFAULT_DISK)));
         json_object_set_new(o, "limits_enforced", held);
-        if (!missing[0])
-                return;
-        const char *why = NULL;
-        nsbox_cgroup_parent(&why);
         char msg[1200];
-        snprintf(msg, sizeof(msg), "limits not enforced: %s: %s", missing + 2,
-                 why ? why
-                     : cg->dirfd < 0 && !cg->v1 ? "the sandbox has no cgroup (see HOST SETUP in nsbox(1))"
-                                                : "its cgroup lacks the controller (see HOST SETUP in nsbox(1))");
-        json_object_set_new(o, "warnings", json_pack("[s]", msg));
+        if (nsbox_cgroup_unheld(l, cg, msg, sizeof(msg)))
+                json_object_set_new(o, "warnings", json_pack("[s]", msg));
 }
 
 json_t *sandbox_json(const daemon_state *d, const sandbox *s)

@@ -113,6 +113,13 @@ test_explicit_limits_hold_or_are_refused() {
                 assert_contains "$(cat "$TEST_TMP/err")" "nsbox: warning: limits of policy 'default.json' need the cgroup v2 controllers memory pids cpu"
                 assert_contains "$(cat "$TEST_TMP/err")" "running without them (limits.enforce is best-effort)"
         fi
+        # the JSON result says so too
+        "$NSBOX" run --json --limits best-effort --pids 10 -- true 2> "$TEST_TMP/err"
+        if limits_hold; then
+                assert_eq None "$(tail -n 1 "$TEST_TMP/err" | jget 'str(d.get("warnings"))')" "warnings of a run whose limits hold"
+        else
+                assert_contains "$(tail -n 1 "$TEST_TMP/err" | jget 'd["warnings"][0]')" "limits not enforced: pids: " "the JSON result's warning"
+        fi
         assert_status 125 "$NSBOX" run --limits maybe -- true
         assert_eq "nsbox: run: --limits 'maybe': expected required or best-effort" "$OUT" "a bad --limits"
         # through nsboxd
