@@ -430,10 +430,11 @@ int nsbox_cmd_replay(int argc, char **argv)
                         nsbox_cli_print_json(stdout, doc);
                         json_decref(doc);
                 } else if (first) {
-                        printf("replay: %zu steps, %zu matched, %zu diverged; first divergent step: %" PRIu64 " (%s)\n", t.n_steps, matched,
+                        printf("replay: %zu step%s, %zu matched, %zu diverged; first divergent step: %" PRIu64 " (%s)\n", t.n_steps,
+                               t.n_steps == 1 ? "" : "s", matched,
                                mismatched, first->step, !strcmp(first->op, "call") ? first->tool : first->op);
                 } else {
-                        printf("replay: %zu steps, all matched: no divergence\n", t.n_steps);
+                        printf("replay: %zu step%s, all matched: no divergence\n", t.n_steps, t.n_steps == 1 ? "" : "s");
                 }
                 status = first ? EXIT_FAILED : 0;
         }

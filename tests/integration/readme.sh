@@ -12,7 +12,7 @@
 README=${NSBOX_SRC:-$(dirname "$0")/../..}/README.md
 # A daemon of our own on a socket of our own, stopped with its sandboxes when this file ends.
 SESSION_DIR=$(mktemp -d /tmp/nsbox-readme.XXXXXX) || exit 1
-export NSBOX_SOCKET="$SESSION_DIR/d.sock"
+export NSBOX_SOCKET="$SESSION_DIR/d.sock" NSBOX_STORE="$SESSION_DIR/store"
 trap 'stop_file_daemon "$SESSION_DIR"' EXIT
 export PATH="$(cd "$(dirname "$NSBOX")" && pwd):$PATH"
 
@@ -47,6 +47,12 @@ PY
 setup_repo() { # the examples' project: a git repository with one commit
         git init -q . && echo "# demo" > README && git add README &&
                 git -c user.name=demo -c user.email=demo@example.com commit -qm init
+}
+
+setup_project() { # the snapshot example's: make deps builds build/deps, make test prints it
+        printf 'deps:\n\tmkdir -p build && echo built > build/deps\ntest:\n\t@cat build/deps && python3 -c "print(2 + 2)"\n' > Makefile
+        git init -q . && git add Makefile && git -c user.name=demo -c user.email=demo@example.com commit -qm deps &&
+                echo "# demo" > README && git add README && git -c user.name=demo -c user.email=demo@example.com commit -qm readme
 }
 
 setup_calc() { # the project of the persistent sandboxes example: add() with a bug
