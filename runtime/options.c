@@ -90,7 +90,7 @@ static int apply(const nsbox_run_options *o, nsbox_policy *p, nsbox_error *err)
          * the policy's own limits follow its limits.enforce */
         if (o->limits_mode)
                 p->limits.enforce = strcmp(o->limits_mode, "best-effort") ? ENFORCE_REQUIRED : ENFORCE_BEST_EFFORT;
-        else if (o->has_memory || o->has_pids || o->has_cpus)
+        else if (!o->limits_as_policy && (o->has_memory || o->has_pids || o->has_cpus))
                 p->limits.enforce = ENFORCE_REQUIRED;
         for (char **b = o->binds; b && *b; b++) {
                 nsbox_mount m;

@@ -19,6 +19,7 @@ typedef struct nsbox_run_options {
         const char *hostname;
         const char *net;
         const char *limits_mode; /* required or best-effort: how the limits given must hold */
+        bool limits_as_policy;   /* limits from configuration (a template): the policy's enforce */
         char **binds;  /* SRC:DST[:rw] as given */
         char **tmpfs;  /* DST[:SIZE] as given */
         char **env;    /* K=V or K */

@@ -309,6 +309,7 @@ int sandbox_prepare(daemon_state *d, const client *c, json_t *params, sandbox **
                 json_decref(shape);
                 return r;
         }
+        o.limits_as_policy = !c; /* a template's limits are the operator's configuration, as a policy's */
         sandbox *s = sandbox_new();
         unsigned char rnd[16];
         if (!s || getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {

@@ -754,8 +754,7 @@ test_bad_config_is_one_line_and_nothing_starts() {
         printf '%s\n' '{"max_sandboxes": 64, "max_per_uid": 16, "memory_budget": "8G", "default_memory": "256M",
                 "timeout": 3600, "idle_timeout": 600, "on_expiry": "pause", "drain_timeout": 5,
                 '"$([ "$TEST_AS" = root ] && echo '"clients": {"uids": [4242], "groups": []},')"'
-                "templates": {"default": {"create": {"memory": "256M", "limits": "best-effort", "env": {"LANG": "C.UTF-8"},
-                                                      "labels": {"kind": "std"}}, "pool": 2, "max": 8},
+                "templates": {"default": {"create": {"memory": "256M", "env": {"LANG": "C.UTF-8"}, "labels": {"kind": "std"}}, "pool": 2, "max": 8},
                               "py.3-x_Y": {"create": {"policy": "default", "timeout": 60}}}}' > "$f"
         assert_status 0 timeout 10 "$NSBOXD" --check-config --config "$f"
         # (a host without the memory controller adds a warning about the template's memory)
