@@ -36,8 +36,10 @@ node_index() { case $1 in a) echo 1 ;; b) echo 2 ;; c) echo 3 ;; esac; }
 stop_node() {
         local n=$1 pid agents
         pid=$(cat "$SESSION_DIR/$n/pid" 2> /dev/null) || return 0
-        agents=$(NSBOX_SOCKET="$SESSION_DIR/$n/d.sock" "$NSBOX" ls --json 2> /dev/null |
-                python3 -c 'import json, sys; print(" ".join(str(s["pid"]) for s in json.load(sys.stdin)))' 2> /dev/null)
+        # only a node that answers is asked: nsbox would start a daemon on a dead node's socket
+        [ -n "$(NSBOX_SOCKET="$SESSION_DIR/$n/d.sock" daemon_pid)" ] &&
+                agents=$(NSBOX_SOCKET="$SESSION_DIR/$n/d.sock" "$NSBOX" ls --json 2> /dev/null |
+                        python3 -c 'import json, sys; print(" ".join(str(s["pid"]) for s in json.load(sys.stdin)))' 2> /dev/null)
         kill -TERM "$pid" 2> /dev/null
         # shellcheck disable=SC2086
         wait_pids_gone 10 "$pid" $agents > /dev/null || kill -KILL "$pid" $agents 2> /dev/null
