@@ -544,6 +544,129 @@ def t_pty():
         bg.kill()
 
 
+
+def t_e2b():
+    """nsbox.e2b.Sandbox as E2B's SDK shapes it (issue 28)."""
+    from nsbox import e2b
+    # the template first, positional or by name; E2B's connection arguments are accepted
+    for make in (lambda: e2b.Sandbox("base", api_key="e2b_x", domain="e2b.dev", request_timeout=5),
+                 lambda: e2b.Sandbox.create("base", debug=False, secure=True, allow_internet_access=True),
+                 lambda: e2b.Sandbox.create(template="base", timeout=60, envs={"E": "e"}, metadata={"m": "1"})):
+        with make() as s:
+            check(isinstance(s, nsbox.Sandbox) and s.commands.run("echo ok").stdout == "ok\n", f"create: {s}")
+            check(s.get_info().template_id is None, f"'base' is nsbox's default policy: {s.get_info()}")
+    raises(lambda: e2b.Sandbox("no-such-template"), NotFoundException, "not_found", "an unknown template")
+    raises(lambda: e2b.Sandbox(42), InvalidArgumentException, "invalid_argument", "a template not a string")
+    with e2b.Sandbox.create(metadata={"test": "e2b"}) as s:
+        # E2B's exception text, with stderr; still nsbox's class and attributes
+        try:
+            s.commands.run("echo partial; echo 'went wrong' >&2; exit 3")
+            sys.exit("check failed: exit 3 raised nothing")
+        except e2b.CommandExitException as e:
+            check(str(e) == "Command exited with code 3 and error:\nwent wrong\n", f"str: {str(e)!r}")
+            check(f"Error running commands: {e}".endswith("went wrong\n"), "the tutorial's message")
+            check((e.exit_code, e.stdout, e.stderr) == (3, "partial\n", "went wrong\n") and isinstance(
+                e, nsbox.CommandExitException) and e.code == "command_exit", f"attributes: {e.exit_code} {e.stdout!r}")
+        h = s.commands.run("exit 4", background=True)
+        try:
+            h.wait()
+            sys.exit("check failed: wait of exit 4 raised nothing")
+        except e2b.CommandExitException as e:
+            check(str(e) == "Command exited with code 4 and error:\n", f"str after wait: {str(e)!r}")
+        # NUL bytes come back as they were, on both streams, with and without callbacks
+        r = s.commands.run("printf 'a\\000b\\n'; printf 'e\\000\\303\\251' >&2")
+        check((r.stdout, r.stderr) == ("a\x00b\n", "e\x00\u00e9"), f"NUL bytes: {r.stdout!r} {r.stderr!r}")
+        got = []
+        r = s.commands.run("printf '\\000x\\000'", on_stdout=got.append)
+        check(r.stdout == "\x00x\x00" and "".join(got) == "\x00x\x00", f"NUL streamed: {r.stdout!r} {got}")
+        r = s.commands.run("head -c 3000000 /dev/zero")
+        check(len(r.stdout) == 1 << 20 and r.raw["truncated"] is True, f"output kept: {len(r.stdout)} {r.raw}")
+    # nsbox's own Sandbox keeps its documented text, and gets NUL bytes too
+    with Sandbox.create(metadata={"test": "e2b-own"}) as s:
+        e = raises(lambda: s.commands.run("echo x >&2; exit 3"), CommandExitException, "command_exit", "own")
+        check(str(e) == "command exited with status 3" and not isinstance(e, e2b.CommandExitException), f"own: {e}")
+        check(s.commands.run("printf '\\000'").stdout == "\x00", "NUL through nsbox.Sandbox")
+
+
+def t_e2b_lifecycle():
+    """E2B's pause (class and instance), a paused sandbox outliving its timeout, kill, stop,
+    get_or_create with 8 threads at once."""
+    from nsbox import e2b
+    now = lambda: datetime.datetime.now(datetime.timezone.utc)  # noqa: E731
+    s = e2b.Sandbox.create(timeout=2, metadata={"test": "e2b-pause"})
+    try:
+        s.files.write("keep.txt", "kept")
+        check(e2b.Sandbox.pause(s.sandbox_id) == s.sandbox_id, "Sandbox.pause(id) returns the id")
+        check(e2b.Sandbox.get_info(s.sandbox_id).state == "paused", "paused by the class method")
+        time.sleep(3)  # past its timeout: E2B keeps a paused sandbox
+        info = e2b.Sandbox.get_info(s.sandbox_id)
+        check(info.state == "paused" and info.end_at is None, f"paused past its timeout: {info}")
+        s2 = e2b.Sandbox.connect(s.sandbox_id)  # resumed, with E2B's 300 s to live
+        left = (s2.get_info().end_at - now()).total_seconds()
+        check(s2.get_info().state == "running" and 290 < left <= 300, f"connect resumed it: {s2.get_info()} {left}")
+        check(s2.files.read("keep.txt") == "kept", "the same sandbox after resume")
+        check(s2.beta_pause() == s.sandbox_id and s2.get_info().state == "paused", "beta_pause on the instance")
+        s2.resume(timeout=60)
+        left = (s2.get_info().end_at - now()).total_seconds()
+        check(s2.get_info().state == "running" and 50 < left <= 60, f"resume(timeout=60): {left}")
+        e2b.Sandbox.set_timeout(s.sandbox_id, 100)
+        check(90 < (e2b.Sandbox.get_info(s.sandbox_id).end_at - now()).total_seconds() <= 100, "Sandbox.set_timeout")
+        s2.close()
+        check(e2b.Sandbox.kill(s.sandbox_id) is True and e2b.Sandbox.kill(s.sandbox_id) is False, "Sandbox.kill(id)")
+        raises(lambda: e2b.Sandbox.pause(s.sandbox_id), NotFoundException, "not_found", "pause of a killed one")
+        raises(lambda: e2b.Sandbox.kill(""), InvalidArgumentException, "invalid_argument", "kill('')")
+    finally:
+        s.kill()
+        s.close()
+    # nsbox's own Sandbox: a paused sandbox still ends at its timeout (its documented behaviour)
+    own = Sandbox.create(timeout=2, metadata={"test": "own-pause"})
+    own.pause()
+    time.sleep(3)
+    check(Sandbox.list({"metadata": {"test": "own-pause"}}) == [], "nsbox.Sandbox paused past its timeout")
+    own.close()
+    # auto_pause: paused at its timeout instead of killed
+    a = e2b.Sandbox.beta_create(timeout=1, auto_pause=True, metadata={"test": "auto-pause"})
+    try:
+        time.sleep(2.5)
+        check(e2b.Sandbox.get_info(a.sandbox_id).state == "paused", "auto_pause paused it at its timeout")
+    finally:
+        a.kill()
+        a.close()
+    # stop() is kill()
+    st = e2b.Sandbox.create(metadata={"test": "stop"})
+    check(st.stop() is True and st.stop() is False, "stop twice")
+    st.close()
+    # get_or_create: 8 threads at once get one sandbox, made by one of them
+    got, errs = [], []
+
+    def one():
+        try:
+            got.append(e2b.Sandbox.get_or_create(metadata={"thread_id": "t-42"}, timeout=60))
+        except Exception as e:  # noqa: BLE001
+            errs.append(e)
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    try:
+        check(not errs and len(got) == 8, f"get_or_create errors: {errs}")
+        ids = {x.sandbox_id for x in got}
+        check(len(ids) == 1 and sum(x.created for x in got) == 1, f"8 threads: {ids} {[x.created for x in got]}")
+        check([i.sandbox_id for i in e2b.Sandbox.list({"metadata": {"thread_id": "t-42"}})] == list(ids), "listed once")
+        e2b.Sandbox.pause(got[0].sandbox_id)
+        again = e2b.Sandbox.get_or_create(metadata={"thread_id": "t-42"})
+        check(again.sandbox_id in ids and again.created is False and again.get_info().state == "running",
+              f"get_or_create of a paused one resumes it: {again.get_info()}")
+        again.close()
+        raises(lambda: e2b.Sandbox.get_or_create(metadata={}), InvalidArgumentException, "invalid_argument",
+               "get_or_create without metadata")
+    finally:
+        for x in got:
+            x.kill()
+            x.close()
+
 CHECKS = {name[2:]: fn for name, fn in globals().items() if name.startswith("t_")}
 
 if __name__ == "__main__":
