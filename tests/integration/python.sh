@@ -63,6 +63,7 @@ test_files_watch_dir_sees_each_change_in_order() { run_check watch; }
 test_pty_create_takes_keys_resizes_and_ctrl_c() { run_check pty; }
 test_deepagents_backend_returns_deepagents_shapes() { run_check deepagents_shapes; }
 test_deepagents_backend_errors_use_deepagents_names() { run_check deepagents_errors; }
+test_deepagents_backend_delete_glob_contract_grep_cwd_read_versions() { run_check deepagents_protocol; }
 test_e2b_shaped_sandbox_takes_template_first_and_raises_e2b_text() { run_check e2b; }
 test_e2b_paused_sandbox_outlives_its_timeout_and_get_or_create_races() { run_check e2b_lifecycle; }
 

@@ -396,8 +396,8 @@ def t_deepagents_shapes():
         gl = b.glob("**/*.py", "/workspace")
         check(gl.error is None and [m["path"] for m in gl.matches] == ["/workspace/pkg/mod.py"]
               and gl.matches[0]["is_dir"] is False and gl.matches[0]["size"] == 21, f"glob: {gl}")
-        check(b.glob_info("*", "/workspace") == [{"path": "/workspace/pkg", "is_dir": True,
-                                                  "size": b.glob_info("*", "/workspace")[0]["size"],
+        # deepagents' glob contract (#5026): "*" recurses and gives files only (issue 28)
+        check(b.glob_info("*", "/workspace") == [{"path": "/workspace/pkg/mod.py", "is_dir": False, "size": 21,
                                                   "modified_at": b.glob_info("*", "/workspace")[0]["modified_at"]}],
               "glob_info")
         up = b.upload_files([("/workspace/up/a.bin", b"\x00\x01\xff"), ("/workspace/up/b.txt", b"text")])
@@ -408,6 +408,103 @@ def t_deepagents_shapes():
                                                                 ("/workspace/up/b.txt", b"text", None)],
               f"download_files: {down}")
 
+
+# deepagents' glob contract (its #5026) over one tree: pattern, path, the files expected (relative)
+GLOB_TREE = ["a.py", ".hidden.py", "README.md", "src/b.py", "src/app/c.py", "src/app/.d.py", ".cfg/e.py",
+             ".github/w/ci.yml", "ci.yml", "docs/x.yml", "node.py/f.txt", "t1.txt", "t2.txt", "t10.txt"]
+GLOB_TABLE = [
+    ("*.py", None, ["a.py", "src/b.py", "src/app/c.py", ".cfg/e.py"]),     # no "/": any depth
+    ("/*.py", None, ["a.py"]),                                             # leading "/": anchored
+    ("**/*.py", None, ["a.py", "src/b.py", "src/app/c.py"]),               # ** skips dot-directories
+    (".*.py", None, [".hidden.py", "src/app/.d.py"]),                      # dot-files: explicit dot
+    ("src/*.py", None, ["src/b.py"]),                                      # "/": relative to the root
+    ("src/**/*.py", None, ["src/b.py", "src/app/c.py"]),
+    ("*.yml", None, [".github/w/ci.yml", "ci.yml", "docs/x.yml"]),         # bare: more than **/*.yml
+    ("**/*.yml", None, ["ci.yml", "docs/x.yml"]),
+    (".github/**/*.yml", None, [".github/w/ci.yml"]),
+    ("*.py", "/workspace/g/src", ["b.py", "app/c.py"]),                    # relative to path
+    ("/*.py", "/workspace/g/src", ["b.py"]),
+    ("t?.txt", None, ["t1.txt", "t2.txt"]),
+    ("t[!1].txt", None, ["t2.txt"]),
+    ("node.py", None, []),                                                 # a directory: never
+    ("*", "/workspace/g/node.py", ["f.txt"]),
+    ("nothing*", None, []),
+]
+
+
+def t_deepagents_protocol():
+    """delete, glob's contract table, grep in the working directory, read's shape per version."""
+    with NsboxBackend(metadata={"test": "deepagents-protocol"}) as b:
+        up = b.upload_files([(f"/workspace/g/{p}", b"x\n") for p in GLOB_TREE])
+        check(all(u.error is None for u in up), f"upload: {up}")
+        for pattern, path, want in GLOB_TABLE:
+            root = path or "/workspace/g"
+            r = b.glob(pattern, root)
+            got = sorted(m["path"][len(root) + 1:] for m in (r.matches or []))
+            check(r.error is None and got == sorted(want), f"glob({pattern!r}, {root!r}): {got or r.error}, expected {sorted(want)}")
+            check(all(m["is_dir"] is False for m in r.matches), f"glob({pattern!r}) gave a directory")
+        check(b.glob("[", "/workspace/g").matches == [], "an unclosed [ is literal")
+        check(b.glob("/", "/workspace").error.startswith("Error: invalid_argument"), "glob('/')")
+        # grep without a path: the working directory, quickly, not the whole root
+        b.write("/tmp/elsewhere.txt", "needle-7\n")
+        b.write("/workspace/here.txt", "needle-7\n")
+        t = time.monotonic()
+        g = b.grep("needle-7")
+        check(g.error is None and [m["path"] for m in g.matches] == ["/workspace/here.txt"], f"grep no path: {g}")
+        check(time.monotonic() - t < 2, f"grep without a path took {time.monotonic() - t:.1f} s")
+        # delete: a file, a directory with what is in it, then errors
+        d = b.delete("/workspace/here.txt")
+        check((d.error, d.path) == (None, "/workspace/here.txt") and b.read("/workspace/here.txt").error, f"delete: {d}")
+        d = b.delete("/workspace/g/src")
+        check(d.error is None and b.ls("/workspace/g/src").error.startswith("Error: file_not_found"), f"delete dir: {d}")
+        check(b.glob("*.py", "/workspace/g").matches[0]["path"] == "/workspace/g/.cfg/e.py", "the rest is still there")
+        check(b.delete("/workspace/nope").error.startswith("Error: file_not_found: "), "delete missing")
+        check(b.delete("relative").error.startswith("Error: invalid_path: "), "delete relative")
+        check(b.delete("/").error.startswith("Error: invalid_path: "), "delete /")
+        check(b.delete("/etc/passwd").error.startswith("Error: permission_denied: "), "delete /etc/passwd")
+        import asyncio
+        b.write("/workspace/async.txt", "a")
+        check(asyncio.run(b.adelete("/workspace/async.txt")).path == "/workspace/async.txt", "adelete")
+    # read's shape follows the deepagents installed: its classes when it has ReadResult, the
+    # numbered text (a str) before its 2026 protocol; stand-ins of each, in a fresh interpreter
+    import subprocess
+    import tempfile
+    prog = """
+import nsbox.deepagents as d
+from nsbox import Sandbox
+with Sandbox.create(metadata={"test": "deepagents-read"}) as s:
+    b = d.NsboxBackend(s)
+    b.write("/workspace/r.txt", "one\\ntwo\\nthree\\n")
+    b.write("/workspace/empty.txt", "")
+    def v(x):
+        return x if isinstance(x, str) else ["ReadResult", x.error and x.error[:23], (x.file_data or {}).get("content"), x.start_line]
+    print(repr((d.LEGACY_READ, type(b.read("/workspace/r.txt")).__module__, v(b.read("/workspace/r.txt", 1, 1)),
+                v(b.read("/workspace/empty.txt")), v(b.read("/workspace/missing"))[:23], isinstance(b, d._Base))))
+"""
+    with tempfile.TemporaryDirectory() as tmp:
+        for version, body in (("old", "class SandboxBackendProtocol: pass\n"),
+                              ("new", "from dataclasses import dataclass\nclass SandboxBackendProtocol: pass\n"
+                                      "@dataclass\nclass ReadResult:\n    error: object = None\n"
+                                      "    file_data: object = None\n    total_lines: object = None\n"
+                                      "    start_line: object = None\n    end_line: object = None\n"
+                                      "    next_offset: object = None\n    no_lines_requested: bool = False\n")):
+            pkg = os.path.join(tmp, version, "deepagents", "backends")
+            os.makedirs(pkg)
+            for f in ("../__init__.py", "__init__.py"):
+                open(os.path.join(pkg, f), "w").close()
+            with open(os.path.join(pkg, "protocol.py"), "w") as f:
+                f.write(body)
+            env = dict(os.environ, PYTHONPATH=os.path.join(tmp, version) + os.pathsep + os.environ["PYTHONPATH"])
+            out = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True, timeout=60)
+            check(out.returncode == 0, f"read with the {version} protocol: {out.stderr[-800:]}")
+            got = eval(out.stdout)  # noqa: S307 - our own program's repr
+            if version == "old":
+                check(got == (True, "builtins", "     2\ttwo", "System reminder: File exists but has empty contents",
+                              "Error: file_not_found: ", True), f"read, pre-2026 protocol: {got}")
+            else:
+                check(got == (False, "deepagents.backends.protocol", ["ReadResult", None, "two\n", 2],
+                              ["ReadResult", None, "", None], ["ReadResult", "Error: file_not_found: ", None, None], True),
+                      f"read, 2026 protocol: {got}")
 
 def t_deepagents_errors():
     with NsboxBackend(metadata={"test": "deepagents-errors"}) as b:
