@@ -764,6 +764,101 @@ def t_e2b_lifecycle():
             x.kill()
             x.close()
 
+
+def t_llm_sandbox():
+    """nsbox.llm_sandbox.SandboxSession as llm-sandbox's users see it (issue 28)."""
+    import tempfile
+    from nsbox.llm_sandbox import ConsoleOutput, LibraryInstallationError, SandboxSession
+    progs = {
+        "python": ("import os\nprint(6 * 7, os.getcwd())", "42 /sandbox\n", "python3"),
+        "javascript": ("console.log(6 * 7, process.cwd())", "42 /sandbox\n", "node"),
+        "bash": ("echo $((6 * 7)) $PWD", "42 /sandbox\n", "bash"),
+        "cpp": ("#include <iostream>\nint main() { std::cout << 6 * 7 << std::endl; }", "42\n", "g++"),
+        "java": ("class Main { public static void main(String[] a) { System.out.println(6 * 7); } }", "42\n", "java"),
+        "go": ("package main\nimport \"fmt\"\nfunc main() { fmt.Println(6 * 7) }", "42\n", "go"),
+        "ruby": ("puts 6 * 7", "42\n", "ruby"),
+    }
+    for lang, (code, want, cmd) in progs.items():
+        with SandboxSession(lang=lang, keep_template=True, verbose=False, image="ignored") as s:
+            r = s.run(code)
+            check(isinstance(r, ConsoleOutput), f"{lang}: {r!r}")
+            if shutil.which(cmd):
+                check((r.exit_code, r.stdout, r.success()) == (0, want, True), f"run {lang}: {r}")
+            else:  # never an empty result: 127, and stderr naming the command
+                check(r.exit_code == 127 and f"command '{cmd}'" in r.stderr and not r.success(),
+                      f"run {lang} without {cmd}: {r}")
+    with SandboxSession(lang="python") as s:
+        sid = s.sandbox.sandbox_id
+        # files written to the workdir stay for the next run; the code's own file does not
+        check(s.run("open('state.txt', 'w').write('kept')").exit_code == 0, "write state")
+        r = s.run("import os\nprint(open('state.txt').read(), sorted(os.listdir('.')))")
+        check(r.stdout == "kept ['state.txt']\n", f"state across runs: {r}")
+        r = s.execute_command("ls -ld /sandbox | cut -c1-10; cat state.txt; printf '\\000'")
+        check((r.exit_code, r.stdout) == (0, "drwxr-xr-x\nkept\x00"), f"execute_command: {r}")
+        r = s.run("import sys\nprint('out')\nsys.exit('bad thing')")
+        check((r.exit_code, r.stdout, r.stderr) == (1, "out\n", "bad thing\n"), f"a failing run: {r}")
+        r = s.execute_command("exit 3")
+        check(r.exit_code == 3, f"execute_command exit 3: {r}")
+        check(s.execute_command("pwd", workdir="/tmp").stdout == "/tmp\n", "execute_command workdir=")
+        # copies both ways, files and directories
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(f"{tmp}/in/sub")
+            with open(f"{tmp}/in/a.bin", "wb") as f:
+                f.write(bytes(range(256)))
+            with open(f"{tmp}/in/sub/b.txt", "w") as f:
+                f.write("b")
+            s.copy_to_runtime(f"{tmp}/in/a.bin", "/sandbox/data/a.bin")
+            s.copy_to_runtime(f"{tmp}/in", "tree")
+            r = s.execute_command("sha256sum data/a.bin tree/a.bin | cut -c1-8 | uniq | wc -l; cat tree/sub/b.txt")
+            check(r.stdout == "1\nb", f"copy_to_runtime: {r}")
+            s.run("import os\nos.makedirs('out/deep')\nopen('out/deep/r.txt', 'w').write('result')")
+            s.copy_from_runtime("/sandbox/out/deep/r.txt", f"{tmp}/got/r.txt")
+            s.copy_from_runtime("out", f"{tmp}/outdir")
+            check(open(f"{tmp}/got/r.txt").read() == "result" and open(f"{tmp}/outdir/deep/r.txt").read() == "result",
+                  "copy_from_runtime")
+            raises(lambda: s.copy_to_runtime(f"{tmp}/nope", "x"), SandboxException, "file_not_found", "copy a missing file")
+            raises(lambda: s.copy_from_runtime("/sandbox/nope", f"{tmp}/x"), NotFoundException, "file_not_found",
+                   "copy back a missing file")
+        # libraries: a wheel built here (no network needed), kept for the session's later runs
+        r = s.execute_command(
+            "mkdir -p /tmp/w/pkg/hello_nsbox && cd /tmp/w/pkg && echo 'def hi(): return 42' > hello_nsbox/__init__.py"
+            " && printf '[project]\\nname = \"hello-nsbox\"\\nversion = \"0.1\"\\n' > pyproject.toml"
+            " && python3 -m pip wheel -q --no-deps --no-build-isolation --no-index -w /tmp/w/dist . 2>&1", timeout=120)
+        if r.exit_code == 0:
+            whl = s.execute_command("ls /tmp/w/dist/*.whl").stdout.strip()
+            r = s.run("import hello_nsbox\nprint(hello_nsbox.hi())", libraries=[whl])
+            check((r.exit_code, r.stdout) == (0, "42\n"), f"run with a library: {r}")
+            check(s.run("import hello_nsbox\nprint(hello_nsbox.hi())").stdout == "42\n", "the library stays")
+        else:
+            print(f"no wheel could be built here (skipped): {r.stdout[-300:]}", file=sys.stderr)
+        # from an index without a network: one clear line
+        e = raises(lambda: s.run("print(1)", libraries=["no-such-package-nsbox-x"]), LibraryInstallationError,
+                   "library_installation", "pip without a network")
+        check("no-such-package-nsbox-x" in str(e), f"the library named: {e}")
+        raises(lambda: s.run("print(1)", libraries="numpy"), InvalidArgumentException, "invalid_argument", "libraries str")
+        raises(lambda: s.run(5), InvalidArgumentException, "invalid_argument", "code not a string")
+    check(sid not in [i.sandbox_id for i in Sandbox.list()], "the session's sandbox outlived close()")
+    with SandboxSession(lang="javascript") as s:
+        # npm: a package packed here, installed into the workdir
+        r = s.execute_command("mkdir -p /tmp/j/p && cd /tmp/j/p && echo 'module.exports = () => 42' > index.js"
+                              " && echo '{\"name\": \"hello-nsbox\", \"version\": \"1.0.0\"}' > package.json"
+                              " && npm pack --silent --pack-destination /tmp/j 2>&1", timeout=120)
+        if r.exit_code == 0 and shutil.which("npm"):
+            r = s.run("console.log(require('hello-nsbox')())", libraries=["/tmp/j/hello-nsbox-1.0.0.tgz"], timeout=120)
+            check((r.exit_code, r.stdout) == (0, "42\n"), f"javascript with a library: {r}")
+        else:
+            print(f"npm pack failed (skipped): {r}", file=sys.stderr)
+    s = SandboxSession(lang="bash")
+    raises(lambda: s.run("true"), SandboxException, "conflict", "run before open")
+    s.open()
+    try:
+        raises(lambda: s.run("true", libraries=["x"]), LibraryInstallationError, "invalid_argument", "bash libraries")
+    finally:
+        s.close()
+        s.close()  # twice is fine
+    raises(lambda: SandboxSession(lang="cobol"), InvalidArgumentException, "invalid_argument", "unknown language")
+    raises(lambda: SandboxSession(workdir="rel"), InvalidArgumentException, "invalid_argument", "relative workdir")
+
 CHECKS = {name[2:]: fn for name, fn in globals().items() if name.startswith("t_")}
 
 if __name__ == "__main__":
