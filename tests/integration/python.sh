@@ -108,7 +108,7 @@ test_pip_install_gives_an_importable_package() {
         OUT=$("$TEST_TMP/venv/bin/pip" install --no-index --no-build-isolation "$TEST_TMP/src" 2>&1) ||
                 fail "pip install: $(printf '%s' "$OUT" | tail -n 5)"
         OUT=$(cd / && env -u PYTHONPATH "$TEST_TMP/venv/bin/python" -c '
-import nsbox, nsbox.deepagents
+import nsbox, nsbox.deepagents, nsbox.e2b, nsbox.llm_sandbox
 from nsbox import Sandbox
 print(nsbox.__file__.startswith("'"$TEST_TMP/venv"'"))
 with Sandbox.create() as s:

@@ -100,6 +100,16 @@ def _resume(conn: Connection, info: Dict[str, Any], timeout: Optional[float]) ->
     return info
 
 
+def _template(template: Optional[str], socket: Optional[str]) -> Optional[str]:
+    """E2B's "base" is nsboxd's default policy, unless its configuration has a "base" template."""
+    if template is not None and not isinstance(template, str):
+        raise InvalidArgumentException(f"Sandbox: template must be a template name, not {template!r}",
+                                       "invalid_argument")
+    if template == "base" and "base" not in (_with_conn(socket, lambda c: c.call("stats", {})).get("templates") or {}):
+        return None
+    return template
+
+
 class Sandbox(_base.Sandbox):
     """E2B's Sandbox on nsboxd (see the module's docstring)."""
 
@@ -120,12 +130,7 @@ class Sandbox(_base.Sandbox):
         if attach is not None:
             super().__init__(socket=socket, _attach=attach)
             return
-        if template is not None and not isinstance(template, str):
-            raise InvalidArgumentException(f"Sandbox: template must be a template name, not {template!r}",
-                                           "invalid_argument")
-        if template == "base" and "base" not in (_with_conn(socket, lambda c: c.call("stats", {})).get("templates")
-                                                 or {}):
-            template = None  # E2B's base image is nsbox's default policy
+        template = _template(template, socket)
         if auto_pause:
             kwargs["on_expiry"] = "pause"
         super().__init__(policy=policy, timeout=timeout or None, metadata=metadata, envs=envs, template=template,
@@ -164,7 +169,8 @@ class Sandbox(_base.Sandbox):
         for k in E2B_IGNORED:
             kwargs.pop(k, None)
         params: Dict[str, Any] = dict(kwargs, labels=dict(metadata))
-        if template is not None and template != "base":
+        template = _template(template, socket)
+        if template is not None:
             params["template"] = template
         if timeout:
             params["timeout"] = timeout
@@ -222,7 +228,8 @@ class Sandbox(_base.Sandbox):
         _check_id(sandbox_id)
         _with_conn(socket, lambda c: c.call("set_timeout", {"sandbox": _find(c, sandbox_id)["id"], "timeout": timeout}))
 
-    set_timeout = _dual(_set_timeout_cls).instance(lambda self, timeout, **_ignored: _base.Sandbox.set_timeout(self, timeout))
+    set_timeout = _dual(_set_timeout_cls).instance(
+        lambda self, timeout, **_ignored: _base.Sandbox.set_timeout(self, timeout))
 
     def _get_info_cls(cls, sandbox_id: str, socket: Optional[str] = None, **_ignored) -> _base.SandboxInfo:
         _check_id(sandbox_id)

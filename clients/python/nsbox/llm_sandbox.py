@@ -156,7 +156,8 @@ class SandboxSession:
                 + how.format(f=_quote(f"{d}/{fname}"), d=_quote(d)))
         # the libraries of the session: pip's target, npm's node_modules in the workdir (node
         # looks next to the script, which is not there)
-        env = {"python": {"PYTHONPATH": SITE}, "javascript": {"NODE_PATH": f"{self.workdir}/node_modules"}}.get(self.lang)
+        env = {"python": {"PYTHONPATH": SITE},
+               "javascript": {"NODE_PATH": f"{self.workdir}/node_modules"}}.get(self.lang)
         try:
             return self._exec(line, timeout, env)
         finally:
