@@ -63,6 +63,10 @@ test_files_watch_dir_sees_each_change_in_order() { run_check watch; }
 test_pty_create_takes_keys_resizes_and_ctrl_c() { run_check pty; }
 test_deepagents_backend_returns_deepagents_shapes() { run_check deepagents_shapes; }
 test_deepagents_backend_errors_use_deepagents_names() { run_check deepagents_errors; }
+test_deepagents_backend_delete_glob_contract_grep_cwd_read_versions() { run_check deepagents_protocol; }
+test_e2b_shaped_sandbox_takes_template_first_and_raises_e2b_text() { run_check e2b; }
+test_e2b_paused_sandbox_outlives_its_timeout_and_get_or_create_races() { run_check e2b_lifecycle; }
+test_llm_sandbox_session_runs_languages_keeps_files_copies_and_installs() { run_check llm_sandbox; }
 
 # With no daemon on its socket, the client starts one (next to the nsbox on PATH), as nsbox does.
 test_client_starts_nsboxd_when_none_runs() {
@@ -104,7 +108,7 @@ test_pip_install_gives_an_importable_package() {
         OUT=$("$TEST_TMP/venv/bin/pip" install --no-index --no-build-isolation "$TEST_TMP/src" 2>&1) ||
                 fail "pip install: $(printf '%s' "$OUT" | tail -n 5)"
         OUT=$(cd / && env -u PYTHONPATH "$TEST_TMP/venv/bin/python" -c '
-import nsbox, nsbox.deepagents
+import nsbox, nsbox.deepagents, nsbox.e2b, nsbox.llm_sandbox
 from nsbox import Sandbox
 print(nsbox.__file__.startswith("'"$TEST_TMP/venv"'"))
 with Sandbox.create() as s:

@@ -396,8 +396,8 @@ def t_deepagents_shapes():
         gl = b.glob("**/*.py", "/workspace")
         check(gl.error is None and [m["path"] for m in gl.matches] == ["/workspace/pkg/mod.py"]
               and gl.matches[0]["is_dir"] is False and gl.matches[0]["size"] == 21, f"glob: {gl}")
-        check(b.glob_info("*", "/workspace") == [{"path": "/workspace/pkg", "is_dir": True,
-                                                  "size": b.glob_info("*", "/workspace")[0]["size"],
+        # deepagents' glob contract (#5026): "*" recurses and gives files only (issue 28)
+        check(b.glob_info("*", "/workspace") == [{"path": "/workspace/pkg/mod.py", "is_dir": False, "size": 21,
                                                   "modified_at": b.glob_info("*", "/workspace")[0]["modified_at"]}],
               "glob_info")
         up = b.upload_files([("/workspace/up/a.bin", b"\x00\x01\xff"), ("/workspace/up/b.txt", b"text")])
@@ -408,6 +408,103 @@ def t_deepagents_shapes():
                                                                 ("/workspace/up/b.txt", b"text", None)],
               f"download_files: {down}")
 
+
+# deepagents' glob contract (its #5026) over one tree: pattern, path, the files expected (relative)
+GLOB_TREE = ["a.py", ".hidden.py", "README.md", "src/b.py", "src/app/c.py", "src/app/.d.py", ".cfg/e.py",
+             ".github/w/ci.yml", "ci.yml", "docs/x.yml", "node.py/f.txt", "t1.txt", "t2.txt", "t10.txt"]
+GLOB_TABLE = [
+    ("*.py", None, ["a.py", "src/b.py", "src/app/c.py", ".cfg/e.py"]),     # no "/": any depth
+    ("/*.py", None, ["a.py"]),                                             # leading "/": anchored
+    ("**/*.py", None, ["a.py", "src/b.py", "src/app/c.py"]),               # ** skips dot-directories
+    (".*.py", None, [".hidden.py", "src/app/.d.py"]),                      # dot-files: explicit dot
+    ("src/*.py", None, ["src/b.py"]),                                      # "/": relative to the root
+    ("src/**/*.py", None, ["src/b.py", "src/app/c.py"]),
+    ("*.yml", None, [".github/w/ci.yml", "ci.yml", "docs/x.yml"]),         # bare: more than **/*.yml
+    ("**/*.yml", None, ["ci.yml", "docs/x.yml"]),
+    (".github/**/*.yml", None, [".github/w/ci.yml"]),
+    ("*.py", "/workspace/g/src", ["b.py", "app/c.py"]),                    # relative to path
+    ("/*.py", "/workspace/g/src", ["b.py"]),
+    ("t?.txt", None, ["t1.txt", "t2.txt"]),
+    ("t[!1].txt", None, ["t2.txt"]),
+    ("node.py", None, []),                                                 # a directory: never
+    ("*", "/workspace/g/node.py", ["f.txt"]),
+    ("nothing*", None, []),
+]
+
+
+def t_deepagents_protocol():
+    """delete, glob's contract table, grep in the working directory, read's shape per version."""
+    with NsboxBackend(metadata={"test": "deepagents-protocol"}) as b:
+        up = b.upload_files([(f"/workspace/g/{p}", b"x\n") for p in GLOB_TREE])
+        check(all(u.error is None for u in up), f"upload: {up}")
+        for pattern, path, want in GLOB_TABLE:
+            root = path or "/workspace/g"
+            r = b.glob(pattern, root)
+            got = sorted(m["path"][len(root) + 1:] for m in (r.matches or []))
+            check(r.error is None and got == sorted(want), f"glob({pattern!r}, {root!r}): {got or r.error}, expected {sorted(want)}")
+            check(all(m["is_dir"] is False for m in r.matches), f"glob({pattern!r}) gave a directory")
+        check(b.glob("[", "/workspace/g").matches == [], "an unclosed [ is literal")
+        check(b.glob("/", "/workspace").error.startswith("Error: invalid_argument"), "glob('/')")
+        # grep without a path: the working directory, quickly, not the whole root
+        b.write("/tmp/elsewhere.txt", "needle-7\n")
+        b.write("/workspace/here.txt", "needle-7\n")
+        t = time.monotonic()
+        g = b.grep("needle-7")
+        check(g.error is None and [m["path"] for m in g.matches] == ["/workspace/here.txt"], f"grep no path: {g}")
+        check(time.monotonic() - t < 2, f"grep without a path took {time.monotonic() - t:.1f} s")
+        # delete: a file, a directory with what is in it, then errors
+        d = b.delete("/workspace/here.txt")
+        check((d.error, d.path) == (None, "/workspace/here.txt") and b.read("/workspace/here.txt").error, f"delete: {d}")
+        d = b.delete("/workspace/g/src")
+        check(d.error is None and b.ls("/workspace/g/src").error.startswith("Error: file_not_found"), f"delete dir: {d}")
+        check(b.glob("*.py", "/workspace/g").matches[0]["path"] == "/workspace/g/.cfg/e.py", "the rest is still there")
+        check(b.delete("/workspace/nope").error.startswith("Error: file_not_found: "), "delete missing")
+        check(b.delete("relative").error.startswith("Error: invalid_path: "), "delete relative")
+        check(b.delete("/").error.startswith("Error: invalid_path: "), "delete /")
+        check(b.delete("/etc/passwd").error.startswith("Error: permission_denied: "), "delete /etc/passwd")
+        import asyncio
+        b.write("/workspace/async.txt", "a")
+        check(asyncio.run(b.adelete("/workspace/async.txt")).path == "/workspace/async.txt", "adelete")
+    # read's shape follows the deepagents installed: its classes when it has ReadResult, the
+    # numbered text (a str) before its 2026 protocol; stand-ins of each, in a fresh interpreter
+    import subprocess
+    import tempfile
+    prog = """
+import nsbox.deepagents as d
+from nsbox import Sandbox
+with Sandbox.create(metadata={"test": "deepagents-read"}) as s:
+    b = d.NsboxBackend(s)
+    b.write("/workspace/r.txt", "one\\ntwo\\nthree\\n")
+    b.write("/workspace/empty.txt", "")
+    def v(x):
+        return x if isinstance(x, str) else ["ReadResult", x.error and x.error[:23], (x.file_data or {}).get("content"), x.start_line]
+    print(repr((d.LEGACY_READ, type(b.read("/workspace/r.txt")).__module__, v(b.read("/workspace/r.txt", 1, 1)),
+                v(b.read("/workspace/empty.txt")), v(b.read("/workspace/missing"))[:23], isinstance(b, d._Base))))
+"""
+    with tempfile.TemporaryDirectory() as tmp:
+        for version, body in (("old", "class SandboxBackendProtocol: pass\n"),
+                              ("new", "from dataclasses import dataclass\nclass SandboxBackendProtocol: pass\n"
+                                      "@dataclass\nclass ReadResult:\n    error: object = None\n"
+                                      "    file_data: object = None\n    total_lines: object = None\n"
+                                      "    start_line: object = None\n    end_line: object = None\n"
+                                      "    next_offset: object = None\n    no_lines_requested: bool = False\n")):
+            pkg = os.path.join(tmp, version, "deepagents", "backends")
+            os.makedirs(pkg)
+            for f in ("../__init__.py", "__init__.py"):
+                open(os.path.join(pkg, f), "w").close()
+            with open(os.path.join(pkg, "protocol.py"), "w") as f:
+                f.write(body)
+            env = dict(os.environ, PYTHONPATH=os.path.join(tmp, version) + os.pathsep + os.environ["PYTHONPATH"])
+            out = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True, timeout=60)
+            check(out.returncode == 0, f"read with the {version} protocol: {out.stderr[-800:]}")
+            got = eval(out.stdout)  # noqa: S307 - our own program's repr
+            if version == "old":
+                check(got == (True, "builtins", "     2\ttwo", "System reminder: File exists but has empty contents",
+                              "Error: file_not_found: ", True), f"read, pre-2026 protocol: {got}")
+            else:
+                check(got == (False, "deepagents.backends.protocol", ["ReadResult", None, "two\n", 2],
+                              ["ReadResult", None, "", None], ["ReadResult", "Error: file_not_found: ", None, None], True),
+                      f"read, 2026 protocol: {got}")
 
 def t_deepagents_errors():
     with NsboxBackend(metadata={"test": "deepagents-errors"}) as b:
@@ -543,6 +640,224 @@ def t_pty():
                "resize of a command without a pty")
         bg.kill()
 
+
+
+def t_e2b():
+    """nsbox.e2b.Sandbox as E2B's SDK shapes it (issue 28)."""
+    from nsbox import e2b
+    # the template first, positional or by name; E2B's connection arguments are accepted
+    for make in (lambda: e2b.Sandbox("base", api_key="e2b_x", domain="e2b.dev", request_timeout=5),
+                 lambda: e2b.Sandbox.create("base", debug=False, secure=True, allow_internet_access=True),
+                 lambda: e2b.Sandbox.create(template="base", timeout=60, envs={"E": "e"}, metadata={"m": "1"})):
+        with make() as s:
+            check(isinstance(s, nsbox.Sandbox) and s.commands.run("echo ok").stdout == "ok\n", f"create: {s}")
+            check(s.get_info().template_id is None, f"'base' is nsbox's default policy: {s.get_info()}")
+    raises(lambda: e2b.Sandbox("no-such-template"), NotFoundException, "not_found", "an unknown template")
+    raises(lambda: e2b.Sandbox(42), InvalidArgumentException, "invalid_argument", "a template not a string")
+    with e2b.Sandbox.create(metadata={"test": "e2b"}) as s:
+        # E2B's exception text, with stderr; still nsbox's class and attributes
+        try:
+            s.commands.run("echo partial; echo 'went wrong' >&2; exit 3")
+            sys.exit("check failed: exit 3 raised nothing")
+        except e2b.CommandExitException as e:
+            check(str(e) == "Command exited with code 3 and error:\nwent wrong\n", f"str: {str(e)!r}")
+            check(f"Error running commands: {e}".endswith("went wrong\n"), "the tutorial's message")
+            check((e.exit_code, e.stdout, e.stderr) == (3, "partial\n", "went wrong\n") and isinstance(
+                e, nsbox.CommandExitException) and e.code == "command_exit", f"attributes: {e.exit_code} {e.stdout!r}")
+        h = s.commands.run("exit 4", background=True)
+        try:
+            h.wait()
+            sys.exit("check failed: wait of exit 4 raised nothing")
+        except e2b.CommandExitException as e:
+            check(str(e) == "Command exited with code 4 and error:\n", f"str after wait: {str(e)!r}")
+        # NUL bytes come back as they were, on both streams, with and without callbacks
+        r = s.commands.run("printf 'a\\000b\\n'; printf 'e\\000\\303\\251' >&2")
+        check((r.stdout, r.stderr) == ("a\x00b\n", "e\x00\u00e9"), f"NUL bytes: {r.stdout!r} {r.stderr!r}")
+        got = []
+        r = s.commands.run("printf '\\000x\\000'", on_stdout=got.append)
+        check(r.stdout == "\x00x\x00" and "".join(got) == "\x00x\x00", f"NUL streamed: {r.stdout!r} {got}")
+        r = s.commands.run("head -c 3000000 /dev/zero")
+        check(len(r.stdout) == 1 << 20 and r.raw["truncated"] is True, f"output kept: {len(r.stdout)} {r.raw}")
+    # nsbox's own Sandbox keeps its documented text, and gets NUL bytes too
+    with Sandbox.create(metadata={"test": "e2b-own"}) as s:
+        e = raises(lambda: s.commands.run("echo x >&2; exit 3"), CommandExitException, "command_exit", "own")
+        check(str(e) == "command exited with status 3" and not isinstance(e, e2b.CommandExitException), f"own: {e}")
+        check(s.commands.run("printf '\\000'").stdout == "\x00", "NUL through nsbox.Sandbox")
+
+
+def t_e2b_lifecycle():
+    """E2B's pause (class and instance), a paused sandbox outliving its timeout, kill, stop,
+    get_or_create with 8 threads at once."""
+    from nsbox import e2b
+    now = lambda: datetime.datetime.now(datetime.timezone.utc)  # noqa: E731
+    s = e2b.Sandbox.create(timeout=2, metadata={"test": "e2b-pause"})
+    try:
+        s.files.write("keep.txt", "kept")
+        check(e2b.Sandbox.pause(s.sandbox_id) == s.sandbox_id, "Sandbox.pause(id) returns the id")
+        check(e2b.Sandbox.get_info(s.sandbox_id).state == "paused", "paused by the class method")
+        time.sleep(3)  # past its timeout: E2B keeps a paused sandbox
+        info = e2b.Sandbox.get_info(s.sandbox_id)
+        check(info.state == "paused" and info.end_at is None, f"paused past its timeout: {info}")
+        s2 = e2b.Sandbox.connect(s.sandbox_id)  # resumed, with E2B's 300 s to live
+        left = (s2.get_info().end_at - now()).total_seconds()
+        check(s2.get_info().state == "running" and 290 < left <= 300, f"connect resumed it: {s2.get_info()} {left}")
+        check(s2.files.read("keep.txt") == "kept", "the same sandbox after resume")
+        check(s2.beta_pause() == s.sandbox_id and s2.get_info().state == "paused", "beta_pause on the instance")
+        s2.resume(timeout=60)
+        left = (s2.get_info().end_at - now()).total_seconds()
+        check(s2.get_info().state == "running" and 50 < left <= 60, f"resume(timeout=60): {left}")
+        e2b.Sandbox.set_timeout(s.sandbox_id, 100)
+        check(90 < (e2b.Sandbox.get_info(s.sandbox_id).end_at - now()).total_seconds() <= 100, "Sandbox.set_timeout")
+        s2.close()
+        check(e2b.Sandbox.kill(s.sandbox_id) is True and e2b.Sandbox.kill(s.sandbox_id) is False, "Sandbox.kill(id)")
+        raises(lambda: e2b.Sandbox.pause(s.sandbox_id), NotFoundException, "not_found", "pause of a killed one")
+        raises(lambda: e2b.Sandbox.kill(""), InvalidArgumentException, "invalid_argument", "kill('')")
+    finally:
+        s.kill()
+        s.close()
+    # nsbox's own Sandbox: a paused sandbox still ends at its timeout (its documented behaviour)
+    own = Sandbox.create(timeout=2, metadata={"test": "own-pause"})
+    own.pause()
+    time.sleep(3)
+    check(Sandbox.list({"metadata": {"test": "own-pause"}}) == [], "nsbox.Sandbox paused past its timeout")
+    own.close()
+    # auto_pause: paused at its timeout instead of killed
+    a = e2b.Sandbox.beta_create(timeout=1, auto_pause=True, metadata={"test": "auto-pause"})
+    try:
+        time.sleep(2.5)
+        check(e2b.Sandbox.get_info(a.sandbox_id).state == "paused", "auto_pause paused it at its timeout")
+    finally:
+        a.kill()
+        a.close()
+    # stop() is kill()
+    st = e2b.Sandbox.create(metadata={"test": "stop"})
+    check(st.stop() is True and st.stop() is False, "stop twice")
+    st.close()
+    # get_or_create: 8 threads at once get one sandbox, made by one of them
+    got, errs = [], []
+
+    def one():
+        try:
+            got.append(e2b.Sandbox.get_or_create(metadata={"thread_id": "t-42"}, timeout=60))
+        except Exception as e:  # noqa: BLE001
+            errs.append(e)
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    try:
+        check(not errs and len(got) == 8, f"get_or_create errors: {errs}")
+        ids = {x.sandbox_id for x in got}
+        check(len(ids) == 1 and sum(x.created for x in got) == 1, f"8 threads: {ids} {[x.created for x in got]}")
+        check([i.sandbox_id for i in e2b.Sandbox.list({"metadata": {"thread_id": "t-42"}})] == list(ids), "listed once")
+        e2b.Sandbox.pause(got[0].sandbox_id)
+        again = e2b.Sandbox.get_or_create(metadata={"thread_id": "t-42"})
+        check(again.sandbox_id in ids and again.created is False and again.get_info().state == "running",
+              f"get_or_create of a paused one resumes it: {again.get_info()}")
+        again.close()
+        raises(lambda: e2b.Sandbox.get_or_create(metadata={}), InvalidArgumentException, "invalid_argument",
+               "get_or_create without metadata")
+    finally:
+        for x in got:
+            x.kill()
+            x.close()
+
+
+def t_llm_sandbox():
+    """nsbox.llm_sandbox.SandboxSession as llm-sandbox's users see it (issue 28)."""
+    import tempfile
+    from nsbox.llm_sandbox import ConsoleOutput, LibraryInstallationError, SandboxSession
+    progs = {
+        "python": ("import os\nprint(6 * 7, os.getcwd())", "42 /sandbox\n", "python3"),
+        "javascript": ("console.log(6 * 7, process.cwd())", "42 /sandbox\n", "node"),
+        "bash": ("echo $((6 * 7)) $PWD", "42 /sandbox\n", "bash"),
+        "cpp": ("#include <iostream>\nint main() { std::cout << 6 * 7 << std::endl; }", "42\n", "g++"),
+        "java": ("class Main { public static void main(String[] a) { System.out.println(6 * 7); } }", "42\n", "java"),
+        "go": ("package main\nimport \"fmt\"\nfunc main() { fmt.Println(6 * 7) }", "42\n", "go"),
+        "ruby": ("puts 6 * 7", "42\n", "ruby"),
+    }
+    for lang, (code, want, cmd) in progs.items():
+        with SandboxSession(lang=lang, keep_template=True, verbose=False, image="ignored") as s:
+            r = s.run(code)
+            check(isinstance(r, ConsoleOutput), f"{lang}: {r!r}")
+            if shutil.which(cmd):
+                check((r.exit_code, r.stdout, r.success()) == (0, want, True), f"run {lang}: {r}")
+            else:  # never an empty result: 127, and stderr naming the command
+                check(r.exit_code == 127 and f"command '{cmd}'" in r.stderr and not r.success(),
+                      f"run {lang} without {cmd}: {r}")
+    with SandboxSession(lang="python") as s:
+        sid = s.sandbox.sandbox_id
+        # files written to the workdir stay for the next run; the code's own file does not
+        check(s.run("open('state.txt', 'w').write('kept')").exit_code == 0, "write state")
+        r = s.run("import os\nprint(open('state.txt').read(), sorted(os.listdir('.')))")
+        check(r.stdout == "kept ['state.txt']\n", f"state across runs: {r}")
+        r = s.execute_command("ls -ld /sandbox | cut -c1-10; cat state.txt; printf '\\000'")
+        check((r.exit_code, r.stdout) == (0, "drwxr-xr-x\nkept\x00"), f"execute_command: {r}")
+        r = s.run("import sys\nprint('out')\nsys.exit('bad thing')")
+        check((r.exit_code, r.stdout, r.stderr) == (1, "out\n", "bad thing\n"), f"a failing run: {r}")
+        r = s.execute_command("exit 3")
+        check(r.exit_code == 3, f"execute_command exit 3: {r}")
+        check(s.execute_command("pwd", workdir="/tmp").stdout == "/tmp\n", "execute_command workdir=")
+        # copies both ways, files and directories
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(f"{tmp}/in/sub")
+            with open(f"{tmp}/in/a.bin", "wb") as f:
+                f.write(bytes(range(256)))
+            with open(f"{tmp}/in/sub/b.txt", "w") as f:
+                f.write("b")
+            s.copy_to_runtime(f"{tmp}/in/a.bin", "/sandbox/data/a.bin")
+            s.copy_to_runtime(f"{tmp}/in", "tree")
+            r = s.execute_command("sha256sum data/a.bin tree/a.bin | cut -c1-8 | uniq | wc -l; cat tree/sub/b.txt")
+            check(r.stdout == "1\nb", f"copy_to_runtime: {r}")
+            s.run("import os\nos.makedirs('out/deep')\nopen('out/deep/r.txt', 'w').write('result')")
+            s.copy_from_runtime("/sandbox/out/deep/r.txt", f"{tmp}/got/r.txt")
+            s.copy_from_runtime("out", f"{tmp}/outdir")
+            check(open(f"{tmp}/got/r.txt").read() == "result" and open(f"{tmp}/outdir/deep/r.txt").read() == "result",
+                  "copy_from_runtime")
+            raises(lambda: s.copy_to_runtime(f"{tmp}/nope", "x"), SandboxException, "file_not_found", "copy a missing file")
+            raises(lambda: s.copy_from_runtime("/sandbox/nope", f"{tmp}/x"), NotFoundException, "file_not_found",
+                   "copy back a missing file")
+        # libraries: a wheel built here (no network needed), kept for the session's later runs
+        r = s.execute_command(
+            "mkdir -p /tmp/w/pkg/hello_nsbox && cd /tmp/w/pkg && echo 'def hi(): return 42' > hello_nsbox/__init__.py"
+            " && printf '[project]\\nname = \"hello-nsbox\"\\nversion = \"0.1\"\\n' > pyproject.toml"
+            " && python3 -m pip wheel -q --no-deps --no-build-isolation --no-index -w /tmp/w/dist . 2>&1", timeout=120)
+        if r.exit_code == 0:
+            whl = s.execute_command("ls /tmp/w/dist/*.whl").stdout.strip()
+            r = s.run("import hello_nsbox\nprint(hello_nsbox.hi())", libraries=[whl])
+            check((r.exit_code, r.stdout) == (0, "42\n"), f"run with a library: {r}")
+            check(s.run("import hello_nsbox\nprint(hello_nsbox.hi())").stdout == "42\n", "the library stays")
+        else:
+            print(f"no wheel could be built here (skipped): {r.stdout[-300:]}", file=sys.stderr)
+        # from an index without a network: one clear line
+        e = raises(lambda: s.run("print(1)", libraries=["no-such-package-nsbox-x"]), LibraryInstallationError,
+                   "library_installation", "pip without a network")
+        check("no-such-package-nsbox-x" in str(e), f"the library named: {e}")
+        raises(lambda: s.run("print(1)", libraries="numpy"), InvalidArgumentException, "invalid_argument", "libraries str")
+        raises(lambda: s.run(5), InvalidArgumentException, "invalid_argument", "code not a string")
+    check(sid not in [i.sandbox_id for i in Sandbox.list()], "the session's sandbox outlived close()")
+    with SandboxSession(lang="javascript") as s:
+        # npm: a package packed here, installed into the workdir
+        r = s.execute_command("mkdir -p /tmp/j/p && cd /tmp/j/p && echo 'module.exports = () => 42' > index.js"
+                              " && echo '{\"name\": \"hello-nsbox\", \"version\": \"1.0.0\"}' > package.json"
+                              " && npm pack --silent --pack-destination /tmp/j 2>&1", timeout=120)
+        if r.exit_code == 0 and shutil.which("npm"):
+            r = s.run("console.log(require('hello-nsbox')())", libraries=["/tmp/j/hello-nsbox-1.0.0.tgz"], timeout=120)
+            check((r.exit_code, r.stdout) == (0, "42\n"), f"javascript with a library: {r}")
+        else:
+            print(f"npm pack failed (skipped): {r}", file=sys.stderr)
+    s = SandboxSession(lang="bash")
+    raises(lambda: s.run("true"), SandboxException, "conflict", "run before open")
+    s.open()
+    try:
+        raises(lambda: s.run("true", libraries=["x"]), LibraryInstallationError, "invalid_argument", "bash libraries")
+    finally:
+        s.close()
+        s.close()  # twice is fine
+    raises(lambda: SandboxSession(lang="cobol"), InvalidArgumentException, "invalid_argument", "unknown language")
+    raises(lambda: SandboxSession(workdir="rel"), InvalidArgumentException, "invalid_argument", "relative workdir")
 
 CHECKS = {name[2:]: fn for name, fn in globals().items() if name.startswith("t_")}
 

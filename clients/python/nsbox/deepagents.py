@@ -5,7 +5,7 @@
     agent = create_deep_agent(model=..., backend=NsboxBackend())
 
 Every method is one or a few nsbox tool calls (exec, list_dir, read_file, write_file, edit_file,
-grep, glob, stat), never a program run inside the sandbox.  The results are deepagents' own
+remove, grep, glob, stat), never a program run inside the sandbox.  The results are deepagents' own
 classes when deepagents is installed, else dataclasses of the same names and fields; file
 errors use deepagents' names (file_not_found, permission_denied, is_directory, invalid_path).
 """
@@ -13,6 +13,7 @@ errors use deepagents' names (file_not_found, permission_denied, is_directory, i
 import base64
 import datetime
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -67,6 +68,12 @@ class EditResult:
 
 
 @dataclass
+class DeleteResult:
+    error: Optional[str] = None
+    path: Optional[str] = None
+
+
+@dataclass
 class GrepResult:
     error: Optional[str] = None
     matches: Optional[List[Dict[str, Any]]] = None
@@ -98,11 +105,14 @@ LsResult = _pick("LsResult", LsResult)
 ReadResult = _pick("ReadResult", ReadResult)
 WriteResult = _pick("WriteResult", WriteResult)
 EditResult = _pick("EditResult", EditResult)
+DeleteResult = _pick("DeleteResult", DeleteResult)
 GrepResult = _pick("GrepResult", GrepResult)
 GlobResult = _pick("GlobResult", GlobResult)
 FileUploadResponse = _pick("FileUploadResponse", FileUploadResponse)
 FileDownloadResponse = _pick("FileDownloadResponse", FileDownloadResponse)
 _Base = _pick("SandboxBackendProtocol", object)
+# deepagents before its 2026 protocol has no ReadResult: read() returned the text itself
+LEGACY_READ = _da is not None and not hasattr(_da, "ReadResult")
 
 # deepagents' FileOperationError names; nsbox's stable codes of the same name map to themselves
 FILE_ERRORS = ("file_not_found", "permission_denied", "is_directory", "invalid_path")
@@ -134,6 +144,62 @@ def _file_info(e: Dict[str, Any]) -> Dict[str, Any]:
     if e.get("mtime") is not None:
         info["modified_at"] = _iso(e["mtime"])
     return info
+
+
+def _glob_part(part: str) -> str:
+    """One path component of a glob as a regular expression: * ? [...] as in the shell; a
+    name beginning with a dot only for a part beginning with one."""
+    out, i = [] if part.startswith(".") else [r"(?!\.)"], 0
+    while i < len(part):
+        c = part[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = part.find("]", i + 2 if part[i + 1:i + 2] in ("!", "^") else i + 1)
+            if j < 0:
+                out.append(re.escape(c))
+            else:
+                body = part[i + 1:j]
+                body = "^" + body[1:] if body[:1] in ("!", "^") else body
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _glob_regex(pattern: str, bare: bool) -> "re.Pattern[str]":
+    """deepagents' glob (see NsboxBackend.glob) as a regular expression over the path
+    relative to the search root."""
+    if bare:  # the file name at any depth, under any directory
+        return re.compile(r"(?:.*/)?" + _glob_part(pattern))
+    parts = [p for p in pattern.split("/") if p]
+    rx = ""
+    for k, part in enumerate(parts):
+        last = k == len(parts) - 1
+        if part == "**":  # any number of directories not beginning with a dot
+            rx += r"(?:(?!\.)[^/]+/)*" + (r"(?!\.)[^/]+" if last else "")
+        else:
+            rx += _glob_part(part) + ("" if last else "/")
+    return re.compile(rx)
+
+
+def _legacy_text(r: Any, offset: int) -> str:
+    """A ReadResult as deepagents' read() returned it before 2026: the lines numbered from
+    offset + 1 (6 columns and a tab, as cat -n), or the error."""
+    if r.error:
+        return r.error
+    data = r.file_data or {}
+    if data.get("encoding") == "base64":
+        return data.get("content", "")
+    text = data.get("content", "")
+    if not text:
+        return "System reminder: File exists but has empty contents"
+    start = (r.start_line or (max(int(offset or 0), 0) + 1))
+    return "\n".join(f"{n:6d}\t{line}" for n, line in enumerate(text.splitlines(), start))
 
 
 class NsboxBackend(_Base):  # type: ignore[misc,valid-type]
@@ -229,7 +295,12 @@ class NsboxBackend(_Base):  # type: ignore[misc,valid-type]
 
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> Any:
         """Lines offset (from 0) to offset+limit of a text file (read_file), raw; a file that is
-        not UTF-8 comes whole, base64-encoded."""
+        not UTF-8 comes whole, base64-encoded.  With a deepagents older than its 2026 protocol
+        (no ReadResult), the text with line numbers, or the error, as a str (its contract)."""
+        r = self._read(file_path, offset, limit)
+        return _legacy_text(r, offset) if LEGACY_READ else r
+
+    def _read(self, file_path: str, offset: int, limit: int) -> Any:
         bad = self._absolute(file_path)
         if bad:
             return ReadResult(error=bad)
@@ -283,16 +354,37 @@ class NsboxBackend(_Base):  # type: ignore[misc,valid-type]
             return EditResult(error=_err(e))
         return EditResult(path=r["path"], occurrences=int(r["occurrences"]))
 
+    def delete(self, file_path: str) -> Any:
+        """Remove a file, or a directory and everything in it (remove, recursive)."""
+        bad = self._absolute(file_path)
+        if bad:
+            return DeleteResult(error=bad)
+        if file_path.rstrip("/") == "":
+            return DeleteResult(error="Error: invalid_path: refusing to delete '/'")
+        try:
+            r = self.sandbox._call("remove", {"path": file_path, "recursive": True})
+        except SandboxException as e:
+            return DeleteResult(error=_err(e))
+        return DeleteResult(path=r.get("path") or file_path)
+
+    async def adelete(self, file_path: str) -> Any:
+        import asyncio
+        return await asyncio.to_thread(self.delete, file_path)
+
     def grep(self, pattern: str, path: Optional[str] = None, glob: Optional[str] = None, *,
              max_count: Optional[int] = None) -> Any:
-        """Lines holding pattern literally (grep, fixed) in the files below path: {path, line, text}."""
+        """Lines holding pattern literally (grep, fixed) in the files below path (default: the
+        working directory): {path, line, text}."""
         if path is not None:
             bad = self._absolute(path)
             if bad:
                 return GrepResult(error=bad)
         if not isinstance(pattern, str) or not pattern:
             return GrepResult(error="Error: invalid_argument: pattern must be a non-empty string")
-        params: Dict[str, Any] = {"pattern": pattern, "fixed": True, "path": path or "/"}
+        # no path: the tool's default, the working directory (deepagents' contract), not "/"
+        params: Dict[str, Any] = {"pattern": pattern, "fixed": True}
+        if path:
+            params["path"] = path
         if glob:
             params["glob"] = glob
         if max_count is not None:
@@ -310,21 +402,35 @@ class NsboxBackend(_Base):  # type: ignore[misc,valid-type]
         return r.error if r.error else r.matches
 
     def glob(self, pattern: str, path: Optional[str] = None) -> Any:
-        """Paths matching pattern below path (glob), as FileInfo dicts (one stat each, pipelined)."""
+        """Files matching pattern below path (default "/"), as FileInfo dicts, by deepagents'
+        contract: a pattern without "/" matches the file name at any depth; one with "/" the
+        path relative to path, with "**"; a leading "/" anchors it at path ("/*.py": the top
+        level only); a name beginning with a dot matches only a pattern part beginning with
+        one, and "**" does not enter dot-directories; only files (not directories) come back.
+        One glob call, then one stat per candidate, pipelined."""
         base = path or "/"
         bad = self._absolute(base)
         if bad:
             return GlobResult(error=bad)
-        if not isinstance(pattern, str) or not pattern:
+        if not isinstance(pattern, str) or not pattern.strip("/"):
             return GlobResult(error="Error: invalid_argument: pattern must be a non-empty string")
+        anchored = pattern.lstrip("/")
+        bare = "/" not in pattern
         try:
-            r = self.sandbox._call("glob", {"pattern": pattern, "path": base})
+            want = _glob_regex(anchored, bare)
+            r = self.sandbox._call("glob", {"pattern": "**/" + anchored if bare else anchored, "path": base})
+        except re.error as e:
+            return GlobResult(error=f"Error: invalid_argument: bad glob pattern {pattern!r}: {e}")
         except SandboxException as e:
             return GlobResult(error=_err(e))
+        root = r.get("path") or base
+        prefix = root.rstrip("/") + "/"
+        cands = [p for p in r["matches"] if p.startswith(prefix) and want.fullmatch(p[len(prefix):])]
         sid = self.sandbox.sandbox_id
         stats = self.sandbox._conn.batch([("call", {"sandbox": sid, "tool": "stat", "params": {"path": p}})
-                                          for p in r["matches"]])
-        out = [_file_info(s) if isinstance(s, dict) else {"path": p} for p, s in zip(r["matches"], stats)]
+                                          for p in cands])
+        out = [_file_info(st) if isinstance(st, dict) else {"path": p} for p, st in zip(cands, stats)
+               if not (isinstance(st, dict) and st.get("type") == "directory")]
         return GlobResult(matches=out, truncated=bool(r.get("truncated")))
 
     def glob_info(self, pattern: str, path: str = "/") -> List[Dict[str, Any]]:
@@ -371,5 +477,5 @@ class NsboxBackend(_Base):  # type: ignore[misc,valid-type]
         return out
 
 
-__all__ = ["NsboxBackend", "ExecuteResponse", "LsResult", "ReadResult", "WriteResult", "EditResult", "GrepResult",
-           "GlobResult", "FileUploadResponse", "FileDownloadResponse", "FILE_ERRORS"]
+__all__ = ["NsboxBackend", "ExecuteResponse", "LsResult", "ReadResult", "WriteResult", "EditResult", "DeleteResult",
+           "GrepResult", "GlobResult", "FileUploadResponse", "FileDownloadResponse", "FILE_ERRORS"]

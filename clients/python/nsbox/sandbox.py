@@ -25,6 +25,8 @@ from .exceptions import (CommandExitException, InvalidArgumentException, NotFoun
 # Bytes per read_file/write_file call: under the protocol's 16 MiB per call, and base64 of it
 # stays well under the 32 MiB line limit.
 CHUNK = 8 << 20
+# Bytes of each output stream commands.run keeps, as exec's default max_output.
+OUTPUT_MAX = 1 << 20
 
 
 def _ts(seconds: Optional[float]) -> Optional[datetime.datetime]:
@@ -416,22 +418,26 @@ def _result(r: Dict[str, Any], stdout: Optional[str] = None, stderr: Optional[st
                          exit_code=int(r.get("exit_code", -1)), error=err, raw=r)
 
 
-def _finish(res: CommandResult, timeout: Optional[float]) -> CommandResult:
+def _finish(res: CommandResult, timeout: Optional[float], sb: Optional["Sandbox"] = None) -> CommandResult:
     if res.raw.get("timed_out"):
         raise TimeoutException(f"command timed out after {timeout} s (killed)", "timeout")
     if res.exit_code != 0:
-        raise CommandExitException(res.stdout, res.stderr, res.exit_code, res.error, res)
+        exc = sb._exit_exception if sb is not None else CommandExitException
+        raise exc(res.stdout, res.stderr, res.exit_code, res.error, res)
     return res
 
 
 class _Decoders:
     """Output chunks as text as they come: a character split between chunks waits for the rest."""
 
-    def __init__(self, on_stdout=None, on_stderr=None):
+    def __init__(self, on_stdout=None, on_stderr=None, limit: Optional[int] = None):
         self.dec = {"stdout": codecs.getincrementaldecoder("utf-8")("replace"),
                     "stderr": codecs.getincrementaldecoder("utf-8")("replace")}
         self.got: Dict[str, List[str]] = {"stdout": [], "stderr": []}
         self.cbs = {"stdout": on_stdout, "stderr": on_stderr}
+        self.limit = limit  # bytes kept of each stream (None: all)
+        self.seen = {"stdout": 0, "stderr": 0}
+        self.truncated = False
 
     def _give(self, kind: str, text: str) -> None:
         if text:
@@ -442,7 +448,13 @@ class _Decoders:
     def on_event(self, ev: Dict[str, Any]) -> None:
         kind = ev.get("event")
         if kind in self.dec and "data_b64" in ev:
-            self._give(kind, self.dec[kind].decode(base64.b64decode(ev["data_b64"])))
+            data = base64.b64decode(ev["data_b64"])
+            if self.limit is not None:
+                room = max(self.limit - self.seen[kind], 0)
+                if len(data) > room:
+                    data, self.truncated = data[:room], True
+                self.seen[kind] += len(data)
+            self._give(kind, self.dec[kind].decode(data))
 
     def flush(self) -> None:
         for kind in self.dec:
@@ -509,7 +521,7 @@ class CommandHandle:
                     out(self._result.stdout)
                 if err and self._result.stderr:
                     err(self._result.stderr)
-        return _finish(self._result, self._timeout)
+        return _finish(self._result, self._timeout, self._sb)
 
     def kill(self) -> bool:
         """SIGKILL to its process group; False when it had ended already."""
@@ -568,15 +580,17 @@ class Commands:
             params["background"] = True
             r = self._sb._call("exec", params)
             if not r.get("background"):  # it could not start: its result (127, 126) at once
-                return _finish(_result(r), timeout)
+                return _finish(_result(r), timeout, self._sb)
             return CommandHandle(self._sb, r["pid"], on_stdout, on_stderr, timeout, tag=r.get("tag"), live=True)
-        if not (on_stdout or on_stderr):
-            return _finish(_result(self._sb._call("exec", params)), timeout)
-        # streamed: chunks are decoded as they come, and the whole output is kept for the result
-        d = _Decoders(on_stdout, on_stderr)
+        # always streamed: the events carry the output's bytes (NUL bytes included, which the
+        # result's text would have replaced with U+FFFD); without callbacks, at most
+        # OUTPUT_MAX of each stream is kept, as exec's own default max_output
+        d = _Decoders(on_stdout, on_stderr, None if (on_stdout or on_stderr) else OUTPUT_MAX)
         r = self._sb._call("exec", params, on_event=d.on_event, stream=True)
         d.flush()
-        return _finish(_result(r, "".join(d.got["stdout"]), "".join(d.got["stderr"])), timeout)
+        if d.truncated:
+            r["truncated"] = True
+        return _finish(_result(r, "".join(d.got["stdout"]), "".join(d.got["stderr"])), timeout, self._sb)
 
     def send_stdin(self, pid: int, data: Union[str, bytes], **_ignored) -> None:
         if isinstance(data, (bytes, bytearray)):
@@ -669,7 +683,7 @@ class PtyHandle:
             if self._error is not None:
                 raise self._error
             self._result = _result(self._sb._call("process_wait", {"pid": self.pid, "timeout": timeout or 0}), "", "")
-        return _finish(self._result, None)
+        return _finish(self._result, None, self._sb)
 
 
 class Pty:
@@ -697,7 +711,7 @@ class Pty:
             params["tag"] = tag
         r = self._sb._call("exec", params)
         if not r.get("background"):  # it could not start: its result (127, 126) at once
-            _finish(_result(r), None)  # raises, with the status and why
+            _finish(_result(r), None, self._sb)  # raises, with the status and why
         return PtyHandle(self._sb, r["pid"], on_data, tag=r.get("tag"))
 
     def send_stdin(self, pid: int, data: Union[str, bytes], **_ignored) -> None:
@@ -745,6 +759,8 @@ class Sandbox:
     ``Sandbox.create(...)`` (or ``Sandbox(...)``) creates one, ``Sandbox.connect(id)`` attaches to
     one; used as a context manager it is destroyed at the end of the block.
     """
+
+    _exit_exception = CommandExitException  # what a non-zero exit raises (nsbox.e2b: E2B's text)
 
     def __init__(self, policy: Optional[str] = None, timeout: Optional[float] = 300,
                  metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None,
