@@ -859,6 +859,32 @@ def t_llm_sandbox():
     raises(lambda: SandboxSession(lang="cobol"), InvalidArgumentException, "invalid_argument", "unknown language")
     raises(lambda: SandboxSession(workdir="rel"), InvalidArgumentException, "invalid_argument", "relative workdir")
 
+def t_limits_warning():
+    """A limit that cannot hold: refused when asked for plainly, a LimitsWarning with
+    limits="best-effort"; none where it holds (issue 25)."""
+    import warnings
+    from nsbox import LimitsWarning
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        s = Sandbox.create(memory="64M", limits="best-effort")
+    try:
+        held = s._info["limits_enforced"].get("memory") == 64 << 20
+        ours = [w for w in seen if issubclass(w.category, LimitsWarning)]
+        if held:
+            check(not ours and "warnings" not in s._info, f"a warning for a limit that holds: {[str(w.message) for w in ours]}")
+        else:
+            check(len(ours) == 1 and str(ours[0].message).startswith("limits not enforced: memory"),
+                  f"LimitsWarning: {[str(w.message) for w in seen]}")
+            check(s.commands.run("echo runs").stdout == "runs\n", "the best-effort sandbox runs")
+    finally:
+        s.kill()
+    if not held:
+        e = raises(lambda: Sandbox.create(memory="64M"), InvalidArgumentException, "invalid_argument", "memory that cannot hold")
+        check("--limits best-effort" in str(e), f"the refusal names the way out: {e}")
+    raises(lambda: Sandbox.create(limits="sometimes"), InvalidArgumentException, "invalid_argument", "bad limits")
+    print("ok")
+
+
 CHECKS = {name[2:]: fn for name, fn in globals().items() if name.startswith("t_")}
 
 if __name__ == "__main__":

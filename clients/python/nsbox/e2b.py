@@ -185,6 +185,7 @@ class Sandbox(_base.Sandbox):
             return dict(info, created=created)
 
         info = _with_conn(socket, get)
+        _base._warn_limits(info)
         sbx = cls(socket=socket, _attach=info)
         sbx.created = info["created"]
         return sbx

@@ -65,6 +65,11 @@ class UnavailableException(SandboxException):
     code = "unavailable"
 
 
+class LimitsWarning(UserWarning):
+    """A limit asked for does not hold on this host (created with limits="best-effort", or a
+    best-effort policy or template): the sandbox runs without it.  Its text is nsboxd's."""
+
+
 _BY_CODE = {
     "file_not_found": NotFoundException,
     "not_found": NotFoundException,

@@ -13,13 +13,14 @@ import posixpath
 import secrets
 import stat as statmod
 import threading
+import warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Union
 
 from ._rpc import Connection
 from .code import CellEvents, Context, Execution, ExecutionError, Result, check_language, context_id
-from .exceptions import (CommandExitException, InvalidArgumentException, NotFoundException, SandboxException,
+from .exceptions import (CommandExitException, LimitsWarning, InvalidArgumentException, NotFoundException, SandboxException,
                          TimeoutException)
 
 # Bytes per read_file/write_file call: under the protocol's 16 MiB per call, and base64 of it
@@ -27,6 +28,12 @@ from .exceptions import (CommandExitException, InvalidArgumentException, NotFoun
 CHUNK = 8 << 20
 # Bytes of each output stream commands.run keeps, as exec's default max_output.
 OUTPUT_MAX = 1 << 20
+
+
+def _warn_limits(info: Dict[str, Any]) -> None:
+    """A created sandbox's limits that do not hold, as nsboxd says: a LimitsWarning each."""
+    for w in info.get("warnings") or []:
+        warnings.warn(w, LimitsWarning, stacklevel=3)
 
 
 def _ts(seconds: Optional[float]) -> Optional[datetime.datetime]:
@@ -797,6 +804,7 @@ class Sandbox:
             except BaseException:
                 self._conn.close()
                 raise
+            _warn_limits(self._info)
         self.sandbox_id: str = self._info["id"]
 
     # E2B names
