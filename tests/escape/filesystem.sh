@@ -274,6 +274,52 @@ check_rw_bind() { # kind
         [ -d "$SCRATCH/rw/d" ] || fail "the directory made through the bind of the $KIND_NAME is not on the host"
 }
 
+# What a sandbox writes to a read-write bind is a host file: it may not be made setuid or setgid
+# (chmod, fchmodat, open and openat with O_CREAT, mknod, mkdir), or a host user running it would
+# gain the bind owner's ids (root's, for a root-started sandbox's id-mapped bind).  Plain modes
+# still work.
+test_rw_bind_gets_no_setuid_or_setgid_file() {
+        for_each_kind check_no_suid_on_bind
+}
+
+check_no_suid_on_bind() { # kind
+        local out f
+        scratch_dir
+        mkdir "$SCRATCH/sb"
+        chmod 0777 "$SCRATCH/sb"
+        out=$(in_kind "$1" --bind "$SCRATCH/sb:/data:rw" -- python3 -c '
+import os
+os.chdir("/data")
+open("f", "w").close()
+def try_(what, fn):
+    try:
+        fn(); print(what, "allowed")
+    except OSError as e:
+        print(what, e.strerror)
+try_("chmod 4755", lambda: os.chmod("f", 0o4755))
+try_("chmod 2755", lambda: os.chmod("f", 0o2755))
+try_("fchmod 4755", lambda: os.fchmod(os.open("f", os.O_RDONLY), 0o4755))
+try_("open 4755", lambda: os.open("g", os.O_CREAT | os.O_WRONLY, 0o4755))
+try_("openat 6755", lambda: os.open("h", os.O_CREAT | os.O_WRONLY, 0o6755, dir_fd=os.open(".", os.O_RDONLY)))
+try_("mknod 4755", lambda: os.mknod("i", 0o104755))
+try_("mkdir 2755", lambda: os.mkdir("d", 0o2755))
+try_("chmod 0750", lambda: os.chmod("f", 0o750))
+' 2>&1)
+        echo "    $KIND_NAME: $(printf '%s' "$out" | tr '\n' ';')" >&2
+        assert_eq "chmod 4755 Operation not permitted
+chmod 2755 Operation not permitted
+fchmod 4755 Operation not permitted
+open 4755 Operation not permitted
+openat 6755 Operation not permitted
+mknod 4755 Operation not permitted
+mkdir 2755 Operation not permitted
+chmod 0750 allowed" "$out" "setuid and setgid modes through the bind of the $KIND_NAME"
+        for f in "$SCRATCH"/sb/*; do
+                [ ! -u "$f" ] && [ ! -g "$f" ] || fail "$f on the host is setuid or setgid: $(ls -ld "$f")"
+        done
+        assert_eq "750" "$(stat -c %a "$SCRATCH/sb/f")" "the plain chmod reached the host file"
+}
+
 # A setuid-root file gains nothing in the sandbox (nosuid binds, no_new_privs, root unmapped):
 # its uids and capabilities stay the caller's.  As root the test makes a setuid-root copy of
 # the probe, which does nothing but report; a user cannot, and uses the host's own setuid-root
