@@ -171,6 +171,17 @@ static int prepare_tree(const char *src, bool readonly, prepared_tree *ret, nsbo
         return 0;
 }
 
+/* A tree the launcher cloned and flagged (an id-mapped bind): taken over from *fd. */
+static int adopt_tree(int *fd, const char *src, prepared_tree *ret, nsbox_error *err)
+{
+        struct stat st;
+        if (*fd < 0 || fstat(*fd, &st) < 0)
+                return nsbox_err(err, *fd < 0 ? EBADF : errno, "bind '%s'", src);
+        ret->fd = steal_fd(fd);
+        ret->is_dir = S_ISDIR(st.st_mode);
+        return 0;
+}
+
 /* Attach a prepared tree onto TARGET inside the root, whose mount point is walked without
  * following symlinks (it may be in a root filesystem we do not control). */
 static int attach_prepared(int rootfd, const prepared_tree *t, const char *target, nsbox_error *err)
@@ -639,7 +650,7 @@ static int apply_hides(int rootfd, const nsbox_policy *p, const nsbox_sources *s
         return 0;
 }
 
-int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, nsbox_sources *ret, nsbox_error *err)
+int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, int *bind_fds, nsbox_sources *ret, nsbox_error *err)
 {
         /* 3. Nothing we mount may propagate back to the host. */
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -661,9 +672,15 @@ int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, nsbox_sour
         int r;
         if ((r = find_hides(p, hidden, ret)) < 0)
                 return nsbox_err(err, -r, "hide nsbox's runtime directories");
-        for (size_t i = 0; i < p->n_mounts; i++)
-                if (p->mounts[i].type == MOUNT_BIND && (r = prepare_tree(p->mounts[i].source, p->mounts[i].readonly, &trees[i], err)) < 0)
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                if (p->mounts[i].type != MOUNT_BIND)
+                        continue;
+                /* root-started: id-mapped by the launcher already (idmapped.h) */
+                r = bind_fds ? adopt_tree(&bind_fds[i], p->mounts[i].source, &trees[i], err)
+                             : prepare_tree(p->mounts[i].source, p->mounts[i].readonly, &trees[i], err);
+                if (r < 0)
                         return r;
+        }
         if (p->root == ROOT_DIR && (ret->rootfs_fd = open(p->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
                 return nsbox_err(err, errno, "rootfs '%s'", p->root_path);
         /* store layers: the store is the caller's own and private, named by the supervisor */
