@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Sandbox roots as users expect them (issue 24): binds of the caller's own tree show its files as
+# the sandbox user's and writes land owned by the caller, root included (id-mapped binds);
+# `python` and `pip install` in the default host view; a writable root by policy.
+# Runs as root and as an unprivileged user (tests/run does both).
+. "$(dirname "$0")/../lib.sh"
+
+NSBOXD=${NSBOXD:-$(dirname "$NSBOX")/nsboxd}
+MY_DAEMONS=""
+
+# start_daemon: an nsboxd of this test on a socket of its own (stopped by cleanup).
+start_daemon() {
+        local i dpid
+        NSBOX_STORE="$TEST_TMP/store" "$NSBOXD" --socket "$TEST_TMP/d.sock" >> "$TEST_TMP/dlog" 2>&1 < /dev/null &
+        dpid=$!
+        MY_DAEMONS="$MY_DAEMONS $dpid"
+        export NSBOX_SOCKET="$TEST_TMP/d.sock"
+        for i in $(seq 300); do
+                [ "$(daemon_pid)" = "$dpid" ] && return 0
+                pid_alive "$dpid" || fail "nsboxd exited at start: $(tail -n 5 "$TEST_TMP/dlog")"
+                sleep 0.1
+        done
+        fail "nsboxd did not answer ping within 30 s"
+}
+
+# A small git project made by the caller (root: owned by root:root), fresh for each test.
+make_project() { # DIR
+        rm -rf "$1"
+        mkdir -p "$1" && (cd "$1" && git init -q . && echo hello > a.txt && git add a.txt &&
+                git -c user.name=t -c user.email=t@t commit -qm init) || fail "git project in $1"
+}
+
+test_callers_tree_is_the_sandbox_users_and_git_works() {
+        make_project "$TEST_TMP/proj"
+        assert_status 0 "$NSBOX" run --bind "$TEST_TMP/proj:/workspace/project:rw" -- sh -c \
+                'cd project && stat -c "%U:%G" a.txt . && git status --porcelain && echo edit >> a.txt && echo new > new.txt && git status --porcelain'
+        assert_eq "user:user
+user:user
+ M a.txt
+?? new.txt" "$OUT" "owners inside, git status before and after"
+        assert_eq "hello
+edit" "$(cat "$TEST_TMP/proj/a.txt")" "edited file on the host"
+        assert_eq "$(id -u):$(id -g)" "$(stat -c %u:%g "$TEST_TMP/proj/new.txt")" "owner of the new file on the host"
+        assert_eq "$(id -u):$(id -g)" "$(stat -c %u:%g "$TEST_TMP/proj/a.txt")" "owner of the edited file on the host"
+}
+
+test_file_tools_edit_and_create_in_the_callers_tree() {
+        make_project "$TEST_TMP/proj"
+        trap cleanup EXIT
+        start_daemon
+        local id
+        id=$("$NSBOX" create --bind "$TEST_TMP/proj:/workspace/project:rw" --workdir /workspace/project) || fail "create: $id"
+        assert_status 0 "$NSBOX" call "$id" edit_file '{"path": "a.txt", "old_string": "hello", "new_string": "edited"}'
+        assert_status 0 "$NSBOX" call "$id" write_file '{"path": "b.txt", "content": "b\n"}'
+        assert_status 0 "$NSBOX" exec "$id" -- git status --porcelain
+        local status=$OUT
+        "$NSBOX" rm -f "$id" > /dev/null
+        assert_eq " M a.txt
+?? b.txt" "$status" "git status after the file tools"
+        assert_eq edited "$(cat "$TEST_TMP/proj/a.txt")"
+        assert_eq "$(id -u):$(id -g)" "$(stat -c %u:%g "$TEST_TMP/proj/b.txt")" "owner of the file the tool wrote"
+}
+
+test_other_host_users_files_stay_unmapped_and_unwritable() {
+        [ "$TEST_AS" = root ] || skip "only root can make a file of another host user"
+        make_project "$TEST_TMP/proj"
+        echo theirs > "$TEST_TMP/proj/theirs.txt"
+        chown 1234:1234 "$TEST_TMP/proj/theirs.txt" && chmod 0666 "$TEST_TMP/proj/theirs.txt"
+        mkdir "$TEST_TMP/proj/theirdir" && chown 65534:65534 "$TEST_TMP/proj/theirdir" && chmod 0777 "$TEST_TMP/proj/theirdir"
+        assert_status 0 "$NSBOX" run --bind "$TEST_TMP/proj:/workspace/project:rw" -- sh -c \
+                'cd project; stat -c "%u:%g" theirs.txt theirdir; (echo x >> theirs.txt) 2>/dev/null || echo refused; (echo y > theirdir/f) 2>/dev/null || echo refused; (rm -f theirs.txt) 2>/dev/null; test -e theirs.txt && echo kept'
+        assert_eq "65534:65534
+65534:65534
+refused
+refused" "$(printf '%s\n' "$OUT" | head -n 4)" "another user's file and directory, mode 0666 and 0777"
+        assert_eq theirs "$(cat "$TEST_TMP/proj/theirs.txt")" "the other user's file on the host"
+        assert_eq "" "$(ls "$TEST_TMP/proj/theirdir")" "the other user's directory on the host"
+}
+
+test_readonly_bind_stays_readonly() {
+        make_project "$TEST_TMP/proj"
+        assert_status 0 "$NSBOX" run --bind "$TEST_TMP/proj:/data:ro" -- sh -c \
+                'stat -c %U /data/a.txt; (echo x >> /data/a.txt) 2>/dev/null || echo refused; (touch /data/n) 2>/dev/null || echo refused'
+        assert_eq "user
+refused
+refused" "$OUT"
+        assert_eq hello "$(cat "$TEST_TMP/proj/a.txt")"
+        [ ! -e "$TEST_TMP/proj/n" ] || fail "a file appeared through the read-only bind"
+}
+
+test_bind_of_a_filesystem_that_cannot_be_idmapped_fails_with_one_line() {
+        [ "$TEST_AS" = root ] || skip "unprivileged binds are not id-mapped"
+        # sysfs cannot be id-mapped
+        local before; before=$(grep -c . /proc/self/mountinfo)
+        assert_status 125 "$NSBOX" run --bind /sys/kernel:/x:ro -- true
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "bind '/sys/kernel'"
+        assert_contains "$OUT" "cannot be id-mapped"
+        assert_eq "$before" "$(grep -c . /proc/self/mountinfo)" "host mounts after the failed start"
+}
+
+run_tests
