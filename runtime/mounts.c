@@ -25,6 +25,7 @@
 
 #include "../rootfs/hostview.h"
 #include "net.h"
+#include "pyvenv.h"
 #include "userns.h"
 #include "util.h"
 
@@ -862,12 +863,18 @@ int nsbox_sources_decode(const void *data, size_t len, size_t n_mounts, int fd_b
 }
 
 /* Writable places get mounts of their own, so the root itself can be read-only: the working
- * directory, the home, and /tmp (part of the writable layer, so that snapshots keep it too). */
+ * directory, the home, the host view's Python environment, and /tmp (part of the writable
+ * layer, so that snapshots keep it too). */
 static int bind_writable(int rootfd, const nsbox_policy *p, nsbox_error *err)
 {
         int r;
-        const char *writable[] = { p->workdir, strcmp(p->home, p->workdir) ? p->home : NULL };
-        for (size_t i = 0; i < ARRAY_SIZE(writable) && writable[i]; i++) {
+        const char *writable[3] = { p->workdir };
+        size_t n = 1;
+        if (strcmp(p->home, p->workdir))
+                writable[n++] = p->home;
+        if (p->root == ROOT_HOST && p->python_venv)
+                writable[n++] = NSBOX_VENV_DIR; /* pip installs there */
+        for (size_t i = 0; i < n; i++) {
                 _cleanup_close_ int wd = -1;
                 if ((r = open_in_root(rootfd, writable[i], false, &wd, err)) < 0 || (r = own_dir(wd, p, writable[i], err)) < 0 ||
                     (r = attach_tree(wd, "", wd, "", ATTR_BIND_RW, writable[i], err)) < 0)
@@ -916,6 +923,8 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_s
                 _cleanup_close_ int etcfd = openat(lowerfd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (etcfd < 0 || (r = write_identity(etcfd, -1, p, err)) < 0)
                         return etcfd < 0 ? nsbox_err(err, errno, "open skeleton /etc") : r;
+                if (p->python_venv && (r = nsbox_pyvenv_write(lowerfd, p, err)) < 0)
+                        return nsbox_err_wrap(err, r, "python environment");
         } else {
                 /* Straight into the upper layer, before the overlay exists: the namespace's root
                  * has no rights over a root filesystem owned by an unmapped host user. */

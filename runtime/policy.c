@@ -360,7 +360,7 @@ static int parse_user(pctx *c, json_t *o, nsbox_policy *p)
 
 static int parse_root(pctx *c, json_t *o, nsbox_policy *p)
 {
-        static const char *const keys[] = { "type", "path", "readonly", NULL };
+        static const char *const keys[] = { "type", "path", "readonly", "python_venv", NULL };
         if (!json_is_object(o))
                 return bad(c, "root", "expected an object");
         int r = check_keys(c, o, "root", keys);
@@ -391,6 +391,8 @@ static int parse_root(pctx *c, json_t *o, nsbox_policy *p)
         if (p->root == ROOT_HOST && p->root_path)
                 return bad(c, "root.path", "goes with root.type 'dir' only");
         if ((r = get_bool(c, o, "readonly", "root.readonly", &p->root_readonly)) < 0)
+                return r;
+        if ((r = get_bool(c, o, "python_venv", "root.python_venv", &p->python_venv)) < 0)
                 return r;
         return 0;
 }
@@ -947,6 +949,7 @@ static nsbox_policy *policy_new_defaults(const char *source)
         p->uid = p->gid = 1000;
         p->root = ROOT_HOST;
         p->root_readonly = true;
+        p->python_venv = true;
         p->workdir = strdup("/workspace");
         p->hostname = strdup("nsbox");
         p->net = NET_NONE;

@@ -72,6 +72,7 @@ typedef struct nsbox_policy {
         nsbox_root_type root;
         char *root_path; /* ROOT_DIR */
         bool root_readonly;
+        bool python_venv; /* root.python_venv: the host view's Python environment (pyvenv.h) */
 
         char *workdir;
         char *hostname;

@@ -34,6 +34,7 @@ static nsbox_policy *full_policy(void)
         p->root = ROOT_DIR;
         p->root_path = strdup("/srv/rootfs");
         p->root_readonly = true;
+        p->python_venv = true;
         p->workdir = strdup("/workspace");
         p->hostname = strdup("full");
         p->n_mounts = 2;
@@ -104,6 +105,7 @@ static void assert_policy_eq(const nsbox_policy *a, const nsbox_policy *b)
         ck_assert_int_eq(a->root, b->root);
         assert_str_eq(a->root_path, b->root_path);
         ck_assert_int_eq(a->root_readonly, b->root_readonly);
+        ck_assert_int_eq(a->python_venv, b->python_venv);
         assert_str_eq(a->workdir, b->workdir);
         assert_str_eq(a->hostname, b->hostname);
         ck_assert_uint_eq(a->n_mounts, b->n_mounts);
