@@ -99,4 +99,89 @@ test_bind_of_a_filesystem_that_cannot_be_idmapped_fails_with_one_line() {
         assert_eq "$before" "$(grep -c . /proc/self/mountinfo)" "host mounts after the failed start"
 }
 
+# ---- python and pip in the host view ------------------------------------------------------
+
+need_host_python() {
+        [ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 on this host"
+        /usr/bin/python3 -c 'import pip' 2> /dev/null || skip "no pip module for /usr/bin/python3"
+}
+
+# A wheel of package nsboxdemo (VALUE = 42), written by hand: no network, no build tools.
+make_wheel() { # DIR
+        mkdir -p "$1" && /usr/bin/python3 - "$1" << 'PY' || fail "wheel"
+import sys, zipfile
+name = "nsboxdemo-1.0.dist-info"
+with zipfile.ZipFile(sys.argv[1] + "/nsboxdemo-1.0-py3-none-any.whl", "w") as z:
+    z.writestr("nsboxdemo/__init__.py", "VALUE = 42\n")
+    z.writestr(name + "/METADATA", "Metadata-Version: 2.1\nName: nsboxdemo\nVersion: 1.0\n")
+    z.writestr(name + "/WHEEL", "Wheel-Version: 1.0\nGenerator: nsbox-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr(name + "/RECORD", "".join(f"{p},,\n" for p in ("nsboxdemo/__init__.py", name + "/METADATA", name + "/WHEEL", name + "/RECORD")))
+PY
+        chmod -R a+rX "$1"
+}
+
+test_python_command_exists_in_the_default_sandbox() {
+        need_host_python
+        assert_status 0 "$NSBOX" run -- python -c 'print(1)'
+        assert_eq 1 "$OUT" "python -c 'print(1)'"
+        assert_status 0 "$NSBOX" run -- sh -c 'for c in python python3 pip; do command -v $c; done; python -c "import sys; print(sys.prefix != sys.base_prefix)"'
+        assert_eq "/opt/venv/bin/python
+/opt/venv/bin/python3
+/opt/venv/bin/pip
+True" "$OUT" "the commands and the environment they run in"
+}
+
+test_pip_install_of_a_local_wheel_works_and_leaves_the_host_alone() {
+        need_host_python
+        make_wheel "$TEST_TMP/wheels"
+        assert_status 0 "$NSBOX" run --bind "$TEST_TMP/wheels:/wheels" -- sh -c \
+                'pip install -q --no-index /wheels/nsboxdemo-1.0-py3-none-any.whl && python -c "import nsboxdemo; print(nsboxdemo.VALUE)" && python3 -c "import nsboxdemo; print(nsboxdemo.VALUE)" && /usr/bin/python3 -c "import nsboxdemo; print(nsboxdemo.VALUE)"; ls -A /workspace'
+        assert_eq "42
+42
+42" "$OUT" "import after pip install (python, python3, /usr/bin/python3), and an empty /workspace"
+        assert_status 0 "$NSBOX" run --bind "$TEST_TMP/wheels:/wheels" -- sh -c \
+                'python3 -m pip install -q --user --no-index /wheels/nsboxdemo-1.0-py3-none-any.whl && python3 -c "import nsboxdemo; print(nsboxdemo.__file__)"; ls -A /workspace'
+        assert_eq "/opt/venv/lib/python3.$(/usr/bin/python3 -c 'import sys; print(sys.version_info[1])')/site-packages/nsboxdemo/__init__.py" \
+                "$OUT" "pip install --user lands in the sandbox's environment, not in /workspace"
+        /usr/bin/python3 -c 'import nsboxdemo' 2> /dev/null && fail "nsboxdemo is importable on the host"
+        assert_status 0 "$NSBOX" run -- python -c 'import importlib.util; print(importlib.util.find_spec("nsboxdemo"))'
+        assert_eq None "$OUT" "nsboxdemo in a new sandbox"
+}
+
+test_system_python_stays_externally_managed() {
+        need_host_python
+        [ -e "/usr/lib/python3.$(/usr/bin/python3 -c 'import sys; print(sys.version_info[1])')/EXTERNALLY-MANAGED" ] ||
+                skip "the host's python3 is not marked externally managed"
+        make_wheel "$TEST_TMP/wheels"
+        assert_status 1 "$NSBOX" run --bind "$TEST_TMP/wheels:/wheels" -- /usr/bin/python3 -m pip install --no-index /wheels/nsboxdemo-1.0-py3-none-any.whl
+        assert_contains "$OUT" "externally-managed-environment"
+}
+
+test_python_venv_false_in_the_policy_leaves_it_out() {
+        need_host_python
+        printf '{"root": {"python_venv": false}}\n' > "$TEST_TMP/novenv.json"
+        assert_status 0 "$NSBOX" run --policy "$TEST_TMP/novenv.json" -- sh -c 'echo "$PATH"; test -e /opt/venv && echo venv; echo "${VIRTUAL_ENV:-none}"'
+        assert_eq "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+none" "$OUT"
+}
+
+test_run_code_libraries_install_from_a_local_wheel() {
+        need_host_python
+        make_wheel "$TEST_TMP/wheels"
+        trap cleanup EXIT
+        start_daemon
+        OUT=$(PYTHONPATH="$NSBOX_SRC/clients/python" PYTHONDONTWRITEBYTECODE=1 timeout 300 /usr/bin/python3 - "$TEST_TMP/wheels/nsboxdemo-1.0-py3-none-any.whl" 2>&1 << 'PY'
+import sys
+from nsbox import Sandbox
+with open(sys.argv[1], "rb") as f:
+    wheel = f.read()
+with Sandbox.create() as sb:
+    sb.files.write("/tmp/nsboxdemo-1.0-py3-none-any.whl", wheel)
+    r = sb.run_code("python", "import nsboxdemo; print(nsboxdemo.VALUE)", libraries=["/tmp/nsboxdemo-1.0-py3-none-any.whl"])
+    print(r.exit_code, r.stdout.strip())
+PY
+)
+        assert_eq "0 42" "$(printf '%s\n' "$OUT" | tail -n 1)" "run_code with libraries: $OUT"
+}
+
 run_tests

@@ -203,7 +203,7 @@ test_environment_is_the_policys_not_the_callers() {
         assert_not_contains "$OUT" "hunter2" "sandbox env"
         assert_contains "$OUT" "FOO=bar"
         assert_contains "$OUT" "HOME=/workspace"
-        assert_contains "$OUT" "PATH=/usr/local/sbin"
+        assert_contains "$OUT" "PATH=/opt/venv/bin:/usr/local/sbin" # the Python environment's first (issue 24)
         OUT=$(NSBOX_TEST_PASS=through "$NSBOX" run -e NSBOX_TEST_PASS -- printenv NSBOX_TEST_PASS)
         assert_eq through "$OUT" "-e NAME passes the caller's value"
 }
