@@ -381,6 +381,17 @@ static int build_host_skeleton(int lowerfd, hv_kind *plan, nsbox_error *err)
         return 0;
 }
 
+/* A writable root: the host view's own empty directories (/home, /opt...) take the user's
+ * files too, as / does (E2B's /home/user, deepagents' /large_tool_results). */
+static int open_skeleton_up(int lowerfd, nsbox_error *err)
+{
+        static const char *const dirs[] = { "home", "mnt", "opt", "run", "var" };
+        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
+                if (fchmodat(lowerfd, dirs[i], 01777, 0) < 0)
+                        return nsbox_err(err, errno, "chmod '/%s' in the sandbox skeleton", dirs[i]);
+        return 0;
+}
+
 static int bind_host_view(int rootfd, const hv_kind *plan, nsbox_error *err)
 {
         for (size_t i = 0; i < nsbox_hostview_len; i++) {
@@ -907,6 +918,10 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_s
         for (size_t i = 0; i < ARRAY_SIZE(stage_dirs); i++)
                 if (mkdir(stage_dirs[i], 0755) < 0)
                         return nsbox_err(err, errno, "create '%s'", stage_dirs[i]);
+        /* a writable root is the sandbox's to write, as /tmp is (its upper directory is the
+         * overlay's root): sticky, so that nothing is removed by whoever does not own it */
+        if (!p->root_readonly && chmod(STAGE "/upper", 01777) < 0)
+                return nsbox_err(err, errno, "chmod '%s'", STAGE "/upper");
         _cleanup_close_ int stage_fd = ret_stage_fd ? open(STAGE, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (ret_stage_fd && stage_fd < 0)
                 return nsbox_err(err, errno, "open '%s'", STAGE);
@@ -925,6 +940,8 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_s
                         return etcfd < 0 ? nsbox_err(err, errno, "open skeleton /etc") : r;
                 if (p->python_venv && (r = nsbox_pyvenv_write(lowerfd, p, err)) < 0)
                         return nsbox_err_wrap(err, r, "python environment");
+                if (!p->root_readonly && (r = open_skeleton_up(lowerfd, err)) < 0)
+                        return r;
         } else {
                 /* Straight into the upper layer, before the overlay exists: the namespace's root
                  * has no rights over a root filesystem owned by an unmapped host user. */

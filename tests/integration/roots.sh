@@ -184,4 +184,41 @@ PY
         assert_eq "0 42" "$(printf '%s\n' "$OUT" | tail -n 1)" "run_code with libraries: $OUT"
 }
 
+# ---- a writable root (policy root.readonly: false) ----------------------------------------
+
+writable_policy() { printf '{"root": {"readonly": false}}\n' > "$TEST_TMP/writable.json"; }
+
+test_writable_root_takes_writes_anywhere_the_user_may() {
+        writable_policy
+        assert_status 0 "$NSBOX" run --policy "$TEST_TMP/writable.json" -- sh -c \
+                'mkdir -p /large_tool_results /conversation_history /home/user && echo x > /large_tool_results/x && echo a > /home/user/a.txt && cat /large_tool_results/x /home/user/a.txt && stat -c %U /home/user/a.txt; (echo z > /usr/z) 2>/dev/null || echo usr-refused'
+        assert_eq "x
+a
+user
+usr-refused" "$OUT" "writes to /large_tool_results and /home/user; the host's /usr stays read-only"
+        [ ! -e /large_tool_results ] || fail "/large_tool_results appeared on the host"
+        [ ! -e /conversation_history ] || fail "/conversation_history appeared on the host"
+}
+
+test_writable_root_vanishes_with_the_sandbox() {
+        writable_policy
+        assert_status 0 "$NSBOX" run --policy "$TEST_TMP/writable.json" -- sh -c 'mkdir -p /home/user && echo a > /home/user/a.txt'
+        assert_status 0 "$NSBOX" run --policy "$TEST_TMP/writable.json" -- sh -c 'ls -A /home; ls -d /large_tool_results 2>/dev/null; echo end'
+        assert_eq end "$OUT" "a new sandbox's /home and root"
+}
+
+test_writable_root_counts_against_the_disk_limit() {
+        writable_policy
+        assert_status 0 "$NSBOX" run --policy "$TEST_TMP/writable.json" --disk 16M -- sh -c \
+                'mkdir /big; dd if=/dev/zero of=/big/f bs=1M count=32 2>/dev/null || echo full; du -sm /big | cut -f1'
+        assert_contains "$OUT" "full" "a 32 MiB write into a 16 MiB disk"
+        [ "$(printf '%s\n' "$OUT" | tail -n 1)" -le 16 ] || fail "more than 16 MiB written: $OUT"
+}
+
+test_default_root_stays_readonly() {
+        assert_status 0 "$NSBOX" run -- sh -c '(mkdir /large_tool_results) 2>/dev/null || echo refused; (mkdir /home/user) 2>/dev/null || echo refused'
+        assert_eq "refused
+refused" "$OUT"
+}
+
 run_tests
