@@ -100,7 +100,8 @@ static int idmapped_tree(const nsbox_mount *m, int userns_fd, int *ret, nsbox_er
                 snprintf(type, sizeof(type), " (type 0x%lx)", (unsigned long)sf.f_type);
         if (e == EINVAL || e == EOPNOTSUPP)
                 return nsbox_err(err, e, "bind '%s': its filesystem%s or one mounted below it cannot be id-mapped, which a "
-                                         "root-started sandbox needs to show root's files as the sandbox user's",
+                                         "root-started sandbox needs to show root's files as the sandbox user's "
+                                         "(bind it with 'noidmap' to see them as nobody's)",
                                  m->source, type);
         if (e == EPERM)
                 return nsbox_err(err, e, "bind '%s': it, or a mount below it, is id-mapped already", m->source);
@@ -112,7 +113,7 @@ int nsbox_idmapped_binds(const nsbox_policy *p, const nsbox_idmap *map, int **re
         *ret_fds = NULL;
         size_t n = 0;
         for (size_t i = 0; i < p->n_mounts; i++)
-                n += p->mounts[i].type == MOUNT_BIND;
+                n += p->mounts[i].type == MOUNT_BIND && !p->mounts[i].no_idmap;
         if (!map->privileged || n == 0)
                 return 0;
         if (p->uid < map->inside_uid || p->uid - map->inside_uid >= map->count || p->gid < map->inside_gid ||
@@ -130,7 +131,8 @@ int nsbox_idmapped_binds(const nsbox_policy *p, const nsbox_idmap *map, int **re
         for (size_t i = 0; i <= p->n_mounts; i++)
                 fds[i] = -1;
         for (size_t i = 0; i < p->n_mounts; i++)
-                if (p->mounts[i].type == MOUNT_BIND && (r = idmapped_tree(&p->mounts[i], userns_fd, &fds[i], err)) < 0) {
+                if (p->mounts[i].type == MOUNT_BIND && !p->mounts[i].no_idmap &&
+                    (r = idmapped_tree(&p->mounts[i], userns_fd, &fds[i], err)) < 0) {
                         nsbox_idmapped_binds_close(fds, p->n_mounts);
                         return r;
                 }

@@ -176,8 +176,8 @@ static int prepare_tree(const char *src, bool readonly, prepared_tree *ret, nsbo
 static int adopt_tree(int *fd, const char *src, prepared_tree *ret, nsbox_error *err)
 {
         struct stat st;
-        if (*fd < 0 || fstat(*fd, &st) < 0)
-                return nsbox_err(err, *fd < 0 ? EBADF : errno, "bind '%s'", src);
+        if (fstat(*fd, &st) < 0)
+                return nsbox_err(err, errno, "bind '%s'", src);
         ret->fd = steal_fd(fd);
         ret->is_dir = S_ISDIR(st.st_mode);
         return 0;
@@ -688,8 +688,8 @@ int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, int *bind_
                 if (p->mounts[i].type != MOUNT_BIND)
                         continue;
                 /* root-started: id-mapped by the launcher already (idmapped.h) */
-                r = bind_fds ? adopt_tree(&bind_fds[i], p->mounts[i].source, &trees[i], err)
-                             : prepare_tree(p->mounts[i].source, p->mounts[i].readonly, &trees[i], err);
+                r = bind_fds && bind_fds[i] >= 0 ? adopt_tree(&bind_fds[i], p->mounts[i].source, &trees[i], err)
+                                                 : prepare_tree(p->mounts[i].source, p->mounts[i].readonly, &trees[i], err);
                 if (r < 0)
                         return r;
         }

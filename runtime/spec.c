@@ -107,6 +107,7 @@ static void put_policy(writer *w, const nsbox_policy *p)
                 put_str(w, m->source);
                 put_str(w, m->target);
                 put_bool(w, m->readonly);
+                put_bool(w, m->no_idmap);
                 put_u64(w, m->size);
         }
         put_strv(w, p->env, NSBOX_MAX_ENV);
@@ -365,6 +366,7 @@ static void get_policy(reader *rd, nsbox_policy *p)
                 get_str(rd, &m->source);
                 get_str(rd, &m->target);
                 m->readonly = get_bool(rd);
+                m->no_idmap = get_bool(rd);
                 m->size = get_u64(rd);
         }
         get_strv(rd, NSBOX_MAX_ENV, &p->env);

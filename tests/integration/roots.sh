@@ -99,6 +99,17 @@ test_bind_of_a_filesystem_that_cannot_be_idmapped_fails_with_one_line() {
         assert_eq "$before" "$(grep -c . /proc/self/mountinfo)" "host mounts after the failed start"
 }
 
+test_noidmap_bind_shows_the_files_as_they_are() {
+        [ "$TEST_AS" = root ] || skip "unprivileged binds are not id-mapped"
+        make_project "$TEST_TMP/proj"
+        assert_status 0 "$NSBOX" run --bind "$TEST_TMP/proj:/p:rw,noidmap" --bind /sys/kernel:/k:ro,noidmap -- sh -c \
+                'stat -c %U /p/a.txt; (touch /p/n) 2>/dev/null || echo refused; test -e /k/uevent_seqnum && echo sysfs'
+        assert_eq "nobody
+refused
+sysfs" "$OUT" "a noidmap bind of root's tree (as before id-mapping), and of sysfs"
+        [ ! -e "$TEST_TMP/proj/n" ] || fail "a file appeared through the noidmap bind"
+}
+
 # ---- python and pip in the host view ------------------------------------------------------
 
 need_host_python() {

@@ -414,6 +414,19 @@ START_TEST(test_bind_rw_is_writable)
 }
 END_TEST
 
+START_TEST(test_bind_noidmap_is_parsed_with_the_mode)
+{
+        char *argv[] = { "run", "--bind", "/tmp:/a:rw,noidmap", "--bind", "/tmp:/b:noidmap", "--bind", "/tmp:/c:ro", "true", NULL };
+        nsbox_policy *p;
+        ASSERT_POLICY(argv, &p);
+        ck_assert_int_eq(p->n_mounts, 3);
+        ck_assert(!p->mounts[0].readonly && p->mounts[0].no_idmap);
+        ck_assert(p->mounts[1].readonly && p->mounts[1].no_idmap);
+        ck_assert(p->mounts[2].readonly && !p->mounts[2].no_idmap);
+        nsbox_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_bind_with_bad_mode_is_refused)
 {
         char *argv[] = { "run", "--bind", "x:y:zz", "true", NULL };
@@ -642,6 +655,7 @@ Suite *options_suite(void)
         unit_add(tc, test_bind_of_missing_path_names_it);
         unit_add(tc, test_bind_is_readonly_by_default);
         unit_add(tc, test_bind_rw_is_writable);
+        unit_add(tc, test_bind_noidmap_is_parsed_with_the_mode);
         unit_add(tc, test_bind_with_bad_mode_is_refused);
         unit_add(tc, test_bind_without_destination_is_refused);
         unit_add(tc, test_bind_over_proc_is_refused);

@@ -106,6 +106,16 @@ START_TEST(test_default_policy_shows_host_root_readonly)
 }
 END_TEST
 
+START_TEST(test_bind_idmap_false_is_kept_and_refused_for_tmpfs)
+{
+        nsbox_policy *p = NULL;
+        ASSERT_PARSES("{\"mounts\": [{\"source\": \"/tmp\", \"target\": \"/t\", \"idmap\": false}]}", &p);
+        ck_assert(p->mounts[0].no_idmap);
+        nsbox_policy_free(p);
+        ASSERT_REFUSED("{\"mounts\": [{\"type\": \"tmpfs\", \"target\": \"/t\", \"idmap\": false}]}", "mounts[0]", "'idmap'");
+}
+END_TEST
+
 START_TEST(test_python_venv_can_be_turned_off)
 {
         nsbox_policy *p = NULL;
@@ -853,6 +863,7 @@ Suite *policy_suite(void)
         unit_add(tc, test_default_policy_works_in_workspace);
         unit_add(tc, test_default_policy_shows_host_root_readonly);
         unit_add(tc, test_python_venv_can_be_turned_off);
+        unit_add(tc, test_bind_idmap_false_is_kept_and_refused_for_tmpfs);
         unit_add(tc, test_default_policy_has_no_network_and_no_capabilities);
         unit_add(tc, test_default_policy_has_seccomp_rules);
         unit_add(tc, test_missing_policy_file_names_path);
