@@ -25,6 +25,7 @@
 
 #include "../rootfs/hostview.h"
 #include "net.h"
+#include "pyvenv.h"
 #include "userns.h"
 #include "util.h"
 
@@ -167,6 +168,17 @@ static int prepare_tree(const char *src, bool readonly, prepared_tree *ret, nsbo
         if (fstat(t, &st) < 0)
                 return nsbox_err(err, errno, "bind '%s'", src);
         ret->fd = steal_fd(&t);
+        ret->is_dir = S_ISDIR(st.st_mode);
+        return 0;
+}
+
+/* A tree the launcher cloned and flagged (an id-mapped bind): taken over from *fd. */
+static int adopt_tree(int *fd, const char *src, prepared_tree *ret, nsbox_error *err)
+{
+        struct stat st;
+        if (fstat(*fd, &st) < 0)
+                return nsbox_err(err, errno, "bind '%s'", src);
+        ret->fd = steal_fd(fd);
         ret->is_dir = S_ISDIR(st.st_mode);
         return 0;
 }
@@ -366,6 +378,17 @@ static int build_host_skeleton(int lowerfd, hv_kind *plan, nsbox_error *err)
                         return r;
                 plan[i] = S_ISDIR(st.st_mode) ? HV_BIND_DIR : HV_BIND_FILE;
         }
+        return 0;
+}
+
+/* A writable root: the host view's own empty directories (/home, /opt...) take the user's
+ * files too, as / does (E2B's /home/user, deepagents' /large_tool_results). */
+static int open_skeleton_up(int lowerfd, nsbox_error *err)
+{
+        static const char *const dirs[] = { "home", "mnt", "opt", "run", "var" };
+        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
+                if (fchmodat(lowerfd, dirs[i], 01777, 0) < 0)
+                        return nsbox_err(err, errno, "chmod '/%s' in the sandbox skeleton", dirs[i]);
         return 0;
 }
 
@@ -639,7 +662,7 @@ static int apply_hides(int rootfd, const nsbox_policy *p, const nsbox_sources *s
         return 0;
 }
 
-int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, nsbox_sources *ret, nsbox_error *err)
+int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, int *bind_fds, nsbox_sources *ret, nsbox_error *err)
 {
         /* 3. Nothing we mount may propagate back to the host. */
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -661,9 +684,15 @@ int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, nsbox_sour
         int r;
         if ((r = find_hides(p, hidden, ret)) < 0)
                 return nsbox_err(err, -r, "hide nsbox's runtime directories");
-        for (size_t i = 0; i < p->n_mounts; i++)
-                if (p->mounts[i].type == MOUNT_BIND && (r = prepare_tree(p->mounts[i].source, p->mounts[i].readonly, &trees[i], err)) < 0)
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                if (p->mounts[i].type != MOUNT_BIND)
+                        continue;
+                /* root-started: id-mapped by the launcher already (idmapped.h) */
+                r = bind_fds && bind_fds[i] >= 0 ? adopt_tree(&bind_fds[i], p->mounts[i].source, &trees[i], err)
+                                                 : prepare_tree(p->mounts[i].source, p->mounts[i].readonly, &trees[i], err);
+                if (r < 0)
                         return r;
+        }
         if (p->root == ROOT_DIR && (ret->rootfs_fd = open(p->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
                 return nsbox_err(err, errno, "rootfs '%s'", p->root_path);
         /* store layers: the store is the caller's own and private, named by the supervisor */
@@ -845,12 +874,18 @@ int nsbox_sources_decode(const void *data, size_t len, size_t n_mounts, int fd_b
 }
 
 /* Writable places get mounts of their own, so the root itself can be read-only: the working
- * directory, the home, and /tmp (part of the writable layer, so that snapshots keep it too). */
+ * directory, the home, the host view's Python environment, and /tmp (part of the writable
+ * layer, so that snapshots keep it too). */
 static int bind_writable(int rootfd, const nsbox_policy *p, nsbox_error *err)
 {
         int r;
-        const char *writable[] = { p->workdir, strcmp(p->home, p->workdir) ? p->home : NULL };
-        for (size_t i = 0; i < ARRAY_SIZE(writable) && writable[i]; i++) {
+        const char *writable[3] = { p->workdir };
+        size_t n = 1;
+        if (strcmp(p->home, p->workdir))
+                writable[n++] = p->home;
+        if (p->root == ROOT_HOST && p->python_venv)
+                writable[n++] = NSBOX_VENV_DIR; /* pip installs there */
+        for (size_t i = 0; i < n; i++) {
                 _cleanup_close_ int wd = -1;
                 if ((r = open_in_root(rootfd, writable[i], false, &wd, err)) < 0 || (r = own_dir(wd, p, writable[i], err)) < 0 ||
                     (r = attach_tree(wd, "", wd, "", ATTR_BIND_RW, writable[i], err)) < 0)
@@ -883,6 +918,10 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_s
         for (size_t i = 0; i < ARRAY_SIZE(stage_dirs); i++)
                 if (mkdir(stage_dirs[i], 0755) < 0)
                         return nsbox_err(err, errno, "create '%s'", stage_dirs[i]);
+        /* a writable root is the sandbox's to write, as /tmp is (its upper directory is the
+         * overlay's root): sticky, so that nothing is removed by whoever does not own it */
+        if (!p->root_readonly && chmod(STAGE "/upper", 01777) < 0)
+                return nsbox_err(err, errno, "chmod '%s'", STAGE "/upper");
         _cleanup_close_ int stage_fd = ret_stage_fd ? open(STAGE, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (ret_stage_fd && stage_fd < 0)
                 return nsbox_err(err, errno, "open '%s'", STAGE);
@@ -899,6 +938,10 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_s
                 _cleanup_close_ int etcfd = openat(lowerfd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (etcfd < 0 || (r = write_identity(etcfd, -1, p, err)) < 0)
                         return etcfd < 0 ? nsbox_err(err, errno, "open skeleton /etc") : r;
+                if (p->python_venv && (r = nsbox_pyvenv_write(lowerfd, p, err)) < 0)
+                        return nsbox_err_wrap(err, r, "python environment");
+                if (!p->root_readonly && (r = open_skeleton_up(lowerfd, err)) < 0)
+                        return r;
         } else {
                 /* Straight into the upper layer, before the overlay exists: the namespace's root
                  * has no rights over a root filesystem owned by an unmapped host user. */

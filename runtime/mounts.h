@@ -23,7 +23,9 @@ typedef struct nsbox_sources {
  * hidden: host directories (real paths) that a bind must not show, nsbox's runtime directories
  * (paths.h): where a bind's source is one of them or above one, it is covered by an empty
  * read-only tmpfs inside; a source below one is replaced by an empty one itself. */
-int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, nsbox_sources *ret, nsbox_error *err);
+/* bind_fds: NULL, or one fd per mount from nsbox_idmapped_binds() (idmapped.h), each bind's
+ * taken over (set to -1) in place of a clone of its own. */
+int nsbox_prepare_sources(const nsbox_policy *p, char *const *hidden, int *bind_fds, nsbox_sources *ret, nsbox_error *err);
 void nsbox_sources_release(nsbox_sources *s);
 
 /* Serve mode carries step 3's sources across the exec of nsbox-agent: their fds, in the order

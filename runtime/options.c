@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "net.h"
+#include "pyvenv.h"
 #include "store.h"
 #include "util.h"
 
@@ -126,7 +127,8 @@ static int apply(const nsbox_run_options *o, nsbox_policy *p, nsbox_error *err)
         for (size_t i = 0; i < ARRAY_SIZE(defaults); i++)
                 if ((r = env_default(p, defaults[i][0], defaults[i][1], err)) < 0)
                         return r;
-        return 0;
+        /* python and pip of the host view (pyvenv.h): PATH and the environment's variables */
+        return nsbox_pyvenv_settle(p, err);
 }
 
 int nsbox_run_options_policy(const nsbox_run_options *o, nsbox_policy **ret, nsbox_error *err)

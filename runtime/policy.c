@@ -219,7 +219,8 @@ int nsbox_validate_mount(nsbox_mount *m, const char *what, nsbox_error *err)
 
 int nsbox_parse_mount_bind(const char *spec, nsbox_mount *ret, nsbox_error *err)
 {
-        /* SRC:DST[:rw|:ro].  Paths with ':' cannot be given this way; the policy file can. */
+        /* SRC:DST[:OPT[,OPT]], OPT rw, ro or noidmap.  Paths with ':' cannot be given this way;
+         * the policy file can. */
         _cleanup_free_ char *copy = strdup(spec);
         if (!copy)
                 return -ENOMEM;
@@ -227,16 +228,21 @@ int nsbox_parse_mount_bind(const char *spec, nsbox_mount *ret, nsbox_error *err)
         if (!dst || dst == copy || !dst[1])
                 return nsbox_err(err, 0, "--bind '%s': expected SRC:DST[:rw]", spec);
         *dst++ = '\0';
-        bool ro = true;
+        bool ro = true, no_idmap = false;
         char *mode = strchr(dst, ':');
         if (mode) {
                 *mode++ = '\0';
-                if (!strcmp(mode, "rw"))
-                        ro = false;
-                else if (strcmp(mode, "ro"))
-                        return nsbox_err(err, 0, "--bind '%s': mode must be 'rw' or 'ro'", spec);
+                char *save = NULL;
+                for (char *o = strtok_r(mode, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+                        if (!strcmp(o, "rw") || !strcmp(o, "ro"))
+                                ro = !strcmp(o, "ro");
+                        else if (!strcmp(o, "noidmap"))
+                                no_idmap = true;
+                        else
+                                return nsbox_err(err, 0, "--bind '%s': mode must be 'rw' or 'ro', optionally with ',noidmap'", spec);
+                }
         }
-        *ret = (nsbox_mount){ .type = MOUNT_BIND, .source = strdup(copy), .target = strdup(dst), .readonly = ro };
+        *ret = (nsbox_mount){ .type = MOUNT_BIND, .source = strdup(copy), .target = strdup(dst), .readonly = ro, .no_idmap = no_idmap };
         if (!ret->source || !ret->target) {
                 nsbox_mount_release(ret);
                 return -ENOMEM;
@@ -360,7 +366,7 @@ static int parse_user(pctx *c, json_t *o, nsbox_policy *p)
 
 static int parse_root(pctx *c, json_t *o, nsbox_policy *p)
 {
-        static const char *const keys[] = { "type", "path", "readonly", NULL };
+        static const char *const keys[] = { "type", "path", "readonly", "python_venv", NULL };
         if (!json_is_object(o))
                 return bad(c, "root", "expected an object");
         int r = check_keys(c, o, "root", keys);
@@ -392,12 +398,14 @@ static int parse_root(pctx *c, json_t *o, nsbox_policy *p)
                 return bad(c, "root.path", "goes with root.type 'dir' only");
         if ((r = get_bool(c, o, "readonly", "root.readonly", &p->root_readonly)) < 0)
                 return r;
+        if ((r = get_bool(c, o, "python_venv", "root.python_venv", &p->python_venv)) < 0)
+                return r;
         return 0;
 }
 
 static int parse_mounts(pctx *c, json_t *a, nsbox_policy *p)
 {
-        static const char *const keys[] = { "type", "source", "target", "readonly", "size", NULL };
+        static const char *const keys[] = { "type", "source", "target", "readonly", "idmap", "size", NULL };
         if (!json_is_array(a))
                 return bad(c, "mounts", "expected an array");
         size_t i;
@@ -411,12 +419,13 @@ static int parse_mounts(pctx *c, json_t *a, nsbox_policy *p)
                 if (r < 0)
                         return r;
                 const char *type = "bind", *src = NULL, *dst = NULL;
-                char k_type[80], k_src[80], k_dst[80], k_ro[80], k_size[80];
+                char k_type[80], k_src[80], k_dst[80], k_ro[80], k_size[80], k_idmap[80];
                 snprintf(k_type, sizeof(k_type), "%s.type", key);
                 snprintf(k_src, sizeof(k_src), "%s.source", key);
                 snprintf(k_dst, sizeof(k_dst), "%s.target", key);
                 snprintf(k_ro, sizeof(k_ro), "%s.readonly", key);
                 snprintf(k_size, sizeof(k_size), "%s.size", key);
+                snprintf(k_idmap, sizeof(k_idmap), "%s.idmap", key);
                 if (get_string(c, o, "type", k_type, &type) < 0 || get_string(c, o, "source", k_src, &src) < 0 ||
                     get_string(c, o, "target", k_dst, &dst) < 0)
                         return -EINVAL;
@@ -431,10 +440,14 @@ static int parse_mounts(pctx *c, json_t *a, nsbox_policy *p)
                         return bad(c, key, "'target' is required");
                 if (m.type == MOUNT_BIND && (!src || src[0] != '/'))
                         return bad(c, key, "'source' must be an absolute host path");
-                if (m.type == MOUNT_TMPFS && (src || json_object_get(o, "readonly")))
-                        return bad(c, key, "'source' and 'readonly' do not go with type 'tmpfs'");
+                if (m.type == MOUNT_TMPFS && (src || json_object_get(o, "readonly") || json_object_get(o, "idmap")))
+                        return bad(c, key, "'source', 'readonly' and 'idmap' do not go with type 'tmpfs'");
                 if (m.type == MOUNT_BIND && json_object_get(o, "size"))
                         return bad(c, key, "'size' goes with type 'tmpfs' only");
+                bool idmap = true;
+                if ((r = get_bool(c, o, "idmap", k_idmap, &idmap)) < 0)
+                        return r;
+                m.no_idmap = !idmap;
                 if ((r = get_bool(c, o, "readonly", k_ro, &m.readonly)) < 0 || (r = get_size(c, o, "size", k_size, &m.size)) < 0)
                         return r;
                 if (r && m.size < 4096)
@@ -947,6 +960,7 @@ static nsbox_policy *policy_new_defaults(const char *source)
         p->uid = p->gid = 1000;
         p->root = ROOT_HOST;
         p->root_readonly = true;
+        p->python_venv = true;
         p->workdir = strdup("/workspace");
         p->hostname = strdup("nsbox");
         p->net = NET_NONE;

@@ -29,6 +29,7 @@ typedef struct nsbox_mount {
         char *source; /* bind: host path, absolute, resolved at validation */
         char *target; /* absolute path inside the sandbox, normalized */
         bool readonly;
+        bool no_idmap; /* bind, root caller: shown as it is, not id-mapped (idmapped.h) */
         uint64_t size; /* tmpfs: bytes, 0 = the kernel's default */
 } nsbox_mount;
 
@@ -72,6 +73,7 @@ typedef struct nsbox_policy {
         nsbox_root_type root;
         char *root_path; /* ROOT_DIR */
         bool root_readonly;
+        bool python_venv; /* root.python_venv: the host view's Python environment (pyvenv.h) */
 
         char *workdir;
         char *hostname;
@@ -128,7 +130,7 @@ int nsbox_policy_parse(const char *text, size_t len, const char *source, nsbox_p
 void nsbox_policy_free(nsbox_policy *p);
 
 /* Helpers shared by the policy parser and the command line. */
-int nsbox_parse_mount_bind(const char *spec, nsbox_mount *ret, nsbox_error *err);  /* SRC:DST[:rw|:ro] */
+int nsbox_parse_mount_bind(const char *spec, nsbox_mount *ret, nsbox_error *err);  /* SRC:DST[:rw|:ro][,noidmap] */
 int nsbox_parse_mount_tmpfs(const char *spec, nsbox_mount *ret, nsbox_error *err); /* DST[:SIZE] */
 int nsbox_validate_mount(nsbox_mount *m, const char *what, nsbox_error *err);
 int nsbox_policy_add_mount(nsbox_policy *p, nsbox_mount *m, nsbox_error *err); /* takes m's strings */

@@ -29,6 +29,7 @@
 #include "agent.h"
 #include "agentexec.h"
 #include "caps.h"
+#include "idmapped.h"
 #include "mounts.h"
 #include "net.h"
 #include "paths.h"
@@ -70,6 +71,7 @@ typedef struct launch {
         nsbox_egress_set eg;
         nsbox_egress_rule *rules;     /* eg.v */
         char **hidden;                /* nsbox's runtime directories */
+        int *bind_fds;                /* root-started: the id-mapped binds, one per mount, or NULL */
         int child_syncfd, child_protofd; /* the child's ends of sb's syncfd and agentfd */
         int specfd;                   /* serve mode: the agent's spec */
 } launch;
@@ -86,6 +88,8 @@ static void launch_close_child_ends(launch *l)
         if (l->specfd >= 0)
                 close(l->specfd);
         l->child_syncfd = l->child_protofd = l->specfd = -1;
+        nsbox_idmapped_binds_close(l->bind_fds, l->p->n_mounts);
+        l->bind_fds = NULL;
 }
 
 static void launch_release(launch *l)
@@ -151,6 +155,10 @@ static int launch_prepare(launch *l, nsbox_sandbox *sb, nsbox_error *err)
         /* nsbox's sockets, which no bind may show: looked up by the launcher, with its rights */
         if ((r = nsbox_paths_runtime_dirs(&l->hidden)) < 0)
                 return nsbox_err(err, -r, "nsbox's runtime directories");
+        /* root-started: the binds id-mapped, which needs host root's CAP_SYS_ADMIN (a bind whose
+         * filesystem cannot be id-mapped fails here, before anything exists) */
+        if ((r = nsbox_idmapped_binds(p, &l->map, &l->bind_fds, err)) < 0)
+                return r;
         int sv[2] = { -1, -1 }, av[2] = { -1, -1 };
         if ((r = socketpair_above_stdio(SOCK_SEQPACKET, sv)) < 0)
                 return nsbox_err(err, -r, "create the sandbox's control channel");
@@ -345,7 +353,7 @@ static _Noreturn void child_main(const launch *l, const nsbox_sandbox *sb)
                         if (l->stdio && l->stdio[fd] >= 0 && dup2(l->stdio[fd], fd) < 0)
                                 _exit(125);
                 /* 8, the end of 2, 3, then the rest of 3 to 9, all here */
-                if (nsbox_sandbox_child_prepare(p, l->hidden, l->child_syncfd, -1, true, sb->cg.v1 != 0, &src, &cerr) < 0 ||
+                if (nsbox_sandbox_child_prepare(p, l->hidden, l->bind_fds, l->child_syncfd, -1, true, sb->cg.v1 != 0, &src, &cerr) < 0 ||
                     nsbox_sandbox_child_setup(p, &l->map, &l->eg, &src, l->child_syncfd, -1, &cerr) < 0) {
                         nsbox_sync_send_error(l->child_syncfd, &cerr, "sandbox setup failed");
                         _exit(125);
@@ -360,12 +368,19 @@ static _Noreturn void child_main(const launch *l, const nsbox_sandbox *sb)
                         _exit(125);
         /* The end of 2, then 3's sources, before the exec: a root-started child has host root's
          * rights on files (fsuid 0) only until it executes anything. */
-        if (nsbox_sandbox_child_prepare(p, l->hidden, l->child_syncfd, l->child_protofd, false, sb->cg.v1 != 0, &src, &cerr) < 0) {
+        if (nsbox_sandbox_child_prepare(p, l->hidden, l->bind_fds, l->child_syncfd, l->child_protofd, false, sb->cg.v1 != 0, &src,
+                                        &cerr) < 0) {
                 nsbox_sync_send_error(l->child_syncfd, &cerr, "sandbox setup failed");
                 _exit(125);
         }
         /* 8 (the exec closes every other fd), then nsbox-agent does the rest of 3 to 9 */
         nsbox_agent_exec(l->child_syncfd, l->child_protofd, l->specfd, &src, p->n_mounts, p->outlive_parent);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+        int x = *(const int *)a, y = *(const int *)b;
+        return (x > y) - (x < y);
 }
 
 static void set_rlimit(int res, uint64_t v)
@@ -380,8 +395,8 @@ static void set_rlimit(int res, uint64_t v)
         setrlimit(res, &rl);
 }
 
-int nsbox_sandbox_child_prepare(const nsbox_policy *p, char *const *hidden, int syncfd, int agentfd, bool close_fds, bool cgroupns,
-                                nsbox_sources *ret, nsbox_error *err)
+int nsbox_sandbox_child_prepare(const nsbox_policy *p, char *const *hidden, int *bind_fds, int syncfd, int agentfd, bool close_fds,
+                                bool cgroupns, nsbox_sources *ret, nsbox_error *err)
 {
         static nsbox_sync_msg m; /* 32 KiB: not on the stack */
         *ret = (nsbox_sources){ .trees = NULL, .rootfs_fd = -1, .hides = NULL };
@@ -392,8 +407,15 @@ int nsbox_sandbox_child_prepare(const nsbox_policy *p, char *const *hidden, int 
         /* 8. No fd of the caller's may reach the sandbox (runc CVE-2024-21626), nor be open while
          * we mount; in serve mode the exec of nsbox-agent closes them. */
         if (close_fds) {
-                int keep[2] = { syncfd < agentfd || agentfd < 0 ? syncfd : agentfd, syncfd < agentfd || agentfd < 0 ? agentfd : syncfd };
-                nsbox_close_all_but(keep, 2);
+                /* ours: the channels and the launcher's id-mapped binds */
+                int keep[2 + NSBOX_MAX_MOUNTS];
+                size_t n = 0;
+                keep[n++] = syncfd;
+                keep[n++] = agentfd;
+                for (size_t i = 0; bind_fds && i < p->n_mounts && n < ARRAY_SIZE(keep); i++)
+                        keep[n++] = bind_fds[i];
+                qsort(keep, n, sizeof(keep[0]), cmp_int);
+                nsbox_close_all_but(keep, n);
         }
         /* 2, its end: nothing is done in here before the launcher has written our id maps. */
         if (nsbox_sync_recv(syncfd, &m) != 1 || m.type != SYNC_GO)
@@ -403,7 +425,7 @@ int nsbox_sandbox_child_prepare(const nsbox_policy *p, char *const *hidden, int 
                 return nsbox_err(err, errno, "new cgroup namespace");
         /* 3. Private propagation, and what we take from the host, opened while a root-started
          * child still has host uid 0's rights on files (its fsuid: an exec would lose it). */
-        return nsbox_prepare_sources(p, hidden, ret, err);
+        return nsbox_prepare_sources(p, hidden, bind_fds, ret, err);
 }
 
 int nsbox_sandbox_child_setup(const nsbox_policy *p, const nsbox_idmap *map, const nsbox_egress_set *eg, nsbox_sources *src,

@@ -50,9 +50,10 @@ int nsbox_sandbox_start(const nsbox_policy *p, char *const argv[], const int std
  * hidden: nsbox's runtime directories); cgroupns: the cgroup namespace is made after the go (the
  * clone made none: cgroup v1, joined after the clone).  In serve mode this runs before the exec of nsbox-agent,
  * while a root-started child still has host root's rights on files.  0, or -errno with err set
- * for the parent; *ret is set either way (release it). */
-int nsbox_sandbox_child_prepare(const nsbox_policy *p, char *const *hidden, int syncfd, int agentfd, bool close_fds, bool cgroupns,
-                                nsbox_sources *ret, nsbox_error *err);
+ * for the parent; *ret is set either way (release it).  bind_fds: the launcher's id-mapped binds
+ * (idmapped.h) or NULL. */
+int nsbox_sandbox_child_prepare(const nsbox_policy *p, char *const *hidden, int *bind_fds, int syncfd, int agentfd, bool close_fds,
+                                bool cgroupns, nsbox_sources *ret, nsbox_error *err);
 /* Steps 3 (the rest) to 9, with src from nsbox_sandbox_child_prepare (released here): in the
  * clone()d child in run mode, in nsbox-agent in serve mode (agentfd >= 0).  0, or -errno with
  * err set for the parent. */

@@ -97,6 +97,7 @@ static void put_policy(writer *w, const nsbox_policy *p)
         put_u8(w, (uint8_t)p->root);
         put_str(w, p->root_path);
         put_bool(w, p->root_readonly);
+        put_bool(w, p->python_venv);
         put_str(w, p->workdir);
         put_str(w, p->hostname);
         put_count(w, p->n_mounts, NSBOX_MAX_MOUNTS);
@@ -106,6 +107,7 @@ static void put_policy(writer *w, const nsbox_policy *p)
                 put_str(w, m->source);
                 put_str(w, m->target);
                 put_bool(w, m->readonly);
+                put_bool(w, m->no_idmap);
                 put_u64(w, m->size);
         }
         put_strv(w, p->env, NSBOX_MAX_ENV);
@@ -352,6 +354,7 @@ static void get_policy(reader *rd, nsbox_policy *p)
         p->root = (nsbox_root_type)get_enum(rd, _ROOT_MAX);
         get_str(rd, &p->root_path);
         p->root_readonly = get_bool(rd);
+        p->python_venv = get_bool(rd);
         get_str(rd, &p->workdir);
         get_str(rd, &p->hostname);
         size_t n = get_count(rd, NSBOX_MAX_MOUNTS);
@@ -363,6 +366,7 @@ static void get_policy(reader *rd, nsbox_policy *p)
                 get_str(rd, &m->source);
                 get_str(rd, &m->target);
                 m->readonly = get_bool(rd);
+                m->no_idmap = get_bool(rd);
                 m->size = get_u64(rd);
         }
         get_strv(rd, NSBOX_MAX_ENV, &p->env);

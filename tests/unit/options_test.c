@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../runtime/options.h"
 #include "../../runtime/params.h"
@@ -413,6 +414,19 @@ START_TEST(test_bind_rw_is_writable)
 }
 END_TEST
 
+START_TEST(test_bind_noidmap_is_parsed_with_the_mode)
+{
+        char *argv[] = { "run", "--bind", "/tmp:/a:rw,noidmap", "--bind", "/tmp:/b:noidmap", "--bind", "/tmp:/c:ro", "true", NULL };
+        nsbox_policy *p;
+        ASSERT_POLICY(argv, &p);
+        ck_assert_int_eq(p->n_mounts, 3);
+        ck_assert(!p->mounts[0].readonly && p->mounts[0].no_idmap);
+        ck_assert(p->mounts[1].readonly && p->mounts[1].no_idmap);
+        ck_assert(p->mounts[2].readonly && !p->mounts[2].no_idmap);
+        nsbox_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_bind_with_bad_mode_is_refused)
 {
         char *argv[] = { "run", "--bind", "x:y:zz", "true", NULL };
@@ -532,8 +546,33 @@ START_TEST(test_home_user_logname_path_are_filled_in)
         ck_assert_int_eq(n, 1);
         ck_assert_str_eq(env_value(p->env, "LOGNAME", &n), "user");
         ck_assert_int_eq(n, 1);
-        ck_assert_str_eq(env_value(p->env, "PATH", &n), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        /* the host view's Python environment comes first where the host has python3 (issue 24) */
+        const char *venv = access("/usr/bin/python3", X_OK) == 0 ? "/opt/venv/bin:" : "";
+        char want[256];
+        snprintf(want, sizeof(want), "%s/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", venv);
+        ck_assert_str_eq(env_value(p->env, "PATH", &n), want);
         ck_assert_int_eq(n, 1);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_python_environment_only_for_the_host_view)
+{
+        if (access("/usr/bin/python3", X_OK) < 0)
+                return; /* nothing to show without a host python3 */
+        char *host[] = { "run", "-e", "PATH=/bin", "true", NULL };
+        char *dir[] = { "run", "--rootfs", "/", "true", NULL };
+        nsbox_policy *p;
+        int n;
+        ASSERT_POLICY(host, &p);
+        ck_assert(p->python_venv);
+        ck_assert_str_eq(env_value(p->env, "PATH", &n), "/opt/venv/bin:/bin");
+        ck_assert_str_eq(env_value(p->env, "VIRTUAL_ENV", &n), "/opt/venv");
+        ck_assert_str_eq(env_value(p->env, "PYTHONUSERBASE", &n), "/opt/venv");
+        nsbox_policy_free(p);
+        ASSERT_POLICY(dir, &p);
+        ck_assert(!p->python_venv);
+        ck_assert_ptr_null(env_value(p->env, "VIRTUAL_ENV", &n));
         nsbox_policy_free(p);
 }
 END_TEST
@@ -616,6 +655,7 @@ Suite *options_suite(void)
         unit_add(tc, test_bind_of_missing_path_names_it);
         unit_add(tc, test_bind_is_readonly_by_default);
         unit_add(tc, test_bind_rw_is_writable);
+        unit_add(tc, test_bind_noidmap_is_parsed_with_the_mode);
         unit_add(tc, test_bind_with_bad_mode_is_refused);
         unit_add(tc, test_bind_without_destination_is_refused);
         unit_add(tc, test_bind_over_proc_is_refused);
@@ -628,6 +668,7 @@ Suite *options_suite(void)
         unit_add(tc, test_env_bad_name_is_refused);
         unit_add(tc, test_caller_environment_is_not_passed);
         unit_add(tc, test_home_user_logname_path_are_filled_in);
+        unit_add(tc, test_python_environment_only_for_the_host_view);
         unit_add(tc, test_env_option_wins_over_filled_in_home);
         return s;
 }

@@ -101,6 +101,26 @@ START_TEST(test_default_policy_shows_host_root_readonly)
         LOAD_DEFAULT(&p);
         ck_assert_int_eq(p->root, ROOT_HOST);
         ck_assert(p->root_readonly);
+        ck_assert(p->python_venv);
+        nsbox_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_bind_idmap_false_is_kept_and_refused_for_tmpfs)
+{
+        nsbox_policy *p = NULL;
+        ASSERT_PARSES("{\"mounts\": [{\"source\": \"/tmp\", \"target\": \"/t\", \"idmap\": false}]}", &p);
+        ck_assert(p->mounts[0].no_idmap);
+        nsbox_policy_free(p);
+        ASSERT_REFUSED("{\"mounts\": [{\"type\": \"tmpfs\", \"target\": \"/t\", \"idmap\": false}]}", "mounts[0]", "'idmap'");
+}
+END_TEST
+
+START_TEST(test_python_venv_can_be_turned_off)
+{
+        nsbox_policy *p = NULL;
+        ASSERT_PARSES("{\"root\": {\"python_venv\": false}}", &p);
+        ck_assert(!p->python_venv);
         nsbox_policy_free(p);
 }
 END_TEST
@@ -842,6 +862,8 @@ Suite *policy_suite(void)
         unit_add(tc, test_default_policy_runs_as_user_1000);
         unit_add(tc, test_default_policy_works_in_workspace);
         unit_add(tc, test_default_policy_shows_host_root_readonly);
+        unit_add(tc, test_python_venv_can_be_turned_off);
+        unit_add(tc, test_bind_idmap_false_is_kept_and_refused_for_tmpfs);
         unit_add(tc, test_default_policy_has_no_network_and_no_capabilities);
         unit_add(tc, test_default_policy_has_seccomp_rules);
         unit_add(tc, test_missing_policy_file_names_path);

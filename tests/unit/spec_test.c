@@ -34,11 +34,12 @@ static nsbox_policy *full_policy(void)
         p->root = ROOT_DIR;
         p->root_path = strdup("/srv/rootfs");
         p->root_readonly = true;
+        p->python_venv = true;
         p->workdir = strdup("/workspace");
         p->hostname = strdup("full");
         p->n_mounts = 2;
         p->mounts = calloc(2, sizeof(nsbox_mount));
-        p->mounts[0] = (nsbox_mount){ .type = MOUNT_BIND, .source = strdup("/data"), .target = strdup("/mnt/data"), .readonly = true, .size = 0 };
+        p->mounts[0] = (nsbox_mount){ .type = MOUNT_BIND, .source = strdup("/data"), .target = strdup("/mnt/data"), .readonly = true, .no_idmap = true, .size = 0 };
         p->mounts[1] = (nsbox_mount){ .type = MOUNT_TMPFS, .source = NULL, .target = strdup("/scratch"), .readonly = false, .size = 1 << 20 };
         p->env = strv("PATH=/usr/bin:/bin", "SECRET=s3cr\xc3\xa9t with spaces");
         p->limits = (nsbox_limits){ .memory = 1u << 30, .swap = 2, .pids = 3, .disk = 4, .output = 5, .nofile = 6, .fsize = 7,
@@ -104,6 +105,7 @@ static void assert_policy_eq(const nsbox_policy *a, const nsbox_policy *b)
         ck_assert_int_eq(a->root, b->root);
         assert_str_eq(a->root_path, b->root_path);
         ck_assert_int_eq(a->root_readonly, b->root_readonly);
+        ck_assert_int_eq(a->python_venv, b->python_venv);
         assert_str_eq(a->workdir, b->workdir);
         assert_str_eq(a->hostname, b->hostname);
         ck_assert_uint_eq(a->n_mounts, b->n_mounts);
@@ -112,6 +114,7 @@ static void assert_policy_eq(const nsbox_policy *a, const nsbox_policy *b)
                 assert_str_eq(a->mounts[i].source, b->mounts[i].source);
                 assert_str_eq(a->mounts[i].target, b->mounts[i].target);
                 ck_assert_int_eq(a->mounts[i].readonly, b->mounts[i].readonly);
+                ck_assert_int_eq(a->mounts[i].no_idmap, b->mounts[i].no_idmap);
                 ck_assert_uint_eq(a->mounts[i].size, b->mounts[i].size);
         }
         assert_strv_eq(a->env, b->env);
