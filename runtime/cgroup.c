@@ -45,9 +45,9 @@ static struct {
          * cgroup2 parent lacks; -1: not used */
         int v1_fd[NSBOX_CG_V1_N];
         char *v1_path[NSBOX_CG_V1_N];
-} G = { .parent_fd = -1, .v1_fd = { -1, -1, -1 } };
+} G = { .parent_fd = -1, .v1_fd = { -1, -1, -1, -1 } };
 
-static const char *const V1_NAMES[NSBOX_CG_V1_N] = { "memory", "pids", "cpu" };
+static const char *const V1_NAMES[NSBOX_CG_V1_N] = { "memory", "pids", "cpu", "freezer" };
 
 /* ---- small file helpers ----------------------------------------------------------------------- */
 
@@ -345,7 +345,8 @@ static void resolve_v1(void)
         const char *env = getenv("NSBOX_CGROUP_PARENT");
         if (geteuid() != 0 || (env && *env && !G.parent)) /* "none", or a place that could not be: said, not worked around */
                 return;
-        bool v2[NSBOX_CG_V1_N] = { G.parent && G.memory, G.parent && G.pids, G.parent && G.cpu };
+        /* cgroup2 freezes any cgroup of its own (cgroup.freeze): the v1 freezer only without it */
+        bool v2[NSBOX_CG_V1_N] = { G.parent && G.memory, G.parent && G.pids, G.parent && G.cpu, G.parent };
         for (int i = 0; i < NSBOX_CG_V1_N; i++) {
                 _cleanup_free_ char *mnt = v2[i] ? NULL : cgroup_mount(V1_NAMES[i]);
                 char *dir = NULL;
@@ -502,8 +503,12 @@ static int remove_dir(int parent_fd, const char *name, int dirfd, int timeout_ms
         }
         uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
         for (;;) {
-                if (v1)
+                if (v1) {
                         kill_all(dirfd);
+                        /* a frozen task of the v1 freezer dies of its SIGKILL only once thawed
+                         * (no such file in the other hierarchies) */
+                        write_at(dirfd, "freezer.state", "THAWED");
+                }
                 if (unlinkat(parent_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
                         return 0;
                 if (errno != EBUSY || now_ns() >= deadline)
@@ -691,9 +696,10 @@ static int write_v1(const nsbox_cgroup *cg, int i, const char *file, uint64_t va
 
 /* The limits whose controllers cgroup2 lacks, in their cgroup v1 hierarchies (root on a hybrid
  * host): a directory named name under each one's nsbox cgroup. */
-static int create_v1(const nsbox_limits *l, const char *name, nsbox_cgroup *cg, nsbox_error *err)
+static int create_v1(const nsbox_limits *l, const char *name, bool freezer, nsbox_cgroup *cg, nsbox_error *err)
 {
-        bool need[NSBOX_CG_V1_N] = { (l->memory || l->swap_set) && !cg->memory, l->pids && !cg->pids, l->cpus > 0 && !cg->cpu };
+        bool need[NSBOX_CG_V1_N] = { (l->memory || l->swap_set) && !cg->memory, l->pids && !cg->pids, l->cpus > 0 && !cg->cpu,
+                                     freezer && cg->dirfd < 0 };
         for (int i = 0; i < NSBOX_CG_V1_N; i++) {
                 if (!need[i] || !v1_has(i))
                         continue;
@@ -730,12 +736,16 @@ static int create_v1(const nsbox_limits *l, const char *name, nsbox_cgroup *cg, 
         return r;
 }
 
-int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg, nsbox_error *err)
+int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, bool pausable, nsbox_cgroup *cg, nsbox_error *err)
 {
         *cg = (nsbox_cgroup)NSBOX_CGROUP_INIT;
         resolve();
+        /* the v1 freezer costs a join at start (a cgroup v1 migration waits for an RCU grace
+         * period), so only a sandbox that may be paused gets it */
+        bool freezer = pausable && !G.parent && v1_has(NSBOX_CG_V1_FREEZER);
         bool v1 = ((l->memory || l->swap_set) && !(G.parent && G.memory) && v1_has(NSBOX_CG_V1_MEMORY)) ||
-                  (l->pids && !(G.parent && G.pids) && v1_has(NSBOX_CG_V1_PIDS)) || (l->cpus > 0 && !(G.parent && G.cpu) && v1_has(NSBOX_CG_V1_CPU));
+                  (l->pids && !(G.parent && G.pids) && v1_has(NSBOX_CG_V1_PIDS)) || (l->cpus > 0 && !(G.parent && G.cpu) && v1_has(NSBOX_CG_V1_CPU)) ||
+                  freezer;
         if (!G.parent && !v1)
                 return 0;
         /* once: starts may overlap, in threads */
@@ -748,7 +758,7 @@ int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg
                         *c = '_';
         int r = G.parent ? create_v2(l, name, cg, err) : 0;
         if (r == 0)
-                r = create_v1(l, name, cg, err);
+                r = create_v1(l, name, freezer, cg, err);
         if (r < 0) {
                 nsbox_cgroup_destroy(cg, 100);
                 return r;
@@ -824,6 +834,8 @@ int nsbox_cgroup_stats_read(const nsbox_cgroup *cg, nsbox_cgroup_stats *st)
         if (cg->dirfd >= 0 && read_at(cg->dirfd, "cgroup.events", buf, sizeof(buf)) >= 0) {
                 st->populated = keyed(buf, "populated");
                 st->frozen = keyed(buf, "frozen");
+        } else if ((cg->v1 & 1u << NSBOX_CG_V1_FREEZER) && read_at(cg->v1fd[NSBOX_CG_V1_FREEZER], "freezer.state", buf, sizeof(buf)) >= 0) {
+                st->frozen = !strncmp(buf, "FROZEN", 6);
         }
         if (cg->memory && !(cg->v1 & (1u << NSBOX_CG_V1_MEMORY))) {
                 st->has_memory = true;
@@ -863,10 +875,45 @@ void nsbox_cgroup_kill(const nsbox_cgroup *cg)
         for (int i = 0; i < NSBOX_CG_V1_N; i++) /* its processes are in these too: without cgroup2, only there */
                 if (cg->v1 & (1u << i))
                         kill_all(cg->v1fd[i]);
+        /* a frozen task of the v1 freezer dies of its SIGKILL only once thawed */
+        if (cg->v1 & (1u << NSBOX_CG_V1_FREEZER))
+                write_at(cg->v1fd[NSBOX_CG_V1_FREEZER], "freezer.state", "THAWED");
+}
+
+bool nsbox_cgroup_can_freeze(const nsbox_cgroup *cg)
+{
+        return cg->dirfd >= 0 || (cg->v1 & 1u << NSBOX_CG_V1_FREEZER);
+}
+
+/* freezer.state: FREEZING until every task is stopped, then FROZEN; THAWED at once. */
+static int freeze_v1(const nsbox_cgroup *cg, bool freeze, int timeout_ms, nsbox_error *err)
+{
+        int fd = cg->v1fd[NSBOX_CG_V1_FREEZER];
+        const char *want = freeze ? "FROZEN" : "THAWED";
+        int r = write_at(fd, "freezer.state", want);
+        if (r < 0)
+                return nsbox_err(err, -r, "write freezer.state of %s/%s", G.v1_path[NSBOX_CG_V1_FREEZER], cg->v1name);
+        uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
+        long wait_us = 20;
+        char buf[32];
+        while (read_at(fd, "freezer.state", buf, sizeof(buf)) >= 0 && strncmp(buf, want, strlen(want))) {
+                if (now_ns() >= deadline) {
+                        if (freeze)
+                                write_at(fd, "freezer.state", "THAWED");
+                        return nsbox_err(err, ETIMEDOUT, "%s/%s did not %s within %d ms", G.v1_path[NSBOX_CG_V1_FREEZER], cg->v1name,
+                                         freeze ? "freeze" : "thaw", timeout_ms);
+                }
+                struct timespec ts = { 0, wait_us * 1000 };
+                nanosleep(&ts, NULL);
+                wait_us = wait_us < 2000 ? wait_us * 2 : 2000;
+        }
+        return 0;
 }
 
 int nsbox_cgroup_freeze(const nsbox_cgroup *cg, bool freeze, int timeout_ms, nsbox_error *err)
 {
+        if (cg->dirfd < 0 && (cg->v1 & 1u << NSBOX_CG_V1_FREEZER))
+                return freeze_v1(cg, freeze, timeout_ms, err);
         if (cg->dirfd < 0) {
                 resolve();
                 nsbox_err(err, 0, "the sandbox has no cgroup to freeze (%s)", G.why[0] ? G.why : "none was created");

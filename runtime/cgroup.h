@@ -14,7 +14,7 @@
 #include "error.h"
 #include "policy.h"
 
-enum { NSBOX_CG_V1_MEMORY, NSBOX_CG_V1_PIDS, NSBOX_CG_V1_CPU, NSBOX_CG_V1_N };
+enum { NSBOX_CG_V1_MEMORY, NSBOX_CG_V1_PIDS, NSBOX_CG_V1_CPU, NSBOX_CG_V1_FREEZER, NSBOX_CG_V1_N };
 
 typedef struct nsbox_cgroup {
         int dirfd;  /* the sandbox's cgroup directory; -1: the sandbox has none */
@@ -45,8 +45,10 @@ int nsbox_cgroup_check(const nsbox_limits *l, const char *policy_name, nsbox_err
 
 /* Create the sandbox's cgroup (named from tag: [A-Za-z0-9_-], at most 64) under the parent and
  * write l's limits into it.  Without a usable parent, returns 0 with cg->dirfd == -1 (the check
- * decided that is acceptable).  Also removes cgroups orphaned by supervisors that were killed. */
-int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, nsbox_cgroup *cg, nsbox_error *err);
+ * decided that is acceptable).  pausable: a sandbox that may be paused (serve mode) gets the v1
+ * freezer where there is no cgroup2 (root on a v1-only host).  Also removes cgroups orphaned by
+ * supervisors that were killed. */
+int nsbox_cgroup_create(const nsbox_limits *l, const char *tag, bool pausable, nsbox_cgroup *cg, nsbox_error *err);
 /* The child the launcher just cloned (it waits for the launcher's go) into cg's cgroup v1
  * directories, if it has any: before it runs anything of the sandbox's. */
 int nsbox_cgroup_attach(const nsbox_cgroup *cg, pid_t pid, nsbox_error *err);
@@ -67,8 +69,10 @@ bool nsbox_cgroup_holds(const nsbox_cgroup *cg, int controller);
 
 /* cgroup.kill: every process in it, frozen or not. */
 void nsbox_cgroup_kill(const nsbox_cgroup *cg);
-/* cgroup.freeze, then wait for cgroup.events to say so. */
+/* cgroup.freeze, then wait for cgroup.events to say so; in cgroup v1, freezer.state. */
 int nsbox_cgroup_freeze(const nsbox_cgroup *cg, bool freeze, int timeout_ms, nsbox_error *err);
+/* Whether nsbox_cgroup_freeze can freeze cg. */
+bool nsbox_cgroup_can_freeze(const nsbox_cgroup *cg);
 /* The parent sandboxes' cgroups are created under, or NULL with *why set. */
 const char *nsbox_cgroup_parent(const char **why);
 /* A sandbox handed to another supervisor (nsboxd's keeper, then the next nsboxd): its cgroup

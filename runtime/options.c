@@ -12,18 +12,6 @@
 #include "store.h"
 #include "util.h"
 
-static int env_default(nsbox_policy *p, const char *key, const char *value, nsbox_error *err)
-{
-        size_t n = strlen(key);
-        for (char **e = p->env; e && *e; e++)
-                if (!strncmp(*e, key, n) && (*e)[n] == '=')
-                        return 0;
-        _cleanup_free_ char *kv = NULL;
-        if (asprintf(&kv, "%s=%s", key, value) < 0)
-                return -ENOMEM;
-        return nsbox_policy_set_env(p, kv, err);
-}
-
 static int apply(const nsbox_run_options *o, nsbox_policy *p, nsbox_error *err)
 {
         int r;
@@ -125,7 +113,7 @@ static int apply(const nsbox_run_options *o, nsbox_policy *p, nsbox_error *err)
                 { "HOME", p->home }, { "USER", p->user_name }, { "LOGNAME", p->user_name },
         };
         for (size_t i = 0; i < ARRAY_SIZE(defaults); i++)
-                if ((r = env_default(p, defaults[i][0], defaults[i][1], err)) < 0)
+                if ((r = nsbox_policy_env_default(p, defaults[i][0], defaults[i][1], err)) < 0)
                         return r;
         /* python and pip of the host view (pyvenv.h): PATH and the environment's variables */
         return nsbox_pyvenv_settle(p, err);

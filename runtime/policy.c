@@ -1167,3 +1167,15 @@ void nsbox_policy_free(nsbox_policy *p)
         free(p->sc_rules);
         free(p);
 }
+
+int nsbox_policy_env_default(nsbox_policy *p, const char *key, const char *value, nsbox_error *err)
+{
+        size_t n = strlen(key);
+        for (char **e = p->env; e && *e; e++)
+                if (!strncmp(*e, key, n) && (*e)[n] == '=')
+                        return 0;
+        _cleanup_free_ char *kv = NULL;
+        if (asprintf(&kv, "%s=%s", key, value) < 0)
+                return -ENOMEM;
+        return nsbox_policy_set_env(p, kv, err);
+}

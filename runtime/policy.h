@@ -135,6 +135,8 @@ int nsbox_parse_mount_tmpfs(const char *spec, nsbox_mount *ret, nsbox_error *err
 int nsbox_validate_mount(nsbox_mount *m, const char *what, nsbox_error *err);
 int nsbox_policy_add_mount(nsbox_policy *p, nsbox_mount *m, nsbox_error *err); /* takes m's strings */
 int nsbox_policy_set_env(nsbox_policy *p, const char *kv, nsbox_error *err);   /* K=V, or K to inherit */
+/* KEY=VALUE unless the environment sets KEY already. */
+int nsbox_policy_env_default(nsbox_policy *p, const char *key, const char *value, nsbox_error *err);
 int nsbox_check_hostname(const char *h);
 /* A directory the sandbox user may write (workdir, home): normalized, not /, not under /proc,
  * /dev or /sys.  -EINVAL otherwise. */

@@ -22,18 +22,6 @@
 
 #define HOST_PYTHON "/usr/bin/python3"
 
-static int set_default(nsbox_policy *p, const char *key, const char *value, nsbox_error *err)
-{
-        size_t n = strlen(key);
-        for (char **e = p->env; e && *e; e++)
-                if (!strncmp(*e, key, n) && (*e)[n] == '=')
-                        return 0;
-        _cleanup_free_ char *kv = NULL;
-        if (asprintf(&kv, "%s=%s", key, value) < 0)
-                return -ENOMEM;
-        return nsbox_policy_set_env(p, kv, err);
-}
-
 int nsbox_pyvenv_settle(nsbox_policy *p, nsbox_error *err)
 {
         if (p->root != ROOT_HOST || access(HOST_PYTHON, X_OK) < 0)
@@ -53,7 +41,8 @@ int nsbox_pyvenv_settle(nsbox_policy *p, nsbox_error *err)
                 if ((r = nsbox_policy_set_env(p, kv, err)) < 0)
                         return r;
         }
-        if ((r = set_default(p, "VIRTUAL_ENV", NSBOX_VENV_DIR, err)) < 0 || (r = set_default(p, "PYTHONUSERBASE", NSBOX_VENV_DIR, err)) < 0)
+        if ((r = nsbox_policy_env_default(p, "VIRTUAL_ENV", NSBOX_VENV_DIR, err)) < 0 ||
+            (r = nsbox_policy_env_default(p, "PYTHONUSERBASE", NSBOX_VENV_DIR, err)) < 0)
                 return r;
         return 0;
 }

@@ -196,7 +196,7 @@ static int clone_child(const launch *l, const char *tag, nsbox_sandbox *sb, nsbo
                 snprintf(tagbuf, sizeof(tagbuf), "%u", __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
                 tag = tagbuf;
         }
-        if ((r = nsbox_cgroup_create(&l->p->limits, tag, &sb->cg, err)) < 0)
+        if ((r = nsbox_cgroup_create(&l->p->limits, tag, !l->argv, &sb->cg, err)) < 0)
                 return r;
         /* a root-started sandbox's user namespace is owned by its first host id: the per-user
          * counters are charged to it, not to root */
@@ -722,7 +722,7 @@ static int signal_freeze(nsbox_sandbox *sb, bool freeze, int timeout_ms, nsbox_e
 
 int nsbox_sandbox_freeze(nsbox_sandbox *sb, bool freeze, int timeout_ms, nsbox_error *err)
 {
-        if (sb->cg.dirfd >= 0)
+        if (nsbox_cgroup_can_freeze(&sb->cg))
                 return nsbox_cgroup_freeze(&sb->cg, freeze, timeout_ms, err);
         if (sb->pid <= 0)
                 return nsbox_err(err, ESRCH, "the sandbox is not running");

@@ -557,7 +557,8 @@ t_v1_daemon_limits() {
         finish
 }
 
-# Pause without a cgroup2 freezer: the sandbox's processes stop all the same.
+# Pause through the v1 freezer: the sandbox's processes stop, and a paused sandbox can be removed
+# (a frozen v1 task dies of SIGKILL only once thawed).
 t_v1_pause_resume() {
         id=$(nsbox create 2> "$T/err") || fail "nsbox create: $(oneline < "$T/err")"
         out=$(nsbox call "$id" exec '{"shell":"i=0; while :; do i=$((i+1)); echo $i > /tmp/c; sleep 0.1; done","background":true}' 2>&1) ||
@@ -568,6 +569,7 @@ t_v1_pause_resume() {
         nsbox resume "$id" > "$T/r" 2>&1 || fail "nsbox resume: $(oneline < "$T/r")"
         a=$(nsbox exec "$id" -- cat /tmp/c 2>&1)
         out=$(nsbox pause "$id" 2>&1) || fail "nsbox pause (2): $(echo "$out" | oneline)"
+        expect "freezer.state while paused" FROZEN "$(cat /sys/fs/cgroup/freezer/nsbox/sb-*/freezer.state 2>&1 | oneline)"
         sleep 3
         nsbox resume "$id" > "$T/r" 2>&1 || fail "nsbox resume (2): $(oneline < "$T/r")"
         b=$(nsbox exec "$id" -- cat /tmp/c 2>&1)
@@ -577,7 +579,9 @@ t_v1_pause_resume() {
         sleep 1
         c=$(nsbox exec "$id" -- cat /tmp/c 2>&1)
         is_num "$c" && [ "$c" -gt "$b" ] || check "the counter did not run after resume: b=$b, then '$c'"
-        nsbox rm -f "$id" > /dev/null 2>&1
+        nsbox pause "$id" > /dev/null 2>&1 || check "nsbox pause (3)"
+        out=$(timeout 30 nsbox rm -f "$id" 2>&1) || check "nsbox rm -f of the paused sandbox: $(echo "$out" | oneline)"
+        wait_for 10 eval '[ -z "$(v1_sandboxes)" ]' || check "v1 cgroups left after rm of a paused sandbox: $(v1_sandboxes | oneline)"
         finish
 }
 
