@@ -64,6 +64,8 @@ static const struct {
           "\"template\":{\"type\":\"string\",\"description\":\"A template of nsboxd's configuration (from its warm pool).\"},"
           "\"from\":{\"type\":\"string\",\"description\":\"Start on this snapshot's files (see snapshot_sandbox).\"},"
           "\"memory\":{\"type\":\"string\",\"description\":\"Memory limit, e.g. 512M.\"},"
+          "\"limits\":{\"type\":\"string\",\"enum\":[\"required\",\"best-effort\"],\"description\":\"required (the default): a memory limit "
+          "this host cannot enforce refuses the create; best-effort: the sandbox runs without it and its warnings say so.\"},"
           "\"net\":{\"type\":\"string\",\"enum\":[\"none\",\"nat\"],\"description\":\"Network: loopback only (none, the default) or outbound NAT (only when the session was started with --net nat).\"},"
           "\"timeout\":{\"type\":\"number\",\"minimum\":0,\"description\":\"Seconds after which the sandbox is destroyed.\"},"
           "\"env\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Environment, as K=V strings.\"},"
@@ -260,7 +262,7 @@ static int create_sandbox(mcp_server *s, json_t *params, json_t **ret, const cha
  * than the session was started with. */
 static int check_model_create(const mcp_server *s, json_t *args, nsbox_error *err)
 {
-        static const char *const allowed[] = { "policy", "template", "from", "memory", "net", "timeout", "env", "labels" };
+        static const char *const allowed[] = { "policy", "template", "from", "memory", "limits", "net", "timeout", "env", "labels" };
         const char *key;
         json_t *v;
         json_object_foreach(args, key, v) {
@@ -268,7 +270,9 @@ static int check_model_create(const mcp_server *s, json_t *args, nsbox_error *er
                 while (i < ARRAY_SIZE(allowed) && strcmp(key, allowed[i]))
                         i++;
                 if (i == ARRAY_SIZE(allowed))
-                        return nsbox_err(err, 0, "create_sandbox: '%.64s' is not an argument a model may set (policy, template, from, memory, net, timeout, env, labels)", key);
+                        return nsbox_err(err, 0, "create_sandbox: '%.64s' is not an argument a model may set (policy, template, from, memory, limits, net, timeout, env, "
+                                         "labels)",
+                                         key);
         }
         const char *policy = json_string_value(json_object_get(args, "policy"));
         if (policy && strchr(policy, '/'))

@@ -7,8 +7,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 
 #include "util.h"
 
@@ -25,7 +23,6 @@ static const struct named consts[] = {
         N(CLONE_NEWPID), N(CLONE_NEWNET), { "CLONE_NEWTIME", 0x00000080 },
         N(TIOCSTI), N(TIOCLINUX), { "PERSONALITY_QUERY", 0xffffffffu },
         { "CLONE_NEW_ANY", 0x7e020080u },
-        N(S_ISUID), N(S_ISGID), N(O_CREAT), { "__O_TMPFILE", 020000000 },
 };
 
 static const struct named families[] = {

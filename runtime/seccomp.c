@@ -4,6 +4,7 @@
 #include "seccomp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "consts.h"
@@ -98,6 +100,55 @@ static int add_socket_rules(scmp_filter_ctx ctx, const nsbox_policy *p, uint32_t
         return add_not_in_set(ctx, deny, def, SCMP_SYS(socket), 2, p->sc_netlink_protocols, NSBOX_NETLINK_MAX, &netlink, 1, err);
 }
 
+/* A sandbox with a read-write bind writes host files: none may be made setuid or setgid (as
+ * systemd's RestrictSUIDSGID), or a host user running it would gain the bind owner's ids (the
+ * caller's, or root's through a root caller's id-mapped bind).  Elsewhere such bits are inert
+ * (nosuid mounts, no_new_privs) and kept, for the sandbox's own files and snapshots. */
+static bool has_rw_bind(const nsbox_policy *p)
+{
+        for (size_t i = 0; i < p->n_mounts; i++)
+                if (p->mounts[i].type == MOUNT_BIND && !p->mounts[i].readonly)
+                        return true;
+        return false;
+}
+
+/* Linux 6.6; unknown to libseccomp 2.5, its number is the same on every architecture */
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+
+static int add_suid_rules(scmp_filter_ctx ctx, uint32_t def, nsbox_error *err)
+{
+        static const struct {
+                int nr;
+                unsigned mode, flags; /* argument indexes; flags 0: none */
+        } calls[] = {
+                { SCMP_SYS(chmod), 1, 0 },    { SCMP_SYS(fchmod), 1, 0 },  { SCMP_SYS(fchmodat), 2, 0 },
+                { __NR_fchmodat2, 2, 0 }, { SCMP_SYS(creat), 1, 0 },   { SCMP_SYS(mknod), 1, 0 },
+                { SCMP_SYS(mknodat), 2, 0 },  { SCMP_SYS(mkdir), 1, 0 },   { SCMP_SYS(mkdirat), 2, 0 },
+                { SCMP_SYS(open), 2, 1 },     { SCMP_SYS(openat), 3, 2 },
+        };
+        /* O_TMPFILE is __O_TMPFILE | O_DIRECTORY: its own bit tells it */
+        static const scmp_datum_t bits[] = { S_ISUID, S_ISGID }, creating[] = { O_CREAT, 020000000 };
+        uint32_t deny = SCMP_ACT_ERRNO(EPERM);
+        int r = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(calls) && r == 0; i++)
+                for (size_t b = 0; b < ARRAY_SIZE(bits) && r == 0; b++) {
+                        struct scmp_arg_cmp c[2] = { { .arg = calls[i].mode, .op = SCMP_CMP_MASKED_EQ, .datum_a = bits[b], .datum_b = bits[b] } };
+                        if (!calls[i].flags) {
+                                r = add_rule(ctx, deny, def, calls[i].nr, 1, c, err);
+                                continue;
+                        }
+                        for (size_t f = 0; f < ARRAY_SIZE(creating) && r == 0; f++) {
+                                c[1] = (struct scmp_arg_cmp){ .arg = calls[i].flags, .op = SCMP_CMP_MASKED_EQ, .datum_a = creating[f],
+                                                              .datum_b = creating[f] };
+                                r = add_rule(ctx, deny, def, calls[i].nr, 2, c, err);
+                        }
+                }
+        /* openat2's mode is in memory, out of the filter's reach: ENOSYS, libcs fall back to openat */
+        return r ? r : add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), def, SCMP_SYS(openat2), 0, NULL, err);
+}
+
 int nsbox_seccomp_compile(const nsbox_policy *p, nsbox_bpf *ret, nsbox_error *err)
 {
         uint32_t def = to_scmp_action(p->sc_default, p->sc_default_errno);
@@ -141,6 +192,8 @@ int nsbox_seccomp_compile(const nsbox_policy *p, nsbox_bpf *ret, nsbox_error *er
                         }
         }
         if (p->sc_socket_restricted && (r = add_socket_rules(ctx, p, def, err)) < 0)
+                goto out;
+        if (has_rw_bind(p) && (r = add_suid_rules(ctx, def, err)) < 0)
                 goto out;
 
         /* libseccomp 2.5 exports to a file descriptor only: go through a memfd. */

@@ -274,10 +274,10 @@ check_rw_bind() { # kind
         [ -d "$SCRATCH/rw/d" ] || fail "the directory made through the bind of the $KIND_NAME is not on the host"
 }
 
-# What a sandbox writes to a read-write bind is a host file: it may not be made setuid or setgid
-# (chmod, fchmodat, open and openat with O_CREAT, mknod, mkdir), or a host user running it would
-# gain the bind owner's ids (root's, for a root-started sandbox's id-mapped bind).  Plain modes
-# still work.
+# What a sandbox writes to a read-write bind is a host file: with one, nothing may be made setuid
+# or setgid (chmod, fchmodat, open and openat with O_CREAT, mknod, mkdir), or a host user running
+# it would gain the bind owner's ids (root's, for a root-started sandbox's id-mapped bind).  Plain
+# modes still work.
 test_rw_bind_gets_no_setuid_or_setgid_file() {
         for_each_kind check_no_suid_on_bind
 }
@@ -318,6 +318,9 @@ chmod 0750 allowed" "$out" "setuid and setgid modes through the bind of the $KIN
                 [ ! -u "$f" ] && [ ! -g "$f" ] || fail "$f on the host is setuid or setgid: $(ls -ld "$f")"
         done
         assert_eq "750" "$(stat -c %a "$SCRATCH/sb/f")" "the plain chmod reached the host file"
+        # control: without a read-write bind the bit is kept, and inert (nosuid, no_new_privs)
+        out=$(in_kind "$1" -- sh -c 'echo x > /tmp/s && chmod 4755 /tmp/s && stat -c %A /tmp/s' 2>&1)
+        assert_eq "-rwsr-xr-x" "$out" "chmod 4755 in the $KIND_NAME without a read-write bind"
 }
 
 # A setuid-root file gains nothing in the sandbox (nosuid binds, no_new_privs, root unmapped):

@@ -158,7 +158,7 @@ test_model_cannot_bind_host_paths_or_widen_the_network_through_create_sandbox() 
                 "$(call 4 create_sandbox '{"net":"nat"}')" \
                 "$(call 5 create_sandbox '{"rootfs":"/"}')" \
                 "$(call 6 create_sandbox '{"record":"/tmp/x.jsonl"}')" \
-                "$(call 7 create_sandbox '{"labels":{"ok":"yes"},"net":"none","memory":"256M"}')")
+                "$(call 7 create_sandbox '{"labels":{"ok":"yes"},"net":"none","memory":"256M","limits":"best-effort"}')")
         for n in 2 3 4 5 6; do
                 assert_eq "True|permission_denied" "$(reply $n 'str(r["result"]["isError"]) + "|" + r["result"]["content"][0]["text"].split(":")[0]' <<< "$out")" "create_sandbox refused ($n): $out"
         done
