@@ -896,7 +896,11 @@ static int freeze_v1(const nsbox_cgroup *cg, bool freeze, int timeout_ms, nsbox_
         uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
         long wait_us = 20;
         char buf[32];
-        while (read_at(fd, "freezer.state", buf, sizeof(buf)) >= 0 && strncmp(buf, want, strlen(want))) {
+        for (;;) {
+                if ((r = read_at(fd, "freezer.state", buf, sizeof(buf))) < 0)
+                        return nsbox_err(err, -r, "read freezer.state of %s/%s", G.v1_path[NSBOX_CG_V1_FREEZER], cg->v1name);
+                if (!strncmp(buf, want, strlen(want)))
+                        return 0;
                 if (now_ns() >= deadline) {
                         if (freeze)
                                 write_at(fd, "freezer.state", "THAWED");
@@ -907,7 +911,6 @@ static int freeze_v1(const nsbox_cgroup *cg, bool freeze, int timeout_ms, nsbox_
                 nanosleep(&ts, NULL);
                 wait_us = wait_us < 2000 ? wait_us * 2 : 2000;
         }
-        return 0;
 }
 
 int nsbox_cgroup_freeze(const nsbox_cgroup *cg, bool freeze, int timeout_ms, nsbox_error *err)
