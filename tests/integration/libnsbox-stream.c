@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 
         /* a watch, and a second call (a background command) that makes files meanwhile */
         r = nsbox_call(nb, id, "exec",
-                       "{\"shell\": \"i=0; while [ $i -lt 100 ]; do : > /tmp/w/f$i; i=$((i+1)); sleep 0.1; done\", \"background\": true}", &res);
+                       "{\"shell\": \"i=0; while [ $i -lt 100 ]; do mkdir /tmp/w/f$i; i=$((i+1)); sleep 0.1; done\", \"background\": true}", &res);
         printf("background maker: %d\n", r);
         free(res);
         res = NULL;
