@@ -676,6 +676,18 @@ static int parse_caps(pctx *c, json_t *a, nsbox_policy *p)
         return 0;
 }
 
+/* What a container's root gets by default (Docker's, Podman's and containerd's set), for a
+ * policy whose user is uid 0 and that names no capabilities itself.  They act in the sandbox's
+ * user namespace only; the seccomp filter still refuses chroot and raw sockets, and the kernel
+ * makes no device node in a user namespace, so CAP_SYS_CHROOT, CAP_NET_RAW and CAP_MKNOD are
+ * kept only so that programs probing for them see the set they expect. */
+#define C(x) (1ull << (x))
+const uint64_t nsbox_container_caps = C(CAP_CHOWN) | C(CAP_DAC_OVERRIDE) | C(CAP_FSETID) | C(CAP_FOWNER) |
+                                      C(CAP_MKNOD) | C(CAP_NET_RAW) | C(CAP_SETGID) | C(CAP_SETUID) | C(CAP_SETFCAP) |
+                                      C(CAP_SETPCAP) | C(CAP_NET_BIND_SERVICE) | C(CAP_SYS_CHROOT) | C(CAP_KILL) |
+                                      C(CAP_AUDIT_WRITE);
+#undef C
+
 static int parse_action(pctx *c, const char *key, const char *s, nsbox_sc_action *ret)
 {
         static const char *const names[_SC_ACTION_MAX] = {
@@ -996,6 +1008,8 @@ int nsbox_policy_parse(const char *text, size_t len, const char *source, nsbox_p
                 r = check_keys(&c, doc, "", keys);
         if (r == 0)
                 r = inherit_default(&c, doc, &root);
+        /* asked here, before the default's "capabilities": [] is merged in */
+        bool caps_given = json_is_object(doc) && json_object_get(doc, "capabilities");
         json_decref(doc);
 
         json_t *v;
@@ -1037,6 +1051,8 @@ int nsbox_policy_parse(const char *text, size_t len, const char *source, nsbox_p
                 r = parse_network(&c, v, p);
         if (r >= 0 && (v = json_object_get(root, "capabilities")))
                 r = parse_caps(&c, v, p);
+        if (r >= 0 && p->uid == 0 && !caps_given)
+                p->caps = nsbox_container_caps;
         if (r >= 0 && (v = json_object_get(root, "seccomp")))
                 r = parse_seccomp(&c, v, p);
         json_decref(root);

@@ -100,7 +100,7 @@ typedef struct nsbox_policy {
         bool host_loopback;   /* nat: the gateway address reaches the host's 127.0.0.1 (default false) */
         nsbox_publish *publish;
         size_t n_publish;
-        uint64_t caps; /* bit mask of capabilities kept, default 0 */
+        uint64_t caps; /* bit mask of capabilities kept, default 0; nsbox_container_caps for uid 0 */
 
         nsbox_sc_action sc_default;
         int sc_default_errno;
@@ -111,6 +111,9 @@ typedef struct nsbox_policy {
         bool sc_socket_restricted;
         nsbox_sc_action sc_foreign_arch; /* SC_KILL or SC_ERRNO (ENOSYS) */
 } nsbox_policy;
+
+/* The capabilities a policy whose user is uid 0 keeps unless it names its own. */
+extern const uint64_t nsbox_container_caps;
 
 /* policy/default.json as nsbox was built with it, NUL-terminated (runtime/policy_default.c). */
 extern const char nsbox_default_policy_json[] __attribute__((visibility("hidden")));

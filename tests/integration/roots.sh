@@ -253,4 +253,80 @@ test_default_root_stays_readonly() {
 refused" "$OUT"
 }
 
+# ---- a root user (policy user.uid 0; the shipped policy "root") ----------------------------
+
+test_root_policy_is_root_of_its_namespace_with_a_containers_capabilities() {
+        assert_status 0 "$NSBOX" run --policy root -- sh -c \
+                'id -u; id -un; grep -E "^(CapEff|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status | tr -s "\t" " "; echo $HOME'
+        assert_eq "0
+root
+CapEff: 00000000a80425fb
+CapBnd: 00000000a80425fb
+NoNewPrivs: 1
+Seccomp: 2
+/root" "$OUT" "uid, capabilities (Docker's default set), no_new_privs, seccomp, home"
+        # what the capabilities do not give: mounts, namespaces, chroot, raw sockets, the host's /usr
+        assert_status 0 "$NSBOX" run --policy root -- sh -c \
+                'mount -t tmpfs t /mnt 2>/dev/null || echo mount-refused; unshare -U true 2>/dev/null || echo unshare-refused
+                 mkdir /c; chroot /c /x 2>/dev/null || echo chroot-refused; (echo z > /usr/z) 2>/dev/null || echo usr-readonly
+                 python3 -c "import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)" 2>/dev/null || echo raw-refused'
+        assert_eq "mount-refused
+unshare-refused
+chroot-refused
+usr-readonly
+raw-refused" "$OUT" "what a root policy's user is refused"
+}
+
+test_root_policy_writes_its_root_and_leaves_the_host_alone() {
+        local m=".nsbox-rootuser.$$"
+        assert_status 0 "$NSBOX" run --policy root -- sh -c \
+                "echo a > /etc/$m && mkdir -p /large_tool_results /home/user && echo b > /large_tool_results/x && echo c > /home/user/a.txt && touch /root/r && stat -c %U:%G /etc/$m /root/r"
+        assert_eq "root:root
+root:root" "$OUT" "owners of what root wrote"
+        [ ! -e "/etc/$m" ] && [ ! -e /large_tool_results ] || fail "a root-policy sandbox's writes reached the host"
+}
+
+test_root_policy_changes_owners_within_its_id_range() {
+        if [ "$TEST_AS" = root ]; then
+                # a root caller's sandbox has 65536 ids: root may hand files to them and become them
+                assert_status 0 "$NSBOX" run --policy root -- sh -c \
+                        'touch /tmp/f && chown 42:42 /tmp/f && stat -c %u:%g /tmp/f && setpriv --reuid=42 --regid=42 --clear-groups id -u'
+                assert_eq "42:42
+42" "$OUT" "chown and setuid to another id of the sandbox"
+        else
+                # a user's sandbox maps that user alone: other ids do not exist there
+                assert_status 0 "$NSBOX" run --policy root -- sh -c 'touch /tmp/f && chown 42 /tmp/f 2>&1; stat -c %u /tmp/f'
+                assert_contains "$OUT" "Invalid argument" "chown to an id the user's sandbox does not map"
+                assert_eq 0 "$(printf '%s\n' "$OUT" | tail -n 1)" "the file's owner after the refused chown"
+        fi
+}
+
+test_root_policy_writes_in_a_bind_are_the_callers() {
+        make_project "$TEST_TMP/proj"
+        assert_status 0 "$NSBOX" run --policy root --bind "$TEST_TMP/proj:/workspace/project:rw" -- sh -c \
+                'cd project && stat -c %U a.txt && echo new > new.txt && git status --porcelain'
+        assert_eq "root
+?? new.txt" "$OUT" "the caller's tree inside, git status"
+        assert_eq "$(id -u)" "$(stat -c %u "$TEST_TMP/proj/new.txt")" "the owner of the new file on the host"
+}
+
+test_root_policy_in_nsboxd() {
+        trap cleanup EXIT
+        start_daemon
+        local id
+        id=$("$NSBOX" create --policy root 2>&1) || fail "create --policy root: $id"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'id -u; grep CapEff /proc/self/status | tr -s "\t" " "'
+        assert_eq "0
+CapEff: 00000000a80425fb" "$OUT" "a root policy through nsboxd"
+        "$NSBOX" rm -f "$id" >/dev/null
+}
+
+test_uid_0_with_capabilities_named_keeps_only_those() {
+        printf '{"user": {"name": "root", "uid": 0, "gid": 0, "home": "/root"}, "capabilities": []}\n' > "$TEST_TMP/r0.json"
+        assert_status 0 "$NSBOX" run --policy "$TEST_TMP/r0.json" -- sh -c 'id -u; grep CapEff /proc/self/status | tr -s "\t" " "; touch /tmp/f; chown 1:1 /tmp/f 2>/dev/null || echo chown-refused'
+        assert_eq "0
+CapEff: 0000000000000000
+chown-refused" "$OUT" "uid 0 with \"capabilities\": []"
+}
+
 run_tests

@@ -495,6 +495,26 @@ START_TEST(test_capability_name_sets_its_bit)
 }
 END_TEST
 
+/* uid 0 is a container's root: Docker's default set, unless the policy names its own */
+START_TEST(test_root_user_gets_container_caps_unless_named)
+{
+        nsbox_policy *p;
+        ASSERT_PARSES("{\"user\": {\"uid\": 0, \"gid\": 0, \"name\": \"root\"}}", &p);
+        ck_assert_uint_eq(p->caps, 0xa80425fbull);
+        ck_assert_uint_eq(p->caps, nsbox_container_caps);
+        nsbox_policy_free(p);
+        ASSERT_PARSES("{\"user\": {\"uid\": 0, \"gid\": 0, \"name\": \"root\"}, \"capabilities\": []}", &p);
+        ck_assert_uint_eq(p->caps, 0);
+        nsbox_policy_free(p);
+        ASSERT_PARSES("{\"user\": {\"uid\": 0, \"gid\": 0, \"name\": \"root\"}, \"capabilities\": [\"CAP_KILL\"]}", &p);
+        ck_assert_uint_eq(p->caps, 1ull << 5);
+        nsbox_policy_free(p);
+        ASSERT_PARSES("{\"user\": {\"uid\": 1000, \"gid\": 0, \"name\": \"u\"}}", &p);
+        ck_assert_uint_eq(p->caps, 0);
+        nsbox_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_socket_families_restrict_socket)
 {
         nsbox_policy *p;
@@ -913,6 +933,7 @@ Suite *policy_suite(void)
         unit_add(tc, test_timeout_is_in_seconds);
         unit_add(tc, test_env_object_sets_variables);
         unit_add(tc, test_capability_name_sets_its_bit);
+        unit_add(tc, test_root_user_gets_container_caps_unless_named);
         unit_add(tc, test_socket_families_restrict_socket);
         unit_add(tc, test_bind_mount_is_readonly_and_resolved);
         unit_add(tc, test_seccomp_rule_args_are_kept);
