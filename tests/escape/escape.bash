@@ -109,17 +109,44 @@ probe_in_daemon() { # attack [args...]
         return "$st"
 }
 
-# The attack must fail inside the sandbox: in one of `nsbox run` and one of nsboxd.
+# The same in a sandbox of `nsbox run --policy root`: the sandbox's user is root of its own user
+# namespace, with the capabilities containers get by default there.
+probe_in_root() { # attack [args...]
+        local saved=("${PROBE_OPTS[@]}") st
+        PROBE_OPTS=(--policy root "${PROBE_OPTS[@]}")
+        echo "    with --policy root:" >&2
+        probe_in_sandbox "$@"
+        st=$?
+        PROBE_OPTS=("${saved[@]}")
+        return "$st"
+}
+
+# The attack must fail inside the sandbox: in one of `nsbox run`, one of nsboxd and one whose
+# user is root with a container's capabilities.
 assert_held() { # attack [args...]
         local st kind
         PROBE_OUTS=()
-        for kind in sandbox daemon; do
+        for kind in ${HELD_KINDS:-sandbox daemon root}; do
                 "probe_in_$kind" "$@" >/dev/null
                 st=$?
                 PROBE_OUTS+=("$PROBE_OUT")
                 [ "$st" = 0 ] || fail "attack '$1' was not refused inside the $kind sandbox (probe exit $st): $PROBE_OUT"
                 assert_contains "$PROBE_OUT" "attack $1: refused:" "probe output ($kind sandbox)"
         done
+}
+
+# For what only an unprivileged sandbox user is refused (capabilities, chown, setuid, a read-only
+# root): in the first two kinds.  The caller checks what bounds the root kind instead.
+assert_held_unprivileged() { # attack [args...]
+        HELD_KINDS="sandbox daemon" assert_held "$@"
+}
+
+# The probe in a root-policy sandbox: PROBE_OUT says each TEXT given.
+assert_root_probe_says() { # attack -- text...
+        local attack=$1
+        shift 2
+        probe_in_root "$attack" >/dev/null
+        for t in "$@"; do assert_contains "$PROBE_OUT" "$t" "probe output (sandbox with --policy root)"; done
 }
 
 # Each probe line of the last assert_held says TEXT.

@@ -82,8 +82,19 @@ check_etc_shadow() { # kind
 }
 
 test_write_outside_workdir_and_tmp_fails() {
-        assert_held write_outside
+        assert_held_unprivileged write_outside
         for_each_kind check_write_outside ".nsbox-escape-write.$$"
+        # a root policy writes its root by design: into its upper layer, never the host's; the
+        # host's /usr stays a read-only bind
+        assert_root_probe_says write_outside -- "create in /etc SUCCEEDED" "create in /usr: Read-only file system" \
+                "create in /usr/bin: Read-only file system" "create in /dev: Read-only file system"
+        local name=".nsbox-escape-write.$$" d out
+        # shellcheck disable=SC2016
+        out=$("$NSBOX" run --policy root -- sh -c 'for d in / /etc /var /opt /root; do echo x >"$d/$1" || exit 1; done; echo wrote' sh "$name" 2>&1)
+        assert_contains "$out" "wrote" "writes of a root policy's user to its root"
+        for d in / /etc /var /opt /root; do
+                if [ -e "$d/$name" ]; then fail "$d/$name appeared on the host after a root-policy sandbox wrote it"; fi
+        done
         # control: on the host, as a user, / is a writable mount (the probe refuses this as root)
         if [ "$TEST_AS" = user ]; then control_host write_outside; fi
 }

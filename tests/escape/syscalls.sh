@@ -70,8 +70,10 @@ test_mount_is_refused() {
 }
 
 test_remount_rw_is_refused() {
-        assert_held remount_rw
+        assert_held_unprivileged remount_rw
         assert_probe_says "'/usr' still read-only"
+        # a root policy's / is writable by design: its read-only binds stay so
+        assert_root_probe_says remount_rw -- "remount '/usr' rw (bind): Operation not permitted" "'/usr' still read-only"
         # as a user the remounts fail on the host too, and the probe still sees / writable there
         if [ "$TEST_AS" = user ]; then control_host remount_rw; fi
 }
@@ -233,24 +235,28 @@ test_personality_flags_are_refused() {
 # ---- credentials ------------------------------------------------------------------------------
 
 test_setuid_root_and_capset_are_refused() {
-        assert_held setuid_root
+        assert_held_unprivileged setuid_root
+        # root of its own namespace already: no capability beyond a container's can be gained
+        assert_root_probe_says setuid_root -- "capset(+CAP_SYS_ADMIN): Operation not permitted"
         # harmless: the probe's own credentials
         if [ "$TEST_AS" = root ]; then control_host setuid_root; else control_userns -- setuid_root; fi
 }
 
 test_no_capabilities_no_new_privs_seccomp() {
-        assert_held caps
+        assert_held_unprivileged caps
+        # a root policy: a container's set (Docker's default, 0xa80425fb) and nothing more
+        assert_root_probe_says caps -- "CapBnd=00000000a80425fb (expected 0)" "CapEff=00000000a80425fb" "NoNewPrivs=1; Seccomp=2"
         control_host caps # only reads /proc/self/status
 }
 
 test_chown_is_refused() {
-        assert_held chown
+        assert_held_unprivileged chown # a root policy's user chowns in its own namespace
         # harmless: a file the probe creates in TEST_TMP and removes
         if [ "$TEST_AS" = root ]; then control_host chown "$TEST_TMP"; else control_userns -- chown "$TEST_TMP"; fi
 }
 
 test_setgroups_is_refused() {
-        assert_held setgroups
+        assert_held_unprivileged setgroups # as a root policy's user may
         if [ "$TEST_AS" = root ]; then control_host setgroups; fi # harmless: the probe's own groups
 }
 
