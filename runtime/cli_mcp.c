@@ -459,7 +459,8 @@ static int method_tools_call(mcp_server *s, json_t *id, json_t *params)
         } else {
                 json_t *p = json_deep_copy(args), *res = NULL;
                 json_object_del(p, "sandbox");
-                if (daemon_call(s, "call", json_pack("{ss ss so}", "sandbox", sb, "tool", tool, "params", p), &res, &code, &err) == 0)
+                /* by the name as called: nsboxd maps an alias's params (tools/alias.c) */
+                if (daemon_call(s, "call", json_pack("{ss ss so}", "sandbox", sb, "tool", name, "params", p), &res, &code, &err) == 0)
                         reply = tool_result(s, res, false, NULL);
                 else
                         reply = tool_error(s, code, err.msg);

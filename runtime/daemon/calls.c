@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "../../tools/registry.h"
 #include "../base64.h"
 #include "../dlog.h"
 
@@ -178,6 +179,17 @@ static void call_send(daemon_state *d, client *c, json_t *id, json_t *params, co
         const char *code = "internal";
         _cleanup_sb_ strbuf why;
         sb_init(&why, 256);
+        /* an alias's params made into its tool's (knowlyr's file_read...): recorded so too */
+        char alias_why[256] = "";
+        json_auto_t *mapped = NULL;
+        int am = tool_alias_params(json_string_value(tool), json_is_object(tparams) ? tparams : NULL, &mapped, alias_why, sizeof(alias_why));
+        if (am < 0 && tool_canonical_name(json_string_value(tool))) { /* unknown: sup_send's not_found */
+                free(p);
+                reply_error(c, id, am == -ENOMEM ? RPC_SERVER_ERROR : RPC_INVALID_PARAMS, am == -ENOMEM ? "internal" : "invalid_argument",
+                            "%s", alias_why);
+                return;
+        }
+        tparams = am == 0 ? mapped : tparams;
         json_t *tp = json_is_object(tparams) ? tparams : NULL;
         int r = bytes || raw ? nsbox_sup_send_bytes(&s->sup, json_string_value(tool), tp, bytes, len, raw, p, &call, &code, &why)
                              : nsbox_sup_send(&s->sup, json_string_value(tool), tp, json_is_true(stream), p, &call, &code, &why);

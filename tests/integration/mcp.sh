@@ -95,6 +95,24 @@ test_exec_write_read_in_the_default_sandbox_gone_after_end_of_input() {
         assert_not_contains "$(sandboxes)" "$id" "sandboxes after the session ended"
 }
 
+# knowlyr's tool names are callable though not listed, with their params mapped as nsbox call maps them
+test_knowlyr_tool_names_with_their_params() {
+        local out
+        out=$(mcp "$INIT" "$INITIALIZED" \
+                "$(call 2 file_write '{"path":"k.txt","content":"a\nb\nc\n"}')" \
+                "$(call 3 file_read '{"path":"k.txt","start_line":2,"end_line":2}')" \
+                "$(call 4 shell '{"command":"cat k.txt | wc -l","timeout":10}')" \
+                "$(call 5 search '{"pattern":"^b","file_pattern":"*.txt"}')" \
+                "$(call 6 file_read '{"path":"k.txt","start_line":0}')")
+        assert_eq 0 "$(cat "$TEST_TMP/mcp.status")" "nsbox mcp exit status; stderr: $(cat "$TEST_TMP/mcp.err")"
+        assert_eq "False" "$(reply 2 'r["result"]["isError"]' <<< "$out")" "file_write"
+        assert_eq '"b\n"' "$(reply 3 'json.dumps('"$TEXT"'["content"])' <<< "$out")" "file_read line 2"
+        assert_eq "3 0" "$(reply 4 '"%s %s" % ('"$TEXT"'["stdout"].strip(), '"$TEXT"'["exit_code"])' <<< "$out")" "shell"
+        assert_eq "1" "$(reply 5 'len('"$TEXT"'["matches"])' <<< "$out")" "search"
+        assert_eq "True" "$(reply 6 'r["result"]["isError"]' <<< "$out")" "file_read from line 0"
+        assert_contains "$(reply 6 'r["result"]["content"][0]["text"]' <<< "$out")" "'start_line' must be a line number" "file_read from line 0"
+}
+
 # run_code keeps state between calls, and its pictures reach the model as MCP image blocks (the
 # text says where each went); structuredContent keeps the whole result
 test_run_code_state_and_pictures_as_image_blocks() {

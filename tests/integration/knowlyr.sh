@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# knowlyr AgentSandbox's flow, as its users run it against nsbox (a stand-in written from its
+# documented interface): its tool names and params (file_read, file_write, shell, search, git),
+# its trajectory document replayed with its success semantics, and a sandbox made from
+# --repo http://... --commit SHA, cloned inside the sandbox through its own network.
+# Runs as root and as an unprivileged user (tests/run does both).
+# The shell scripts run in sandboxes are in single quotes on purpose: they expand inside.
+# shellcheck disable=SC2016
+. "$(dirname "$0")/../lib.sh"
+
+# A daemon of our own on a socket of our own, and a store of our own; both go when this file ends.
+SESSION_DIR=$(mktemp -d /tmp/nsbox-kn.XXXXXX) || exit 1
+export NSBOX_SOCKET="$SESSION_DIR/d.sock"
+export NSBOX_STORE="$SESSION_DIR/store"
+grep -c . /proc/self/mountinfo > "$SESSION_DIR/mounts-before"
+trap 'stop_file_daemon "$SESSION_DIR"' EXIT
+
+# A Python expression over the JSON document d read from standard input: a string is printed as
+# it is, anything else as JSON.
+jget() {
+        python3 -c 'import json, sys
+d = json.load(sys.stdin)
+v = eval(sys.argv[1])
+print(v if isinstance(v, str) else json.dumps(v))' "$1"
+}
+
+MY_SANDBOXES=""
+cleanup_test() {
+        # shellcheck disable=SC2086
+        [ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES > /dev/null 2>&1
+        # shellcheck disable=SC2086
+        [ -z "${MY_PIDS:-}" ] || { kill $MY_PIDS 2> /dev/null; wait 2> /dev/null; }
+}
+new_sandbox() { # VAR [nsbox create options]
+        local _var=$1 _sid; shift
+        _sid=$("$NSBOX" create "$@" 2>&1) || fail "nsbox create $*: $_sid"
+        [[ $_sid =~ ^[0-9a-f]{32}$ ]] || fail "nsbox create $* printed '$_sid', not a 32-hex-digit id"
+        MY_SANDBOXES="$MY_SANDBOXES $_sid"
+        trap cleanup_test EXIT
+        printf -v "$_var" %s "$_sid"
+}
+
+# ---- tool names ----------------------------------------------------------------------------
+
+test_knowlyr_tool_names_and_params_through_nsbox_call() {
+        local id
+        new_sandbox id
+        assert_status 0 "$NSBOX" call "$id" file_write '{"path": "src/a.py", "content": "one\ntwo\nthree\nfour\n# TODO x\n"}'
+        assert_status 0 "$NSBOX" call "$id" file_read '{"path": "src/a.py", "start_line": 2, "end_line": 3}'
+        assert_eq '"two\nthree\n"' "$(echo "$OUT" | jget 'json.dumps(d["content"])')" "file_read lines 2 to 3"
+        assert_status 0 "$NSBOX" call "$id" file_read '{"path": "src/a.py", "start_line": 4}'
+        assert_eq '"four\n# TODO x\n"' "$(echo "$OUT" | jget 'json.dumps(d["content"])')" "file_read from line 4"
+        assert_status 0 "$NSBOX" call "$id" shell '{"command": "wc -l < src/a.py; exit 3", "timeout": 10}'
+        assert_eq '5 3' "$(echo "$OUT" | jget '"%s %s" % (d["stdout"].strip(), d["exit_code"])')" "shell: stdout and exit code"
+        assert_status 0 "$NSBOX" call "$id" shell '{"command": "sleep 5", "timeout": 0.3}'
+        assert_eq 'true' "$(echo "$OUT" | jget 'd["timed_out"]')" "shell's timeout"
+        assert_status 0 "$NSBOX" call "$id" file_write '{"path": "notes.txt", "content": "TODO not python\n"}'
+        assert_status 0 "$NSBOX" call "$id" search '{"pattern": "TODO", "file_pattern": "*.py"}'
+        assert_eq '["src/a.py:5"]' "$(echo "$OUT" | jget '[m["path"].split("/workspace/")[-1] + ":%d" % m["line"] for m in d["matches"]]')" "search with file_pattern"
+        "$NSBOX" exec "$id" -- git --version > /dev/null 2>&1 || skip "no git in the sandbox"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'git init -q . && git add -A && git -c user.name=t -c user.email=t@t commit -qm "first one"'
+        assert_status 0 "$NSBOX" call "$id" git '{"subcommand": "log --format=%s%x09$HOME -n 1"}'
+        assert_eq 'first one	$HOME 0' "$(echo "$OUT" | jget '"%s %s" % (d["stdout"].strip(), d["exit_code"])')" "git: argv without a shell"
+        assert_status 0 "$NSBOX" call "$id" git '{"subcommand": "no-such-subcommand"}'
+        assert_eq 1 "$(echo "$OUT" | jget 'd["exit_code"]')" "git with a bad subcommand: git's own status"
+        # refused as their tools refuse, with one-line errors
+        assert_status 1 "$NSBOX" call "$id" file_read '{"path": "src/a.py", "start_line": 3, "end_line": 2}'
+        assert_contains "$OUT" "'end_line' (2) is before 'start_line' (3)" "file_read with end before start"
+        assert_one_line_error "$OUT"
+        assert_status 1 "$NSBOX" call "$id" git '{"subcommand": "commit -m \"open"}'
+        assert_contains "$OUT" "unterminated" "git with an open quote"
+        assert_one_line_error "$OUT"
+        assert_status 1 "$NSBOX" call "$id" shell '{"timeout": 1}'
+        assert_contains "$OUT" "give exactly one of" "shell without a command: exec's own error"
+        # the json list shows them as aliases of their tools, as ls and run_commands are
+        assert_status 0 "$NSBOX" tools
+        assert_eq '["run_commands", "shell", "git"] ["file_read"] ["file_write"] ["search"]' \
+                "$(echo "$OUT" | jget '" ".join(json.dumps([t for t in d if t["name"] == n][0]["aliases"]) for n in ("exec", "read_file", "write_file", "grep"))')" "aliases in nsbox tools"
+}
+
+# Last (tests run in name order): every test removed what it made.
+test_zz_nothing_is_left() {
+        assert_daemon_holds_nothing "$(cat "$SESSION_DIR/mounts-before")"
+}
+
+run_tests
