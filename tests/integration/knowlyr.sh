@@ -78,6 +78,55 @@ test_knowlyr_tool_names_and_params_through_nsbox_call() {
                 "$(echo "$OUT" | jget '" ".join(json.dumps([t for t in d if t["name"] == n][0]["aliases"]) for n in ("exec", "read_file", "write_file", "grep"))')" "aliases in nsbox tools"
 }
 
+# ---- trajectories --------------------------------------------------------------------------
+
+# knowlyr's document, replayed step by step through the tool registry; a failed command (127) is
+# no success even though its output is the expected one, and makes the replay exit 1.
+test_knowlyr_trajectory_replays_with_success_semantics() {
+        cat > "$TEST_TMP/traj.json" <<'EOF'
+{
+  "steps": [
+    {"tool_name": "file_write", "params": {"path": "app.py", "content": "print('hi')\n"}},
+    {"tool_name": "file_read", "params": {"path": "app.py", "start_line": 1, "end_line": 1}, "expected_output": "print('hi')\n"},
+    {"tool_name": "shell", "params": {"command": "echo ok; wc -l < app.py", "timeout": 30}, "expected_output": "ok\n1\n"},
+    {"tool_name": "search", "params": {"pattern": "print", "file_pattern": "*.py"}, "expected_output": "/workspace/app.py:1:print('hi')\n"},
+    {"tool_name": "shell", "params": {"command": "no-such-program-here 2> /dev/null"}, "expected_output": ""},
+    {"tool_name": "shell", "params": {"command": "echo different"}, "expected_output": "same\n"}
+  ],
+  "metadata": {"task": "knowlyr.sh"}
+}
+EOF
+        local before; before=$("$NSBOX" ls --json | jget 'len(d)')
+        assert_status 1 "$NSBOX" replay "$TEST_TMP/traj.json"
+        assert_eq 7 "$(printf '%s\n' "$OUT" | grep -c .)" "lines of the report: $OUT"
+        assert_contains "$OUT" "step 1 file_write: match" "report"
+        assert_contains "$OUT" "step 2 file_read: match" "report"
+        assert_contains "$OUT" "step 3 shell: match" "report"
+        assert_contains "$OUT" "step 4 search: match" "report"
+        assert_contains "$OUT" "step 5 shell: MISMATCH: failed: exit_code 127" "report"
+        assert_contains "$OUT" 'step 6 shell: MISMATCH: output "different\n", expected "same\n"' "report"
+        assert_eq "replay: 6 steps, 4 matched, 2 diverged (1 failed); first divergent step: 5 (shell)" "$(printf '%s\n' "$OUT" | tail -n 1)" "summary"
+        assert_status 1 "$NSBOX" replay --json "$TEST_TMP/traj.json"
+        assert_eq "knowlyr 6 4 2 5 5 [True, True, True, True, False, True] [5, 6]" \
+                "$(echo "$OUT" | jget '" ".join(str(x) for x in (d["format"], d["steps"], d["matched"], d["mismatched"], d["succeeded"], d["first_divergent_step"], [r["success"] for r in d["results"]], [r["step"] for r in d["results"] if not r["match"]]))')" "replay --json"
+        assert_eq "$before" "$("$NSBOX" ls --json | jget 'len(d)')" "sandboxes after the replays"
+        # without the failing steps it matches whole
+        python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["steps"] = d["steps"][:4]; json.dump(d, open(sys.argv[2], "w"))' \
+                "$TEST_TMP/traj.json" "$TEST_TMP/good.json"
+        assert_status 0 "$NSBOX" replay "$TEST_TMP/good.json"
+        assert_eq "replay: 4 steps, all matched: no divergence" "$(printf '%s\n' "$OUT" | tail -n 1)" "a matching replay"
+        # strict: one-line errors, exit 125, nothing made
+        local bad
+        for bad in '{"steps": []}' '{"steps": [{"tool_name": "nope", "params": {}}]}' '{"steps": [{"tool_name": "shell", "params": {}, "x": 1}]}' \
+                '{"steps": [{"tool_name": "shell", "params": {"command": "true"}}]} trailing'; do
+                printf '%s\n' "$bad" > "$TEST_TMP/bad.json"
+                assert_status 125 "$NSBOX" replay "$TEST_TMP/bad.json"
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "trajectory '$TEST_TMP/bad.json'" "error for $bad"
+        done
+        assert_eq "$before" "$("$NSBOX" ls --json | jget 'len(d)')" "sandboxes after refused replays"
+}
+
 # Last (tests run in name order): every test removed what it made.
 test_zz_nothing_is_left() {
         assert_daemon_holds_nothing "$(cat "$SESSION_DIR/mounts-before")"
