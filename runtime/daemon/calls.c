@@ -98,6 +98,11 @@ static void on_done(void *ctx, nsbox_sup_call *call, json_t *result, const char 
                 pending_free(p);
                 return;
         }
+        if (p->internal == PENDING_REPO_CLONE) {
+                pending_free(p);
+                repo_clone_done(s->d, s, result, code, msg);
+                return;
+        }
         json_t *rec = NULL;
         if (call->raw && result && p->step && (rec = json_copy(result))) /* recorded as a client's base64 read is */
                 record_bytes(rec, "content", call->payload, call->payload_len);
@@ -286,7 +291,7 @@ void agents_update_interest(daemon_state *d)
                                 nsbox_sup_pause_stream(&s->sup, call, false);
                 }
                 nsbox_epoll_set(d->epfd, s->sup.sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events,
-                                (s->ready ? EPOLLIN : 0) | (s->sup.out.len ? EPOLLOUT : 0));
+                                (s->ready || s->cloning ? EPOLLIN : 0) | (s->sup.out.len ? EPOLLOUT : 0));
         }
 }
 

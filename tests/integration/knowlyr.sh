@@ -127,6 +127,82 @@ EOF
         assert_eq "$before" "$("$NSBOX" ls --json | jget 'len(d)')" "sandboxes after refused replays"
 }
 
+# ---- --repo of an http URL -------------------------------------------------------------------
+
+# A repository served over git's "dumb" HTTP by python's http.server on the host's 127.0.0.1,
+# which a sandbox reaches as 10.0.2.2 with --net nat and network.host_loopback; its port in VAR.
+# The host's git only builds it: the clone runs in the sandbox.
+serve_repo() { # VAR DIR
+        local _dir=$2 _port
+        git init -q "$_dir/src" || fail "git init"
+        g() { git -C "$_dir/src" -c user.name=t -c user.email=t@t "$@"; }
+        echo v1 > "$_dir/src/f.txt"; g add f.txt; g commit -qm c1
+        echo v2 > "$_dir/src/f.txt"; g commit -qam c2
+        git clone -q --bare "$_dir/src" "$_dir/srv/r.git" && git -C "$_dir/srv/r.git" update-server-info || fail "bare repository"
+        (cd "$_dir/srv" && exec python3 -u -c 'import http.server, sys
+class H(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a):
+        with open(sys.argv[1], "a") as f:
+            f.write(self.requestline + "\n")
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()' "$_dir/requests" > "$_dir/port" 2> /dev/null) &
+        MY_PIDS="$MY_PIDS $!"
+        trap cleanup_test EXIT
+        for _ in $(seq 300); do [ -s "$_dir/port" ] && break; sleep 0.1; done
+        _port=$(cat "$_dir/port")
+        [ -n "$_port" ] || fail "the http server did not start"
+        printf -v "$1" %s "$_port"
+}
+
+test_repo_http_url_is_cloned_inside_through_the_sandbox_network() {
+        command -v git > /dev/null || skip "no git on the host"
+        local port c1 id id2 url
+        serve_repo port "$TEST_TMP"
+        c1=$(git -C "$TEST_TMP/src" rev-parse HEAD~1)
+        url="http://10.0.2.2:$port/r.git"
+        python3 - "$NSBOX_SRC/policy/default.json" "$TEST_TMP/p.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["network"].update({"mode": "nat", "host_loopback": True})
+json.dump(p, open(sys.argv[2], "w"))
+PY
+        new_sandbox id --policy "$TEST_TMP/p.json" --allow "10.0.2.2:$port" --repo "$url" --commit "$c1"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'pwd; git rev-parse HEAD; cat f.txt; git status --porcelain; stat -c %U .git'
+        assert_eq "/workspace $c1 v1 $("$NSBOX" exec "$id" -- id -un)" "$(printf '%s\n' "$OUT" | tr '\n' ' ' | sed 's/ $//')" "the checkout in the sandbox"
+        assert_contains "$(cat "$TEST_TMP/requests")" "GET /r.git/info/refs" "what the server was asked"
+        assert_status 0 "$NSBOX" inspect "$id"
+        assert_eq "$url $c1" "$(echo "$OUT" | jget '"%s %s" % (d[0]["repo"], d[0]["commit"])')" "nsbox inspect"
+        # a reset clones again: the work tree is the commit's once more
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'echo changed > f.txt; rm -rf .git'
+        assert_status 0 "$NSBOX" reset "$id"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'git rev-parse HEAD; cat f.txt'
+        assert_eq "$c1 v1" "$(printf '%s\n' "$OUT" | tr '\n' ' ' | sed 's/ $//')" "after a reset"
+        # knowlyr's whole flow: its trajectory replayed on --repo URL --commit SHA
+        printf '%s\n' '{"steps": [{"tool_name": "git", "params": {"subcommand": "log --format=%s"}, "expected_output": "c1\n"},' \
+                '{"tool_name": "file_read", "params": {"path": "f.txt", "start_line": 1}, "expected_output": "v1\n"}]}' > "$TEST_TMP/t.json"
+        assert_status 0 "$NSBOX" replay --policy "$TEST_TMP/p.json" --repo "$url" --commit "$c1" "$TEST_TMP/t.json"
+        assert_eq "replay: 2 steps, all matched: no divergence" "$(printf '%s\n' "$OUT" | tail -n 1)" "a replay on the repository"
+        # no commit: the remote's HEAD
+        new_sandbox id2 --policy "$TEST_TMP/p.json" --repo "$url"
+        assert_status 0 "$NSBOX" exec "$id2" -- cat f.txt
+        assert_eq v2 "$OUT" "the default branch"
+        # failures: one line, exit 125, no sandbox left
+        local before; before=$("$NSBOX" ls --json | jget 'len(d)')
+        assert_status 125 "$NSBOX" create --policy "$TEST_TMP/p.json" --repo "$url" --commit 0123456789abcdef0123456789abcdef01234567
+        assert_contains "$OUT" "commit '0123456789abcdef0123456789abcdef01234567': not found in '$url'" "a commit the repository lacks"
+        assert_one_line_error "$OUT"
+        assert_status 125 "$NSBOX" create --policy "$TEST_TMP/p.json" --allow "10.0.2.2:1" --repo "$url"
+        assert_contains "$OUT" "clone '$url' inside the sandbox: fatal: unable to access" "a server the allow-list refuses"
+        assert_one_line_error "$OUT"
+        assert_status 125 "$NSBOX" create --net nat --repo "$url"
+        assert_contains "$OUT" "inside the sandbox: fatal: unable to access" "nat without host_loopback: the host's loopback is not reachable"
+        assert_status 125 "$NSBOX" create --repo "$url"
+        assert_contains "$OUT" "needs network access; the sandbox's network is 'none'" "--net none"
+        assert_one_line_error "$OUT"
+        assert_eq "$before" "$("$NSBOX" ls --json | jget 'len(d)')" "sandboxes after the failed creates"
+}
+
 # Last (tests run in name order): every test removed what it made.
 test_zz_nothing_is_left() {
         assert_daemon_holds_nothing "$(cat "$SESSION_DIR/mounts-before")"
