@@ -265,7 +265,12 @@ static const char usage_replay[] =
         "The recorded limits, timeouts, environment, workdir, hostname and tmpfs are used as they\n"
         "are; what reaches the host (--bind, --rootfs, --policy, --net, --allow, --publish, --record,\n"
         "--repo, --template) only when given again here, the same: a trajectory is a file anyone may\n"
-        "have written.  Options of nsbox create given here are used over the recorded ones.\n";
+        "have written.  Options of nsbox create given here are used over the recorded ones.\n"
+        "\n"
+        "FILE may also be a knowlyr trajectory, {\"steps\": [{\"tool_name\", \"params\",\n"
+        "\"expected_output\"}]}, run in a sandbox made from the options given (e.g. --net nat\n"
+        "--repo URL --commit SHA): a step whose command fails is no success and diverges, even\n"
+        "when its output is the expected one.\n";
 
 typedef struct replay {
         nsbox_client cl;
