@@ -796,6 +796,7 @@ void pool_fill(daemon_state *d)
 }
 
 static void reply_created(daemon_state *d, sandbox *s, bool reset);
+static bool awaited(daemon_state *d, const sandbox *s);
 
 /* git in the sandbox, as its user, through its own network and allow-list: the host never
  * contacts the URL.  URL and commit are arguments, never part of the script; a commit may name
@@ -824,6 +825,10 @@ void repo_clone_done(daemon_state *d, sandbox *s, json_t *result, const char *co
         s->cloning = false;
         if (result && json_is_integer(ec) && json_integer_value(ec) == 0 && !json_is_true(json_object_get(result, "timed_out"))) {
                 dlog(LOG_INFO, "sandbox.cloned", s->sup.id, "sandbox %s: cloned '%s' inside", s->sup.id, s->clone_url);
+                if (!s->clone_reset && !awaited(d, s)) { /* abandoned: the loop removes it, not the supervisor's callback */
+                        s->ready_deadline_ns = now_ns();
+                        return;
+                }
                 s->ready = true;
                 s->last_active_ns = now_ns();
                 reply_created(d, s, s->clone_reset);
@@ -899,18 +904,27 @@ void sync_readable(daemon_state *d, sandbox *s)
         reply_created(d, s, reset);
 }
 
+/* Whether anyone still waits for s's create: its creator or a waiter. */
+static bool awaited(daemon_state *d, const sandbox *s)
+{
+        size_t i;
+        json_t *w;
+        json_array_foreach(s->waiters, i, w)
+                if (client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))))
+                        return true;
+        return client_by_serial(d, s->create_client) != NULL;
+}
+
 /* s is ready (started, reset, or its repository cloned): whoever asked is answered. */
 static void reply_created(daemon_state *d, sandbox *s, bool reset)
 {
         client *c = client_by_serial(d, s->create_client);
-        size_t n_waiting = 0, i;
+        size_t i;
         json_t *w;
-        json_array_foreach(s->waiters, i, w)
-                n_waiting += client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))) != NULL;
         if (reset) { /* it stays, whether or not whoever asked is still there */
                 record_op(s, "reset", s->job_name[0] ? s->job_name : NULL, s->job_start_ns, NULL);
                 dlog(LOG_INFO, "sandbox.restarted", s->sup.id, "sandbox %s restarted in %.1f ms (agent pid %d)", s->sup.id, (double)(now_ns() - s->job_start_ns) / 1e6, (int)s->sup.sb.pid);
-        } else if (!c && !n_waiting) { /* whoever asked for it is gone: nobody would ever destroy it */
+        } else if (!awaited(d, s)) { /* whoever asked for it is gone: nobody would ever destroy it */
                 sandbox_remove(d, s, "not_found", "was abandoned by its creator");
                 return;
         } else {
