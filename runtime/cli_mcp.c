@@ -84,6 +84,14 @@ static const struct {
           "\"name\":{\"type\":\"string\",\"description\":\"Snapshot name: letters, digits, '.', '_', '-', starting with a letter or digit.\"},"
           "\"sandbox\":{\"type\":\"string\",\"description\":\"Sandbox id (default: this session's default sandbox).\"}"
           "},\"required\":[\"name\"]}" },
+        { "reset_sandbox",
+          "Put a sandbox back as it was: every process is killed and every change to its files discarded, back to a "
+          "snapshot (see snapshot_sandbox) or to how it was created (its repository checked out again). Its id stays. "
+          "Returns the sandbox object {id, state, ...}.",
+          "{\"type\":\"object\",\"properties\":{"
+          "\"snapshot\":{\"type\":\"string\",\"description\":\"Snapshot to go back to (default: the sandbox's creation state).\"},"
+          "\"sandbox\":{\"type\":\"string\",\"description\":\"Sandbox id (default: this session's default sandbox).\"}"
+          "}}" },
         { "destroy_sandbox",
           "Destroy a sandbox: its processes are killed and its files discarded. Returns {destroyed: id}. "
           "Destroying the default sandbox makes the next tool call start a fresh one.",
@@ -400,8 +408,8 @@ static json_t *call_lifecycle(mcp_server *s, const char *name, json_t *args)
                 r = daemon_call(s, "list", json_deep_copy(args), &res, &code, &err);
                 if (r == 0 && json_is_object(res))
                         json_object_set_new(res, "default", s->default_id ? json_string(s->default_id) : json_null());
-        } else if (!strcmp(name, "snapshot_sandbox") || !strcmp(name, "destroy_sandbox")) {
-                bool destroy = !strcmp(name, "destroy_sandbox");
+        } else if (!strcmp(name, "snapshot_sandbox") || !strcmp(name, "destroy_sandbox") || !strcmp(name, "reset_sandbox")) {
+                bool destroy = !strcmp(name, "destroy_sandbox"), reset = !strcmp(name, "reset_sandbox");
                 json_t *p = json_deep_copy(args);
                 const char *sb = json_string_value(json_object_get(args, "sandbox"));
                 if (!sb && !(sb = destroy ? s->default_id : default_sandbox(s, &code, &err))) {
@@ -413,7 +421,7 @@ static json_t *call_lifecycle(mcp_server *s, const char *name, json_t *args)
                         return reply;
                 }
                 json_object_set_new(p, "sandbox", json_string(sb));
-                r = daemon_call(s, destroy ? "destroy" : "snapshot", p, &res, &code, &err);
+                r = daemon_call(s, destroy ? "destroy" : reset ? "reset" : "snapshot", p, &res, &code, &err);
                 if (r == 0 && destroy)
                         forget_owned(s, json_string_value(json_object_get(res, "destroyed")) ?: sb);
         } else {
@@ -459,7 +467,8 @@ static int method_tools_call(mcp_server *s, json_t *id, json_t *params)
         } else {
                 json_t *p = json_deep_copy(args), *res = NULL;
                 json_object_del(p, "sandbox");
-                if (daemon_call(s, "call", json_pack("{ss ss so}", "sandbox", sb, "tool", tool, "params", p), &res, &code, &err) == 0)
+                /* by the name as called: nsboxd maps an alias's params (tools/alias.c) */
+                if (daemon_call(s, "call", json_pack("{ss ss so}", "sandbox", sb, "tool", name, "params", p), &res, &code, &err) == 0)
                         reply = tool_result(s, res, false, NULL);
                 else
                         reply = tool_error(s, code, err.msg);

@@ -265,7 +265,12 @@ static const char usage_replay[] =
         "The recorded limits, timeouts, environment, workdir, hostname and tmpfs are used as they\n"
         "are; what reaches the host (--bind, --rootfs, --policy, --net, --allow, --publish, --record,\n"
         "--repo, --template) only when given again here, the same: a trajectory is a file anyone may\n"
-        "have written.  Options of nsbox create given here are used over the recorded ones.\n";
+        "have written.  Options of nsbox create given here are used over the recorded ones.\n"
+        "\n"
+        "FILE may also be a knowlyr trajectory, {\"steps\": [{\"tool_name\", \"params\",\n"
+        "\"expected_output\"}]}, run in a sandbox made from the options given (e.g. --net nat\n"
+        "--repo URL --commit SHA): a step whose command fails is no success and diverges, even\n"
+        "when its output is the expected one.\n";
 
 typedef struct replay {
         nsbox_client cl;
@@ -334,6 +339,103 @@ static int replay_create_params(const nsbox_run_options *o, json_t *recorded, js
         return r < 0 ? EXIT_NSBOX : 0;
 }
 
+static void replay_destroy(replay *rp)
+{
+        nsbox_error err = { 0 };
+        json_t *r2 = NULL;
+        const char *c = NULL;
+        if (rp->sid && *rp->sid && nsbox_client_call(&rp->cl, "destroy", json_pack("{ss}", "sandbox", rp->sid), NULL, NULL, &r2, &c, &err) < 0)
+                nsbox_error_clear(&err);
+        json_decref(r2);
+}
+
+/* One knowlyr step run and judged: 1 match, 0 not, negative when the replay itself failed. */
+static int knowlyr_step(replay *rp, const nsbox_knowlyr_step *st, size_t i, json_t *report, bool json)
+{
+        nsbox_error err = { 0 };
+        json_t *res = NULL;
+        const char *c = NULL;
+        if (nsbox_client_call(&rp->cl, "call", json_pack("{ss ss sO}", "sandbox", rp->sid, "tool", st->tool, "params", st->params), NULL,
+                              NULL, &res, &c, &err) < 0) {
+                if (!c) {
+                        fprintf(stderr, "nsbox: replay: step %zu: %s\n", i + 1, err.msg ? err.msg : "the daemon went away");
+                        nsbox_error_clear(&err);
+                        return -EIO;
+                }
+                nsbox_error_clear(&err);
+        }
+        _cleanup_sb_ strbuf why;
+        sb_init(&why, 4096);
+        bool success = false;
+        int m = nsbox_knowlyr_judge(st, res, c, &success, &why);
+        size_t n = 0;
+        _cleanup_free_ char *out = m < 0 ? NULL : nsbox_knowlyr_output(st->tool, c ? NULL : res, &n);
+        json_decref(res);
+        if (m < 0 || !out) {
+                fprintf(stderr, "nsbox: replay: out of memory\n");
+                return -ENOMEM;
+        }
+        if (!json)
+                printf("step %zu %s: %s%s%s\n", i + 1, st->tool, m == 1 ? "match" : "MISMATCH", m == 1 ? "" : ": ",
+                       m == 1 ? "" : why.buf ? why.buf : "");
+        json_t *r = json_pack("{sI ss sb sb ss? ss%}", "step", (json_int_t)(i + 1), "tool", st->tool, "success", success, "match", m == 1,
+                              "why", m == 1 ? NULL : why.buf ? why.buf : "", "output", out, n);
+        if (!r || json_object_set_new(r, "expected_output", st->expected ? json_stringn(st->expected, st->expected_len) : json_null()) < 0 ||
+            json_array_append_new(report, r) < 0) {
+                fprintf(stderr, "nsbox: replay: out of memory\n");
+                return -ENOMEM;
+        }
+        return m;
+}
+
+/* A knowlyr trajectory: a sandbox made from the command line's options (the document has none),
+ * each step through the tool registry, judged with knowlyr's success semantics. */
+static int replay_knowlyr(const char *file, const nsbox_run_options *o, const nsbox_knowlyr_traj *t)
+{
+        json_t *cp = NULL;
+        if (nsbox_cli_create_params("replay", o, &cp) < 0)
+                return EXIT_NSBOX;
+        replay rp = { .cl = { .fd = -1 } };
+        json_t *res = NULL;
+        int status = nsbox_cli_call("replay", &rp.cl, "create", cp, NULL, NULL, &res, EXIT_NSBOX);
+        _cleanup_free_ char *sid = status == 0 ? strdup(json_string_value(json_object_get(res, "id")) ?: "") : NULL;
+        json_decref(res);
+        rp.sid = sid;
+        size_t matched = 0, succeeded = 0, first = 0;
+        json_t *report = json_array();
+        for (size_t i = 0; status == 0 && i < t->n_steps; i++) {
+                int m = knowlyr_step(&rp, &t->steps[i], i, report, o->json);
+                if (m < 0) {
+                        status = EXIT_NSBOX;
+                        break;
+                }
+                succeeded += json_is_true(json_object_get(json_array_get(report, i), "success")); /* knowlyr_step added it */
+                matched += m == 1;
+                if (m != 1 && !first)
+                        first = i + 1;
+        }
+        replay_destroy(&rp);
+        nsbox_client_close(&rp.cl);
+        if (status == 0) {
+                if (o->json) {
+                        json_t *doc = json_pack("{ss ss sI sI sI sI so sO}", "trajectory", file, "format", "knowlyr", "steps", (json_int_t)t->n_steps,
+                                              "matched", (json_int_t)matched, "mismatched", (json_int_t)(t->n_steps - matched), "succeeded",
+                                              (json_int_t)succeeded, "first_divergent_step", first ? json_integer((json_int_t)first) : json_null(),
+                                              "results", report);
+                        nsbox_cli_print_json(stdout, doc);
+                        json_decref(doc);
+                } else if (first) {
+                        printf("replay: %zu step%s, %zu matched, %zu diverged (%zu failed); first divergent step: %zu (%s)\n", t->n_steps,
+                               t->n_steps == 1 ? "" : "s", matched, t->n_steps - matched, t->n_steps - succeeded, first, t->steps[first - 1].tool);
+                } else {
+                        printf("replay: %zu step%s, all matched: no divergence\n", t->n_steps, t->n_steps == 1 ? "" : "s");
+                }
+                status = first ? EXIT_FAILED : 0;
+        }
+        json_decref(report);
+        return status;
+}
+
 int nsbox_cmd_replay(int argc, char **argv)
 {
         for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
@@ -351,6 +453,18 @@ int nsbox_cmd_replay(int argc, char **argv)
         }
         const char *file = o.argv[0];
         bool json = o.json;
+        /* knowlyr's JSON document, told by its shape; else nsbox's own JSON lines */
+        nsbox_knowlyr_traj kt = { 0 };
+        int kr = nsbox_knowlyr_load(file, &kt, &err);
+        if (kr != 0) {
+                int st = kr < 0 ? EXIT_NSBOX : replay_knowlyr(file, &o, &kt);
+                if (kr < 0)
+                        fprintf(stderr, "nsbox: replay: %s\n", err.msg);
+                nsbox_error_clear(&err);
+                nsbox_knowlyr_release(&kt);
+                nsbox_run_options_release(&o);
+                return st;
+        }
         nsbox_trajectory t = { 0 };
         if (nsbox_traj_load(file, &t, &err) < 0) {
                 fprintf(stderr, "nsbox: replay: %s\n", err.msg);

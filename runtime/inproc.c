@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../tools/registry.h"
 #include "codes.h"
 #include "options.h"
 #include "params.h"
@@ -190,6 +191,15 @@ int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *p
                 return -ESRCH;
         waiter w = { .on_event = on_event, .userdata = userdata };
         nsbox_sup_call *c = NULL;
+        /* an alias's params made into its tool's (knowlyr's file_read...), as nsboxd does */
+        char alias_why[256] = "";
+        json_auto_t *mapped = NULL;
+        if (tool_alias_params(tool, params, &mapped, alias_why, sizeof(alias_why)) < 0 && tool_canonical_name(tool)) {
+                *ret_code = "invalid_argument";
+                return nsbox_err_as(err, EINVAL, "%s", alias_why);
+        }
+        if (mapped)
+                params = mapped;
         strbuf why;
         sb_init(&why, 256);
         int r = nsbox_sup_send(&s->sup, tool, params, stream, &w, &c, ret_code, &why);

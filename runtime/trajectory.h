@@ -117,3 +117,43 @@ int nsbox_traj_replay_params(json_t *recorded, json_t *given, json_t **ret, strb
  * ("exit_code 1, expected 0", "error file_not_found, expected none", "result differs (sha256
  * 1a2b3c4d.., expected 9f8e7d6c..)"); -ENOMEM. */
 int nsbox_traj_compare(const nsbox_traj_step *want, json_t *result, const char *error_code, strbuf *why);
+
+/* ---- knowlyr AgentSandbox's trajectories (runtime/traj_knowlyr.c) ----
+ * One JSON document: {"steps": [{"tool_name": T, "params": {...}, "expected_output": S}, ...],
+ * "metadata": <anything, ignored>}; tool_name is any tool name or alias of nsbox tools (knowlyr's
+ * file_read, shell... included), expected_output a string, or null or absent for none.  A step
+ * is a success when its call returned no error and, for an exec-family tool, the command exited
+ * 0 (not signalled, not timed out); it matches when it is a success and its main output equals
+ * expected_output byte for byte: stdout for exec (shell, git, run_commands), content for
+ * read_file (file_read), "path:line:text\n" per match for grep (search), and the result as
+ * compact JSON with sorted keys for the others. */
+#define NSBOX_KNOWLYR_MAX_STEPS 100000
+#define NSBOX_KNOWLYR_MAX_BYTES (64ull << 20)
+
+typedef struct nsbox_knowlyr_step {
+        char *tool;         /* as written (an alias stays one: nsboxd maps its params) */
+        json_t *params;     /* object (owned) */
+        char *expected;     /* NULL: none; may hold NUL bytes */
+        size_t expected_len;
+} nsbox_knowlyr_step;
+
+typedef struct nsbox_knowlyr_traj {
+        nsbox_knowlyr_step *steps;
+        size_t n_steps;
+} nsbox_knowlyr_traj;
+
+/* 1 and *ret when path holds a knowlyr document; 0 when it is not one by its shape (its first
+ * line is nsbox's header, it is not one JSON object with "steps", it cannot be opened: then
+ * nsbox_traj_load reads it); -errno with a one-line error for a knowlyr document that is not
+ * valid ("trajectory 'F' step 3: unknown tool 'x'", bounds, text after the document). */
+int nsbox_knowlyr_load(const char *path, nsbox_knowlyr_traj *ret, nsbox_error *err);
+/* The same from text (name for messages). */
+int nsbox_knowlyr_load_text(const char *text, size_t len, const char *name, nsbox_knowlyr_traj *ret, nsbox_error *err);
+void nsbox_knowlyr_release(nsbox_knowlyr_traj *t);
+/* The main output of tool's result as described above (malloc'd, *ret_len bytes); NULL: ENOMEM. */
+char *nsbox_knowlyr_output(const char *tool, json_t *result, size_t *ret_len);
+/* Whether a step succeeded (see above); if not, why gets "failed: exit_code 127". */
+bool nsbox_knowlyr_success(const char *tool, json_t *result, const char *error_code, strbuf *why);
+/* 1: the step matches; 0: it does not, and why says how ("failed: exit_code 127", "output
+ * \"a\", expected \"b\""); -ENOMEM.  *ret_success: whether it succeeded. */
+int nsbox_knowlyr_judge(const nsbox_knowlyr_step *st, json_t *result, const char *error_code, bool *ret_success, strbuf *why);

@@ -14,8 +14,13 @@
 
 static const char *const no_aliases[] = { NULL };
 /* run_commands is what agents following OpenAI's coding-agent tutorial call their shell tool. */
-static const char *const exec_aliases[] = { "run_commands", NULL };
+/* shell {command, timeout}, git {subcommand}, file_read {path, start_line, end_line}, file_write
+ * and search {pattern, file_pattern} are knowlyr AgentSandbox's names (params: tools/alias.c). */
+static const char *const exec_aliases[] = { "run_commands", "shell", "git", NULL };
 static const char *const list_dir_aliases[] = { "ls", NULL };
+static const char *const read_file_aliases[] = { "file_read", NULL };
+static const char *const write_file_aliases[] = { "file_write", NULL };
+static const char *const grep_aliases[] = { "search", NULL };
 
 static const tool_spec specs[] = {
         /* ---- processes ---- */
@@ -200,7 +205,7 @@ static const tool_spec specs[] = {
                         },
                         "required": ["path"]
                 }),
-                no_aliases,
+                read_file_aliases,
                 false,
         },
         {
@@ -221,7 +226,7 @@ static const tool_spec specs[] = {
                         },
                         "required": ["path"]
                 }),
-                no_aliases,
+                write_file_aliases,
                 false,
         },
         {
@@ -398,7 +403,7 @@ static const tool_spec specs[] = {
                         },
                         "required": ["pattern"]
                 }),
-                no_aliases,
+                grep_aliases,
                 false,
         },
 

@@ -26,6 +26,13 @@ const tool_spec *tool_specs(size_t *ret_n);
 /* Canonical name for a name or alias ("ls" -> "list_dir"), or NULL. */
 const char *tool_canonical_name(const char *name);
 
+/* The params of a call by name or alias made into its canonical tool's, as a new reference in
+ * *ret: knowlyr's file_read {start_line, end_line}, shell {command}, search {file_pattern} and
+ * git {subcommand} become read_file's, exec's and grep's params (tools/alias.c); any other name
+ * gives params back as they are.  -EINVAL with why for params the mapping refuses (both an
+ * alias's key and its target's, bad line numbers, unbalanced quotes), -ENOMEM. */
+int tool_alias_params(const char *name, json_t *params, json_t **ret, char *why, size_t why_len);
+
 /* The schemas in a client's format as one new JSON array (the caller json_decref's it):
  *   "json":   [{name, description, parameters, aliases}]                      (nsbox's own)
  *   "openai": [{type:"function", function:{name, description, parameters}}]   (Chat Completions tools)

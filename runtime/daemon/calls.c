@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "../../tools/registry.h"
 #include "../base64.h"
 #include "../dlog.h"
 
@@ -97,6 +98,11 @@ static void on_done(void *ctx, nsbox_sup_call *call, json_t *result, const char 
                 pending_free(p);
                 return;
         }
+        if (p->internal == PENDING_REPO_CLONE) {
+                pending_free(p);
+                repo_clone_done(s->d, s, result, code, msg);
+                return;
+        }
         json_t *rec = NULL;
         if (call->raw && result && p->step && (rec = json_copy(result))) /* recorded as a client's base64 read is */
                 record_bytes(rec, "content", call->payload, call->payload_len);
@@ -178,6 +184,17 @@ static void call_send(daemon_state *d, client *c, json_t *id, json_t *params, co
         const char *code = "internal";
         _cleanup_sb_ strbuf why;
         sb_init(&why, 256);
+        /* an alias's params made into its tool's (knowlyr's file_read...): recorded so too */
+        char alias_why[256] = "";
+        json_auto_t *mapped = NULL;
+        int am = tool_alias_params(json_string_value(tool), json_is_object(tparams) ? tparams : NULL, &mapped, alias_why, sizeof(alias_why));
+        if (am < 0 && tool_canonical_name(json_string_value(tool))) { /* unknown: sup_send's not_found */
+                free(p);
+                reply_error(c, id, am == -ENOMEM ? RPC_SERVER_ERROR : RPC_INVALID_PARAMS, am == -ENOMEM ? "internal" : "invalid_argument",
+                            "%s", alias_why);
+                return;
+        }
+        tparams = am == 0 ? mapped : tparams;
         json_t *tp = json_is_object(tparams) ? tparams : NULL;
         int r = bytes || raw ? nsbox_sup_send_bytes(&s->sup, json_string_value(tool), tp, bytes, len, raw, p, &call, &code, &why)
                              : nsbox_sup_send(&s->sup, json_string_value(tool), tp, json_is_true(stream), p, &call, &code, &why);
@@ -274,7 +291,7 @@ void agents_update_interest(daemon_state *d)
                                 nsbox_sup_pause_stream(&s->sup, call, false);
                 }
                 nsbox_epoll_set(d->epfd, s->sup.sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events,
-                                (s->ready ? EPOLLIN : 0) | (s->sup.out.len ? EPOLLOUT : 0));
+                                (s->ready || s->cloning ? EPOLLIN : 0) | (s->sup.out.len ? EPOLLOUT : 0));
         }
 }
 

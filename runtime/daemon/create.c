@@ -337,9 +337,11 @@ int sandbox_prepare(daemon_state *d, const client *c, json_t *params, sandbox **
         if (r == 0 && o.repo) {
                 nsbox_repo_kind kind;
                 r = nsbox_repo_classify(o.repo, &kind, &s->repo_url, err);
-                if (r == 0 && kind == NSBOX_REPO_NETWORK)
+                if (r == 0 && kind == NSBOX_REPO_NETWORK && s->policy->net == NET_NONE)
                         r = nsbox_err_as(err, EPERM, "repository '%s' needs network access; the sandbox's network is 'none'", o.repo);
-                if (r == 0 && o.commit && !(s->repo_commit = strdup(o.commit)))
+                if (r == 0 && kind == NSBOX_REPO_NETWORK) /* never fetched by the host: cloned inside */
+                        s->clone_url = steal_pointer(&s->repo_url);
+                if (r == 0 && o.commit && !(*(s->clone_url ? &s->clone_commit : &s->repo_commit) = strdup(o.commit)))
                         r = -ENOMEM;
                 nsbox_idmap map;
                 nsbox_idmap_for_caller(s->policy->uid, s->policy->gid, &map);
@@ -793,6 +795,72 @@ void pool_fill(daemon_state *d)
         }
 }
 
+static void reply_created(daemon_state *d, sandbox *s, bool reset);
+static bool awaited(daemon_state *d, const sandbox *s);
+
+/* git in the sandbox, as its user, through its own network and allow-list: the host never
+ * contacts the URL.  URL and commit are arguments, never part of the script; a commit may name
+ * a remote branch.  No prompt for credentials: a private URL fails instead of hanging. */
+static const char clone_script[] =
+        "git clone -q --no-checkout -- \"$1\" . || exit\n"
+        "[ -n \"$2\" ] || { git checkout -q --detach 2> /dev/null || git checkout -q; exit; }\n"
+        "c=$(git rev-parse -q --verify \"$2^{commit}\" || git rev-parse -q --verify \"origin/$2^{commit}\") ||\n"
+        "        { echo \"commit '$2': not found in '$1'\" >&2; exit 1; }\n"
+        "git checkout -q --detach \"$c\"\n";
+
+static void repo_clone_start(daemon_state *d, sandbox *s)
+{
+        json_t *p = json_pack("{s[ssssss] s{ssss} si}", "cmd", "/bin/sh", "-c", clone_script, "sh", s->clone_url,
+                              s->clone_commit ? s->clone_commit : "", "env", "GIT_TERMINAL_PROMPT", "0", "GIT_ALLOW_PROTOCOL",
+                              "http:https:git:ssh", "timeout", (int)(REPO_TIMEOUT_NS / 1000000000));
+        s->cloning = true;
+        s->ready_deadline_ns = now_ns() + REPO_TIMEOUT_NS + READY_TIMEOUT_NS;
+        if (!p || calls_internal(d, s, "exec", p, PENDING_REPO_CLONE) < 0)
+                create_failed(d, s, "internal", "create: cannot start the repository's clone");
+}
+
+void repo_clone_done(daemon_state *d, sandbox *s, json_t *result, const char *code, const char *msg)
+{
+        json_t *ec = json_object_get(result, "exit_code");
+        s->cloning = false;
+        if (result && json_is_integer(ec) && json_integer_value(ec) == 0 && !json_is_true(json_object_get(result, "timed_out"))) {
+                dlog(LOG_INFO, "sandbox.cloned", s->sup.id, "sandbox %s: cloned '%s' inside", s->sup.id, s->clone_url);
+                if (!s->clone_reset && !awaited(d, s)) { /* abandoned: the loop removes it, not the supervisor's callback */
+                        s->ready_deadline_ns = now_ns();
+                        return;
+                }
+                s->ready = true;
+                s->last_active_ns = now_ns();
+                reply_created(d, s, s->clone_reset);
+                return;
+        }
+        /* git's last line says why (fatal: unable to access ...: Could not connect ...) */
+        char why[512] = "";
+        const char *err = json_string_value(json_object_get(result, "stderr"));
+        if (err) {
+                size_t n = strlen(err);
+                while (n && (err[n - 1] == '\n' || err[n - 1] == ' '))
+                        n--;
+                const char *start = err + n;
+                while (start > err && start[-1] != '\n')
+                        start--;
+                snprintf(why, sizeof(why), "%.*s", (int)(err + n - start), start);
+                for (char *q = why; *q; q++)
+                        if ((unsigned char)*q < 0x20 || *q == 0x7f)
+                                *q = '?';
+        }
+        if (!why[0])
+                snprintf(why, sizeof(why), "%s", result && json_is_true(json_object_get(result, "timed_out")) ? "timed out"
+                                                  : result ? "git failed" : msg ? msg : code ? code : "failed");
+        /* answered now; removed by the loop's deadline check, as one that did not become ready
+         * (not here: the supervisor that called us goes on with s) */
+        json_t *rid = steal_pointer(&s->create_rpc_id);
+        reply_error(client_by_serial(d, s->create_client), rid, RPC_SERVER_ERROR, result ? "invalid_argument" : code ? code : "internal",
+                    "clone '%s' inside the sandbox: %s", s->clone_url, why);
+        json_decref(rid);
+        s->ready_deadline_ns = now_ns();
+}
+
 void sync_readable(daemon_state *d, sandbox *s)
 {
         /* read_ready closed syncfd; a child forked meanwhile (another sandbox's, a worker) may
@@ -819,6 +887,11 @@ void sync_readable(daemon_state *d, sandbox *s)
                 return;
         }
         /* syncfd was closed by read_ready (epoll forgets a closed fd by itself) */
+        if (s->clone_url && !s->pooled) { /* ready once its repository is cloned, after a reset too */
+                s->clone_reset = reset;
+                repo_clone_start(d, s);
+                return;
+        }
         s->ready = true;
         s->last_active_ns = now_ns();
         if (s->pooled) { /* waits in its pool for a create; another may start */
@@ -828,15 +901,30 @@ void sync_readable(daemon_state *d, sandbox *s)
                         d->pool_ready(d, s);
                 return;
         }
-        client *c = client_by_serial(d, s->create_client);
-        size_t n_waiting = 0, i;
+        reply_created(d, s, reset);
+}
+
+/* Whether anyone still waits for s's create: its creator or a waiter. */
+static bool awaited(daemon_state *d, const sandbox *s)
+{
+        size_t i;
         json_t *w;
         json_array_foreach(s->waiters, i, w)
-                n_waiting += client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))) != NULL;
+                if (client_by_serial(d, (uint64_t)json_integer_value(json_array_get(w, 0))))
+                        return true;
+        return client_by_serial(d, s->create_client) != NULL;
+}
+
+/* s is ready (started, reset, or its repository cloned): whoever asked is answered. */
+static void reply_created(daemon_state *d, sandbox *s, bool reset)
+{
+        client *c = client_by_serial(d, s->create_client);
+        size_t i;
+        json_t *w;
         if (reset) { /* it stays, whether or not whoever asked is still there */
                 record_op(s, "reset", s->job_name[0] ? s->job_name : NULL, s->job_start_ns, NULL);
                 dlog(LOG_INFO, "sandbox.restarted", s->sup.id, "sandbox %s restarted in %.1f ms (agent pid %d)", s->sup.id, (double)(now_ns() - s->job_start_ns) / 1e6, (int)s->sup.sb.pid);
-        } else if (!c && !n_waiting) { /* whoever asked for it is gone: nobody would ever destroy it */
+        } else if (!awaited(d, s)) { /* whoever asked for it is gone: nobody would ever destroy it */
                 sandbox_remove(d, s, "not_found", "was abandoned by its creator");
                 return;
         } else {

@@ -111,7 +111,7 @@ typedef struct pending {
         char tool[32];
         int internal;            /* nsboxd's own call, no client: what its answer is for (PENDING_*) */
 } pending;
-enum { PENDING_CLIENT, PENDING_INTERP_START };
+enum { PENDING_CLIENT, PENDING_INTERP_START, PENDING_REPO_CLONE };
 
 typedef struct sandbox {
         struct sandbox *next;
@@ -141,6 +141,10 @@ typedef struct sandbox {
         json_t *create_params;    /* as the client gave them */
         bool resetting;
         char *repo_url, *repo_commit;
+        /* --repo of a network URL: cloned inside, through the sandbox's own network, once it
+         * is ready and before create is answered (create.c); then the commit checked out */
+        char *clone_url, *clone_commit;
+        bool cloning, clone_reset; /* its clone runs (not ready yet); for a reset */
         uid_t host_uid;           /* the sandbox user's host ids, owner of a repository layer */
         gid_t host_gid;
         /* the worker running for it */
@@ -392,6 +396,8 @@ int sandbox_prepare(daemon_state *d, const client *c, json_t *params, sandbox **
 /* A pooled start of template t failed: counted, logged at warning level with why, kept for stats */
 void tpl_start_failed(daemon_state *d, int t, const char *why);
 void create_failed(daemon_state *d, sandbox *s, const char *code, const char *msg);
+/* The clone of s->clone_url inside s ended (calls.c): create is answered, or fails and s goes. */
+void repo_clone_done(daemon_state *d, sandbox *s, json_t *result, const char *code, const char *msg);
 sandbox *sandbox_new(void);
 
 /* reply.c */

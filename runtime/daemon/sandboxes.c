@@ -102,6 +102,8 @@ void sandbox_free(sandbox *s)
         nsbox_layers_release(&s->base_layers);
         free(s->repo_url);
         free(s->repo_commit);
+        free(s->clone_url);
+        free(s->clone_commit);
         if (s->record_fd >= 0)
                 close(s->record_fd);
         free(s->record_path);
@@ -250,9 +252,10 @@ json_t *sandbox_json(const daemon_state *d, const sandbox *s)
         json_object_set_new(o, "limits", lim);
         limits_held(o, l, &s->sup.sb.cg);
         json_object_set_new(o, "snapshot", s->layers.snapshot ? json_string(s->layers.snapshot) : json_null());
-        if (s->repo_url) {
-                json_object_set_new(o, "repo", json_string(s->repo_url));
-                json_object_set_new(o, "commit", s->repo_commit ? json_string(s->repo_commit) : json_null());
+        if (s->repo_url || s->clone_url) {
+                json_object_set_new(o, "repo", json_string(s->repo_url ? s->repo_url : s->clone_url));
+                const char *commit = s->repo_url ? s->repo_commit : s->clone_commit;
+                json_object_set_new(o, "commit", commit ? json_string(commit) : json_null());
         }
         if (s->record_path)
                 json_object_set_new(o, "record", json_string(s->record_path));

@@ -64,7 +64,7 @@ test_initialize_negotiates_the_version_and_lists_every_tool() {
         assert_eq "{}" "$(reply '"p"' 'json.dumps(r["result"])' <<< "$out")" "ping"
         # every tool of nsbox tools --format mcp, each with an object schema and a sandbox param, plus the lifecycle tools
         local want got
-        want=$("$NSBOX" tools --format mcp | python3 -c 'import json, sys; print(" ".join(sorted([t["name"] for t in json.load(sys.stdin)] + ["create_sandbox", "destroy_sandbox", "list_sandboxes", "snapshot_sandbox"])))')
+        want=$("$NSBOX" tools --format mcp | python3 -c 'import json, sys; print(" ".join(sorted([t["name"] for t in json.load(sys.stdin)] + ["create_sandbox", "destroy_sandbox", "list_sandboxes", "reset_sandbox", "snapshot_sandbox"])))')
         got=$(reply 2 '" ".join(sorted(t["name"] for t in r["result"]["tools"]))' <<< "$out")
         assert_eq "$want" "$got" "tools/list names"
         assert_eq "True" "$(reply 2 'all(t["inputSchema"]["type"] == "object" and t["description"] for t in r["result"]["tools"])' <<< "$out")" "every tool has a description and an object schema"
@@ -93,6 +93,30 @@ test_exec_write_read_in_the_default_sandbox_gone_after_end_of_input() {
         [[ $id =~ ^[0-9a-f]{32}$ ]] || fail "list_sandboxes default: '$id'"
         assert_eq "True" "$(reply 6 "any(s['id'] == '$id' for s in $TEXT['sandboxes'])" <<< "$out")" "the default sandbox listed while the session ran"
         assert_not_contains "$(sandboxes)" "$id" "sandboxes after the session ended"
+}
+
+# knowlyr's tool names are callable though not listed, with their params mapped as nsbox call maps
+# them; reset_sandbox puts the sandbox back
+test_knowlyr_tool_names_with_their_params() {
+        local out
+        out=$(mcp "$INIT" "$INITIALIZED" \
+                "$(call 2 file_write '{"path":"k.txt","content":"a\nb\nc\n"}')" \
+                "$(call 3 file_read '{"path":"k.txt","start_line":2,"end_line":2}')" \
+                "$(call 4 shell '{"command":"cat k.txt | wc -l","timeout":10}')" \
+                "$(call 5 search '{"pattern":"^b","file_pattern":"*.txt"}')" \
+                "$(call 6 file_read '{"path":"k.txt","start_line":0}')" \
+                "$(call 7 reset_sandbox '{}')" \
+                "$(call 8 exists '{"path":"k.txt"}')")
+        assert_eq 0 "$(cat "$TEST_TMP/mcp.status")" "nsbox mcp exit status; stderr: $(cat "$TEST_TMP/mcp.err")"
+        assert_eq "False" "$(reply 2 'r["result"]["isError"]' <<< "$out")" "file_write"
+        assert_eq '"b\n"' "$(reply 3 'json.dumps('"$TEXT"'["content"])' <<< "$out")" "file_read line 2"
+        assert_eq "3 0" "$(reply 4 '"%s %s" % ('"$TEXT"'["stdout"].strip(), '"$TEXT"'["exit_code"])' <<< "$out")" "shell"
+        assert_eq "1" "$(reply 5 'len('"$TEXT"'["matches"])' <<< "$out")" "search"
+        assert_eq "True" "$(reply 6 'r["result"]["isError"]' <<< "$out")" "file_read from line 0"
+        assert_contains "$(reply 6 'r["result"]["content"][0]["text"]' <<< "$out")" "'start_line' must be a line number" "file_read from line 0"
+        # reset_sandbox: back to the creation state, the same sandbox
+        assert_eq "False running" "$(reply 7 '"%s %s" % (r["result"]["isError"], '"$TEXT"'["state"])' <<< "$out")" "reset_sandbox"
+        assert_eq "False" "$(reply 8 "$TEXT"'["exists"]' <<< "$out")" "the file after reset_sandbox"
 }
 
 # run_code keeps state between calls, and its pictures reach the model as MCP image blocks (the
@@ -352,7 +376,7 @@ JS
         assert_contains "$OUT" "server nsbox"
         assert_contains "$OUT" 'capabilities {"tools":{"listChanged":false}}'
         local want
-        want=$("$NSBOX" tools --format mcp | python3 -c 'import json, sys; print(",".join(sorted([t["name"] for t in json.load(sys.stdin)] + ["create_sandbox", "destroy_sandbox", "list_sandboxes", "snapshot_sandbox"])))')
+        want=$("$NSBOX" tools --format mcp | python3 -c 'import json, sys; print(",".join(sorted([t["name"] for t in json.load(sys.stdin)] + ["create_sandbox", "destroy_sandbox", "list_sandboxes", "reset_sandbox", "snapshot_sandbox"])))')
         assert_contains "$OUT" "tools $want" "listTools"
         assert_contains "$OUT" 'exec [false,0,"hello user"]'
         assert_contains "$OUT" "write false"

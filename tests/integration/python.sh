@@ -68,6 +68,7 @@ test_e2b_shaped_sandbox_takes_template_first_and_raises_e2b_text() { run_check e
 test_e2b_paused_sandbox_outlives_its_timeout_and_get_or_create_races() { run_check e2b_lifecycle; }
 test_llm_sandbox_session_runs_languages_keeps_files_copies_and_installs() { run_check llm_sandbox; }
 test_limits_that_cannot_hold_are_refused_or_warned_about() { run_check limits_warning; }
+test_knowlyr_names_snapshot_reset_and_replay_with_success_semantics() { run_check knowlyr; }
 
 # With no daemon on its socket, the client starts one (next to the nsbox on PATH), as nsbox does.
 test_client_starts_nsboxd_when_none_runs() {

@@ -859,6 +859,56 @@ def t_llm_sandbox():
     raises(lambda: SandboxSession(lang="cobol"), InvalidArgumentException, "invalid_argument", "unknown language")
     raises(lambda: SandboxSession(workdir="rel"), InvalidArgumentException, "invalid_argument", "relative workdir")
 
+def t_knowlyr():
+    """knowlyr AgentSandbox's flow (issue 28): its tool names, snapshot and reset, and a
+    trajectory replayed with its success semantics."""
+    with Sandbox.create(metadata={"test": "knowlyr"}) as s:
+        s.call("file_write", {"path": "app.py", "content": "a = 1\nb = 2\n"})
+        check(s.call("file_read", path="app.py", start_line=2, end_line=2)["content"] == "b = 2\n", "file_read")
+        r = s.call("shell", command="cat app.py | wc -l", timeout=10)
+        check((r["stdout"], r["exit_code"]) == ("2\n", 0), f"shell: {r}")
+        # snapshot, change, reset to it, reset to the creation state
+        name = f"kn-{os.getpid()}"
+        check(s.snapshot(name) == name, "snapshot returns its name")
+        try:
+            check(any(x["name"] == name for x in s.list_snapshots()), "list_snapshots has it")
+            s.call("file_write", {"path": "app.py", "content": "changed\n"})
+            s.call("file_write", {"path": "new.txt", "content": "new\n"})
+            s.reset(name)
+            check(s.files.read("app.py") == "a = 1\nb = 2\n" and not s.files.exists("new.txt"), "reset to the snapshot")
+            check(s.commands.run("echo alive").stdout == "alive\n", "commands after reset")
+            s.reset()
+            check(not s.files.exists("app.py"), "reset to the creation state")
+            raises(lambda: s.reset("no-such-snapshot"), NotFoundException, "not_found", "reset to an unknown snapshot")
+        finally:
+            s.delete_snapshot(name)
+        check(all(x["name"] != name for x in s.list_snapshots()), "delete_snapshot")
+        # a trajectory: a failed command (127) is no success although its output is the expected one
+        traj = {"steps": [
+            {"tool_name": "file_write", "params": {"path": "t.txt", "content": "hi\n"}},
+            {"tool_name": "file_read", "params": {"path": "t.txt", "start_line": 1}, "expected_output": "hi\n"},
+            {"tool_name": "shell", "params": {"command": "no-such-program 2> /dev/null"}, "expected_output": ""},
+            {"tool_name": "shell", "params": {"command": "echo other"}, "expected_output": "hi\n"},
+            {"tool_name": "search", "params": {"pattern": "hi", "file_pattern": "*.txt"},
+             "expected_output": "/workspace/t.txt:1:hi\n"},
+        ]}
+        rep = s.replay(traj)
+        check([(r["success"], r["match"]) for r in rep["results"]]
+              == [(True, True), (True, True), (False, False), (True, False), (True, True)], f"replay: {rep['results']}")
+        check((rep["matched"], rep["mismatched"], rep["succeeded"], rep["first_divergent_step"]) == (3, 2, 4, 3), f"replay: {rep}")
+        check(rep["results"][2]["why"] == "failed: exit_code 127", f"why: {rep['results'][2]}")
+        path = f"/tmp/nsbox-kn-{os.getpid()}.json"
+        try:
+            with open(path, "w") as f:
+                json.dump({"steps": traj["steps"][:2]}, f)
+            check(s.replay(path)["mismatched"] == 0, "replay of a file")
+        finally:
+            os.unlink(path)
+        for bad in ({"steps": []}, {"steps": [{"tool_name": "shell"}]}, {"steps": [{"tool_name": "x", "params": {}, "y": 1}]},
+                    "{not json", {"steps": [{"tool_name": "shell", "params": {}, "expected_output": 1}]}):
+            raises(lambda: s.replay(bad), InvalidArgumentException, "invalid_argument", f"replay of {bad!r}")
+
+
 def t_limits_warning():
     """A limit that cannot hold: refused when asked for plainly, a LimitsWarning with
     limits="best-effort"; none where it holds (issue 25)."""

@@ -335,7 +335,7 @@ END_TEST
 START_TEST(test_unknown_names_are_not_found)
 {
         const char *unknown[] = { "", "nope", "LS", "Read_File", "read_file ", " exec", "run_command",
-                                  "read", "list_dir\n", "git", "process" };
+                                  "read", "list_dir\n", "Git", "process" };
         for (size_t i = 0; i < ARRAY_SIZE(unknown); i++) {
                 ck_assert_msg(!tool_spec_find(unknown[i]), "'%s' was found", unknown[i]);
                 ck_assert_msg(!tool_canonical_name(unknown[i]), "'%s' has a canonical name", unknown[i]);
@@ -375,9 +375,9 @@ START_TEST(test_json_format_lists_every_tool_with_params_and_aliases)
         }
         const char *problem = strings_differ(json_object_get(entry_named(list, "list_dir"), "aliases"), "ls", "list_dir aliases");
         ck_assert_msg(!problem, "%s", problem);
-        problem = strings_differ(json_object_get(entry_named(list, "exec"), "aliases"), "run_commands", "exec aliases");
+        problem = strings_differ(json_object_get(entry_named(list, "exec"), "aliases"), "run_commands shell git", "exec aliases");
         ck_assert_msg(!problem, "%s", problem);
-        problem = strings_differ(json_object_get(entry_named(list, "grep"), "aliases"), "", "grep aliases");
+        problem = strings_differ(json_object_get(entry_named(list, "grep"), "aliases"), "search", "grep aliases");
         ck_assert_msg(!problem, "%s", problem);
         /* aliases are not tools of their own here */
         ck_assert_ptr_null(entry_named(list, "run_commands"));
@@ -573,6 +573,124 @@ START_TEST(test_each_call_returns_a_value_the_caller_owns)
 }
 END_TEST
 
+/* ---- knowlyr's names: aliases whose params are mapped (tools/alias.c) ---- */
+
+/* The params a call of name with params_json becomes, as compact JSON with sorted keys, or
+ * "error: <why>". */
+static char *mapped(const char *name, const char *params_json)
+{
+        static char out[1024];
+        json_auto_t *in = json_loads(params_json, JSON_ALLOW_NUL, NULL);
+        ck_assert_msg(in, "bad test JSON %s", params_json);
+        json_t *got = NULL;
+        char why[256] = "";
+        if (tool_alias_params(name, in, &got, why, sizeof(why)) < 0) {
+                snprintf(out, sizeof(out), "error: %s", why);
+                return out;
+        }
+        char *d = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
+        snprintf(out, sizeof(out), "%s", d);
+        free(d);
+        json_decref(got);
+        return out;
+}
+
+START_TEST(test_knowlyr_names_resolve_to_their_tools)
+{
+        ck_assert_str_eq(tool_canonical_name("file_read"), "read_file");
+        ck_assert_str_eq(tool_canonical_name("file_write"), "write_file");
+        ck_assert_str_eq(tool_canonical_name("shell"), "exec");
+        ck_assert_str_eq(tool_canonical_name("git"), "exec");
+        ck_assert_str_eq(tool_canonical_name("search"), "grep");
+}
+END_TEST
+
+START_TEST(test_file_read_lines_become_offset_and_limit)
+{
+        ck_assert_str_eq(mapped("file_read", "{\"path\": \"a\", \"start_line\": 3, \"end_line\": 5}"),
+                         "{\"limit\":3,\"offset\":2,\"path\":\"a\"}");
+        ck_assert_str_eq(mapped("file_read", "{\"path\": \"a\", \"start_line\": 1, \"end_line\": 1}"),
+                         "{\"limit\":1,\"offset\":0,\"path\":\"a\"}");
+        ck_assert_str_eq(mapped("file_read", "{\"path\": \"a\", \"start_line\": 10}"), "{\"offset\":9,\"path\":\"a\"}");
+        ck_assert_str_eq(mapped("file_read", "{\"path\": \"a\", \"end_line\": 4}"), "{\"limit\":4,\"path\":\"a\"}");
+        ck_assert_str_eq(mapped("file_read", "{\"path\": \"a\", \"start_line\": null}"), "{\"path\":\"a\"}");
+        ck_assert_str_eq(mapped("file_read", "{\"path\": \"a\"}"), "{\"path\":\"a\"}");
+        /* what the mapping does not know goes to read_file as given, for it to judge */
+        ck_assert_str_eq(mapped("file_read", "{\"path\": \"a\", \"encoding\": \"base64\"}"), "{\"encoding\":\"base64\",\"path\":\"a\"}");
+}
+END_TEST
+
+START_TEST(test_file_read_refuses_bad_lines)
+{
+        const char *bad[][2] = {
+                { "{\"path\": \"a\", \"start_line\": 0}", "'start_line' must be a line number" },
+                { "{\"path\": \"a\", \"end_line\": -2}", "'end_line' must be a line number" },
+                { "{\"path\": \"a\", \"start_line\": \"3\"}", "'start_line' must be a line number" },
+                { "{\"path\": \"a\", \"start_line\": 1.5}", "'start_line' must be a line number" },
+                { "{\"path\": \"a\", \"start_line\": 5, \"end_line\": 4}", "'end_line' (4) is before 'start_line' (5)" },
+                { "{\"path\": \"a\", \"start_line\": 5, \"offset\": 4}", "not both" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+                UNIT_ASSERT_CONTAINS(mapped("file_read", bad[i][0]), bad[i][1]);
+        ck_assert_str_eq(mapped("file_read", "{\"start_line\": 0}"), "error: file_read: 'start_line' must be a line number, 1 or more");
+}
+END_TEST
+
+START_TEST(test_shell_and_search_rename_their_params)
+{
+        ck_assert_str_eq(mapped("shell", "{\"command\": \"ls | wc -l\", \"timeout\": 5}"), "{\"shell\":\"ls | wc -l\",\"timeout\":5}");
+        UNIT_ASSERT_CONTAINS(mapped("shell", "{\"command\": \"a\", \"shell\": \"b\"}"), "give 'command' or 'shell', not both");
+        ck_assert_str_eq(mapped("search", "{\"pattern\": \"TODO\", \"file_pattern\": \"*.py\"}"), "{\"glob\":\"*.py\",\"pattern\":\"TODO\"}");
+        ck_assert_str_eq(mapped("search", "{\"pattern\": \"x\"}"), "{\"pattern\":\"x\"}");
+        UNIT_ASSERT_CONTAINS(mapped("search", "{\"pattern\": \"x\", \"file_pattern\": \"a\", \"glob\": \"b\"}"), "not both");
+}
+END_TEST
+
+START_TEST(test_git_subcommand_is_split_like_shell_words_without_a_shell)
+{
+        ck_assert_str_eq(mapped("git", "{\"subcommand\": \"log --oneline -n 3\"}"), "{\"cmd\":[\"git\",\"log\",\"--oneline\",\"-n\",\"3\"]}");
+        ck_assert_str_eq(mapped("git", "{\"subcommand\": \"  status\\t \"}"), "{\"cmd\":[\"git\",\"status\"]}");
+        ck_assert_str_eq(mapped("git", "{\"subcommand\": \"commit -m \\\"two words\\\" --author='A B <a@b>'\"}"),
+                         "{\"cmd\":[\"git\",\"commit\",\"-m\",\"two words\",\"--author=A B <a@b>\"]}");
+        ck_assert_str_eq(mapped("git", "{\"subcommand\": \"commit -m \\\"say \\\\\\\"hi\\\\\\\"\\\" x\\\\ y ''\"}"),
+                         "{\"cmd\":[\"git\",\"commit\",\"-m\",\"say \\\"hi\\\"\",\"x y\",\"\"]}");
+        /* no shell: a substitution, a pipe or a variable is a word like any other */
+        ck_assert_str_eq(mapped("git", "{\"subcommand\": \"log $(id) | sh; $HOME\"}"),
+                         "{\"cmd\":[\"git\",\"log\",\"$(id)\",\"|\",\"sh;\",\"$HOME\"]}");
+        /* exec's own params go along */
+        ck_assert_str_eq(mapped("git", "{\"subcommand\": \"status\", \"cwd\": \"/w\"}"), "{\"cmd\":[\"git\",\"status\"],\"cwd\":\"/w\"}");
+        const char *bad[][2] = {
+                { "{}", "'subcommand' must be a string" },
+                { "{\"subcommand\": 3}", "'subcommand' must be a string" },
+                { "{\"subcommand\": \"a\\u0000b\"}", "without NUL bytes" },
+                { "{\"subcommand\": \"   \"}", "'subcommand' is empty" },
+                { "{\"subcommand\": \"commit -m \\\"open\"}", "unterminated \"" },
+                { "{\"subcommand\": \"commit -m 'open\"}", "unterminated '" },
+                { "{\"subcommand\": \"status\", \"shell\": \"id\"}", "not 'cmd', 'shell' or 'command'" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+                UNIT_ASSERT_CONTAINS(mapped("git", bad[i][0]), bad[i][1]);
+}
+END_TEST
+
+START_TEST(test_other_names_keep_their_params)
+{
+        const char *names[] = { "read_file", "file_write", "write_file", "exec", "run_commands", "ls", "grep" };
+        json_auto_t *in = json_pack("{ss si}", "path", "a", "start_line", 3);
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+                json_t *got = NULL;
+                char why[64];
+                ck_assert_int_eq(tool_alias_params(names[i], in, &got, why, sizeof(why)), 0);
+                ck_assert_ptr_eq(got, in);
+                json_decref(got);
+        }
+        json_t *got = NULL;
+        char why[64];
+        ck_assert_int_lt(tool_alias_params("nope", in, &got, why, sizeof(why)), 0);
+        ck_assert_ptr_null(got);
+}
+END_TEST
+
 Suite *registry_suite(void)
 {
         Suite *s = suite_create("registry");
@@ -589,6 +707,14 @@ Suite *registry_suite(void)
         unit_add(tc, test_run_commands_resolves_to_exec);
         unit_add(tc, test_unknown_names_are_not_found);
         unit_add(tc, test_tool_specs_count_is_optional);
+
+        tc = unit_tcase(s, "registry_aliases");
+        unit_add(tc, test_knowlyr_names_resolve_to_their_tools);
+        unit_add(tc, test_file_read_lines_become_offset_and_limit);
+        unit_add(tc, test_file_read_refuses_bad_lines);
+        unit_add(tc, test_shell_and_search_rename_their_params);
+        unit_add(tc, test_git_subcommand_is_split_like_shell_words_without_a_shell);
+        unit_add(tc, test_other_names_keep_their_params);
 
         tc = unit_tcase(s, "registry_formats");
         unit_add(tc, test_json_format_lists_every_tool_with_params_and_aliases);

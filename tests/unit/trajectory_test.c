@@ -715,6 +715,146 @@ START_TEST(test_replay_params_use_what_stays_inside_and_what_is_given)
 }
 END_TEST
 
+/* ---- knowlyr's JSON document ---- */
+
+#define KN_DOC "{\"steps\": [{\"tool_name\": \"shell\", \"params\": {\"command\": \"ls\"}, \"expected_output\": \"a\\n\"},\n" \
+               " {\"tool_name\": \"file_read\", \"params\": {\"path\": \"a\"}},\n" \
+               " {\"tool_name\": \"git\", \"params\": {\"subcommand\": \"log\"}, \"expected_output\": null}], \"metadata\": {\"task\": 1}}\n"
+
+START_TEST(test_knowlyr_document_is_told_by_its_shape_and_loaded)
+{
+        write_text(KN_DOC);
+        nsbox_knowlyr_traj t = { 0 };
+        nsbox_error err = { 0 };
+        ck_assert_int_eq(nsbox_knowlyr_load(path, &t, &err), 1);
+        ck_assert_uint_eq(t.n_steps, 3);
+        ck_assert_str_eq(t.steps[0].tool, "shell");
+        ck_assert_str_eq(t.steps[0].expected, "a\n");
+        ck_assert_uint_eq(t.steps[0].expected_len, 2);
+        ck_assert_ptr_null(t.steps[1].expected);
+        ck_assert_ptr_null(t.steps[2].expected);
+        ck_assert_str_eq(json_string_value(json_object_get(t.steps[2].params, "subcommand")), "log");
+        nsbox_knowlyr_release(&t);
+        /* nsbox's own lines are not one: nsbox_traj_load reads them */
+        write_text(HEADER CALL(1));
+        ck_assert_int_eq(nsbox_knowlyr_load(path, &t, &err), 0);
+        write_text(HEADER);
+        ck_assert_int_eq(nsbox_knowlyr_load(path, &t, &err), 0);
+        write_text("garbage\n");
+        ck_assert_int_eq(nsbox_knowlyr_load(path, &t, &err), 0);
+        write_text("");
+        ck_assert_int_eq(nsbox_knowlyr_load(path, &t, &err), 0);
+        ck_assert_ptr_null(err.msg);
+}
+END_TEST
+
+START_TEST(test_knowlyr_document_is_parsed_strictly)
+{
+        const char *bad[][2] = {
+                { "{\"steps\": []}", "'steps' must be a non-empty array" },
+                { "{\"steps\": {}}", "'steps' must be a non-empty array" },
+                { "{\"steps\": [1]}", "step 1: must be an object" },
+                { "{\"steps\": [{\"tool_name\": \"shell\", \"params\": {}}, {\"params\": {}}]}", "step 2: 'tool_name' must be a string" },
+                { "{\"steps\": [{\"tool_name\": \"nope\", \"params\": {}}]}", "step 1: unknown tool 'nope'" },
+                { "{\"steps\": [{\"tool_name\": \"shell\"}]}", "step 1: 'params' must be an object" },
+                { "{\"steps\": [{\"tool_name\": \"shell\", \"params\": {}, \"expected_output\": 3}]}", "'expected_output' must be a string or null" },
+                { "{\"steps\": [{\"tool_name\": \"shell\", \"params\": {}, \"extra\": 3}]}", "step 1: unknown key 'extra'" },
+                { "{\"steps\": [{\"tool_name\": \"shell\", \"params\": {}}], \"other\": 1}", "unknown key 'other'" },
+                { "{\"steps\": [{\"tool_name\": \"shell\", \"params\": {}}]} {}", "text after the JSON document" },
+                { "{\"steps\": [\n{\"tool_name\": \"shell\",\n \"params\": {}", "malformed JSON at line 3" },
+                { "{\"steps\": [{\"tool_name\": \"shell\", \"tool_name\": \"x\", \"params\": {}}]}", "malformed JSON" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                nsbox_knowlyr_traj t = { 0 };
+                nsbox_error err = { 0 };
+                char msg[512];
+                int r = nsbox_knowlyr_load_text(bad[i][0], strlen(bad[i][0]), "k.json", &t, &err);
+                if (r == 0 && !strstr(bad[i][1], "malformed")) /* told apart: a line-1 error is nsbox's loader's */
+                        ck_abort_msg("'%s' was not taken as a knowlyr document", bad[i][0]);
+                if (r == 0)
+                        continue;
+                ck_assert_int_lt(r, 0);
+                ck_assert(unit_take_error(&err, msg, sizeof(msg)));
+                UNIT_ASSERT_CONTAINS(msg, bad[i][1]);
+                UNIT_ASSERT_CONTAINS(msg, "trajectory 'k.json'");
+                ck_assert_ptr_null(t.steps);
+        }
+}
+END_TEST
+
+START_TEST(test_knowlyr_failed_command_is_no_success_even_when_its_output_matches)
+{
+        nsbox_knowlyr_step st = { .tool = "shell", .expected = "", .expected_len = 0 };
+        json_t *r127 = parse("{\"exit_code\": 127, \"signal\": 0, \"stdout\": \"\", \"timed_out\": false}");
+        strbuf why;
+        sb_init(&why, 0);
+        bool ok = true;
+        ck_assert_int_eq(nsbox_knowlyr_judge(&st, r127, NULL, &ok, &why), 0);
+        ck_assert(!ok);
+        ck_assert_str_eq(why.buf, "failed: exit_code 127");
+        sb_release(&why);
+        json_decref(r127);
+        /* exit 0 with the expected stdout matches; another stdout does not, and says both */
+        st.expected = "hi\n";
+        st.expected_len = 3;
+        json_t *r0 = parse("{\"exit_code\": 0, \"signal\": 0, \"stdout\": \"hi\\n\", \"timed_out\": false}");
+        sb_init(&why, 0);
+        ck_assert_int_eq(nsbox_knowlyr_judge(&st, r0, NULL, &ok, &why), 1);
+        ck_assert(ok);
+        st.expected = "ho\n";
+        ck_assert_int_eq(nsbox_knowlyr_judge(&st, r0, NULL, &ok, &why), 0);
+        ck_assert(ok);
+        ck_assert_str_eq(why.buf, "output \"hi\\n\", expected \"ho\\n\"");
+        sb_release(&why);
+        json_decref(r0);
+        /* a signal, a timeout, a tool error */
+        const char *failed[][2] = {
+                { "{\"exit_code\": -1, \"signal\": 9, \"stdout\": \"\"}", "failed: killed by signal 9" },
+                { "{\"exit_code\": 0, \"signal\": 0, \"timed_out\": true}", "failed: timed out" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(failed); i++) {
+                json_t *r = parse(failed[i][0]);
+                sb_init(&why, 0);
+                ck_assert_int_eq(nsbox_knowlyr_judge(&st, r, NULL, &ok, &why), 0);
+                ck_assert_str_eq(why.buf, failed[i][1]);
+                sb_release(&why);
+                json_decref(r);
+        }
+        nsbox_knowlyr_step rd = { .tool = "file_read", .expected = NULL };
+        sb_init(&why, 0);
+        ck_assert_int_eq(nsbox_knowlyr_judge(&rd, NULL, "file_not_found", &ok, &why), 0);
+        ck_assert_str_eq(why.buf, "failed: error file_not_found");
+        sb_release(&why);
+}
+END_TEST
+
+START_TEST(test_knowlyr_main_output_of_each_kind_of_tool)
+{
+        size_t n;
+        json_t *r = parse("{\"content\": \"a\\nb\\n\", \"total_lines\": 2}");
+        char *o = nsbox_knowlyr_output("file_read", r, &n);
+        ck_assert_str_eq(o, "a\nb\n");
+        free(o);
+        json_decref(r);
+        r = parse("{\"matches\": [{\"path\": \"/w/a.py\", \"line\": 3, \"text\": \"x = 1\"}, {\"path\": \"/w/b.py\", \"line\": 1, \"text\": \"y\"}]}");
+        o = nsbox_knowlyr_output("search", r, &n);
+        ck_assert_str_eq(o, "/w/a.py:3:x = 1\n/w/b.py:1:y\n");
+        free(o);
+        json_decref(r);
+        r = parse("{\"path\": \"/w/a\", \"created\": true, \"bytes_written\": 2}");
+        o = nsbox_knowlyr_output("file_write", r, &n);
+        ck_assert_str_eq(o, "{\"bytes_written\":2,\"created\":true,\"path\":\"/w/a\"}");
+        free(o);
+        json_decref(r);
+        r = json_pack("{ss% si}", "stdout", "a\0b", (size_t)3, "exit_code", 0);
+        o = nsbox_knowlyr_output("git", r, &n);
+        ck_assert_uint_eq(n, 3);
+        ck_assert_mem_eq(o, "a\0b", 3);
+        free(o);
+        json_decref(r);
+}
+END_TEST
+
 Suite *trajectory_suite(void)
 {
         Suite *s = suite_create("trajectory");
@@ -756,6 +896,10 @@ Suite *trajectory_suite(void)
         unit_add(tc, test_compare_of_a_step_recorded_without_result_compares_errors_only);
         unit_add(tc, test_compare_names_the_summary_field_that_differs);
         unit_add(tc, test_compare_names_both_digests_when_the_result_differs);
+        unit_add(tc, test_knowlyr_document_is_told_by_its_shape_and_loaded);
+        unit_add(tc, test_knowlyr_document_is_parsed_strictly);
+        unit_add(tc, test_knowlyr_failed_command_is_no_success_even_when_its_output_matches);
+        unit_add(tc, test_knowlyr_main_output_of_each_kind_of_tool);
         tcase_set_timeout(tc, 30);
         return s;
 }

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Union
 
+from . import trajectory as _trajectory
 from ._rpc import Connection
 from .code import CellEvents, Context, Execution, ExecutionError, Result, check_language, context_id
 from .exceptions import (CommandExitException, LimitsWarning, InvalidArgumentException, NotFoundException, SandboxException,
@@ -892,6 +893,42 @@ class Sandbox:
             raise InvalidArgumentException(f"set_timeout: timeout must be a number of seconds, not {timeout!r}",
                                            "invalid_argument")
         self._info = self._conn.call("set_timeout", {"sandbox": self.sandbox_id, "timeout": timeout})
+
+    # snapshots, resets and replays (knowlyr's AgentSandbox calls these)
+    def snapshot(self, name: str) -> str:
+        """Capture the sandbox's files as snapshot name in nsboxd's store (method snapshot); the
+        sandbox keeps running.  Returns name; Sandbox.create(**{"from": name}) starts another on it."""
+        _check_str("name", name)
+        return self._conn.call("snapshot", {"sandbox": self.sandbox_id, "name": name})["name"]
+
+    def reset(self, snapshot: Optional[str] = None) -> None:
+        """Kill every process and discard every change since snapshot (a name given to
+        snapshot()), or since the sandbox was created (its --repo checkout cloned again): method
+        reset.  The id stays."""
+        params: Dict[str, Any] = {"sandbox": self.sandbox_id}
+        if snapshot is not None:
+            _check_str("snapshot", snapshot)
+            params["snapshot"] = snapshot
+        self._info = self._conn.call("reset", params)
+
+    def list_snapshots(self) -> List[Dict[str, Any]]:
+        """The snapshots of nsboxd's store (method snapshot_list): [{name, created, size, ...}]."""
+        return self._conn.call("snapshot_list", {})["snapshots"]
+
+    def delete_snapshot(self, name: str) -> None:
+        """Remove snapshot name from the store (method snapshot_delete)."""
+        _check_str("name", name)
+        self._conn.call("snapshot_delete", {"name": name})
+
+    def replay(self, trajectory: Any) -> Dict[str, Any]:
+        """Replay a knowlyr trajectory ({"steps": [{tool_name, params, expected_output}]}: a dict,
+        its JSON text or a file's path) step by step in this sandbox, as nsbox replay judges it:
+        a step whose command fails (exit status 127...) is success False and no match even when
+        its output is the expected one.  Returns {format, steps, matched, mismatched, succeeded,
+        first_divergent_step, results: [{step, tool, success, match, why, output,
+        expected_output}]} (nsbox.trajectory); a malformed trajectory raises
+        InvalidArgumentException before any step runs."""
+        return _trajectory.replay(self, trajectory)
 
     def get_info(self) -> SandboxInfo:
         for s in self._conn.call("list", {})["sandboxes"]:
