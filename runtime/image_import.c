@@ -45,11 +45,11 @@ static int open_in(importer *im, const char *path, nsbox_error *err)
                                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
         int fd = (int)syscall(SYS_openat2, im->src, path, &how, sizeof(how));
         if (fd < 0)
-                return nsbox_err(err, errno, "image: '%.200s'", path);
+                return nsbox_err(err, errno, "'%.200s'", path);
         struct stat st;
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                 close(fd);
-                return nsbox_err(err, EINVAL, "image: '%.200s' is not a regular file", path);
+                return nsbox_err(err, EINVAL, "'%.200s' is not a regular file", path);
         }
         return fd;
 }
@@ -76,21 +76,21 @@ static json_t *read_json(importer *im, const char *path, const char *hex, nsbox_
         _cleanup_free_ char *text = malloc(NSBOX_IMAGE_JSON_MAX + 1);
         ssize_t n = text ? read_full(fd, text, NSBOX_IMAGE_JSON_MAX + 1) : -1;
         if (n < 0 || n > NSBOX_IMAGE_JSON_MAX) {
-                nsbox_err(err, n < 0 ? errno : EFBIG, "image: '%.200s'%s", path, n < 0 ? "" : " is larger than 1 MiB");
+                nsbox_err(err, n < 0 ? errno : EFBIG, "'%.200s'%s", path, n < 0 ? "" : " is larger than 1 MiB");
                 return NULL;
         }
         if (hex) {
                 char got[65];
                 nsbox_sha256_hex(text, (size_t)n, got);
                 if (strcmp(got, hex)) {
-                        nsbox_err(err, 0, "image: '%.200s': digest mismatch (sha256:%s expected, sha256:%s read)", path, hex, got);
+                        nsbox_err(err, 0, "'%.200s': digest mismatch (sha256:%s expected, sha256:%s read)", path, hex, got);
                         return NULL;
                 }
         }
         json_error_t je;
         json_t *j = nsbox_json_loadb(text, (size_t)n, &je);
         if (!j)
-                nsbox_err(err, 0, "image: '%.200s': invalid JSON: %s (line %d)", path, je.text, je.line);
+                nsbox_err(err, 0, "'%.200s': invalid JSON: %s (line %d)", path, je.text, je.line);
         return j;
 }
 
@@ -98,7 +98,7 @@ static json_t *read_blob_json(importer *im, const char *digest, nsbox_error *err
 {
         const char *hex = digest_hex(digest);
         if (!hex) {
-                nsbox_err(err, 0, "image: digest '%.100s': expected sha256:64 hex digits", digest ? digest : "");
+                nsbox_err(err, 0, "digest '%.100s': expected sha256:64 hex digits", digest ? digest : "");
                 return NULL;
         }
         char path[96];
@@ -120,7 +120,7 @@ static json_t *pick_manifest(importer *im, json_t *index, int depth, json_t **re
         json_t *ms = json_object_get(index, "manifests"), *m, *pick = NULL;
         size_t i;
         if (!json_is_array(ms) || json_array_size(ms) == 0 || json_array_size(ms) > 1024) {
-                nsbox_err(err, 0, "image: index.json: 'manifests' must be a non-empty array");
+                nsbox_err(err, 0, "index.json: 'manifests' must be a non-empty array");
                 return NULL;
         }
         json_array_foreach(ms, i, m) {
@@ -131,13 +131,13 @@ static json_t *pick_manifest(importer *im, json_t *index, int depth, json_t **re
                 }
         }
         if (!pick) {
-                nsbox_err(err, 0, "image: no manifest for this machine's architecture (%s)", host_arch());
+                nsbox_err(err, 0, "no manifest for this machine's architecture (%s)", host_arch());
                 return NULL;
         }
         const char *mt = json_string_value(json_object_get(pick, "mediaType"));
         if (mt && (!strcmp(mt, MT_OCI_INDEX) || !strcmp(mt, MT_DOCKER_LIST))) {
                 if (depth > 0) {
-                        nsbox_err(err, 0, "image: indexes nested more than one deep");
+                        nsbox_err(err, 0, "indexes nested more than one deep");
                         return NULL;
                 }
                 json_t *nested = read_blob_json(im, json_string_value(json_object_get(pick, "digest")), err);
@@ -149,7 +149,7 @@ static json_t *pick_manifest(importer *im, json_t *index, int depth, json_t **re
                 return r;
         }
         if (mt && strcmp(mt, MT_OCI_MANIFEST) && strcmp(mt, MT_DOCKER_MANIFEST)) {
-                nsbox_err(err, 0, "image: manifest media type '%.100s' is not supported", mt);
+                nsbox_err(err, 0, "manifest media type '%.100s' is not supported", mt);
                 return NULL;
         }
         return pick;
@@ -173,7 +173,7 @@ static int layer_filters(const char *mt, unsigned *ret, nsbox_error *err)
                         *ret = known[i].f;
                         return 0;
                 }
-        return nsbox_err(err, 0, "image: layer media type '%.100s' is not supported", mt ? mt : "(none)");
+        return nsbox_err(err, 0, "layer media type '%.100s' is not supported", mt ? mt : "(none)");
 }
 
 /* One layer blob at path: extracted into the store unless a layer of its digest is there.
@@ -186,7 +186,7 @@ static int import_layer(importer *im, const char *path, const char *hex, unsigne
                 return fd;
         struct stat st;
         if (fstat(fd, &st) < 0)
-                return nsbox_err(err, errno, "image: '%s'", path);
+                return nsbox_err(err, errno, "'%s'", path);
         if (!hex) {
                 nsbox_sha256 h;
                 nsbox_sha256_init(&h);
@@ -195,7 +195,7 @@ static int import_layer(importer *im, const char *path, const char *hex, unsigne
                 while ((n = read(fd, buf, sizeof(buf))) > 0)
                         nsbox_sha256_update(&h, buf, (size_t)n);
                 if (n < 0 || lseek(fd, 0, SEEK_SET) < 0)
-                        return nsbox_err(err, errno, "image: read '%s'", path);
+                        return nsbox_err(err, errno, "read '%s'", path);
                 nsbox_sha256_final_hex(&h, computed);
                 hex = computed;
         }
@@ -220,7 +220,7 @@ static int import_layer(importer *im, const char *path, const char *hex, unsigne
         char got[65];
         nsbox_sha256_final_hex(&h, got);
         if (r == 0 && strcmp(got, hex))
-                r = nsbox_err(err, 0, "image: %s: digest mismatch (sha256:%s read)", what, got);
+                r = nsbox_err(err, 0, "%s: digest mismatch (sha256:%s read)", what, got);
         if (r == 0) {
                 size_t before = im->held.n;
                 r = nsbox_store_bind_digest_layer(im->s, hex, im->tmpfd, "layer", &im->held, err);
@@ -238,7 +238,7 @@ static int config_defaults(json_t *cfg, json_t **ret, nsbox_error *err)
 {
         json_t *c = json_object_get(cfg, "config");
         if (!json_is_object(cfg) || (c && !json_is_null(c) && !json_is_object(c)))
-                return nsbox_err(err, 0, "image: the config is not an image configuration object");
+                return nsbox_err(err, 0, "the config is not an image configuration object");
         json_t *out = json_object();
         static const char *const lists[] = { "Env", "Entrypoint", "Cmd" };
         for (size_t k = 0; k < ARRAY_SIZE(lists); k++) {
@@ -250,7 +250,7 @@ static int config_defaults(json_t *cfg, json_t **ret, nsbox_error *err)
                 json_array_foreach(v, i, e) ok = ok && json_is_string(e) && (k || strchr(json_string_value(e), '=') != NULL);
                 if (!ok) {
                         json_decref(out);
-                        return nsbox_err(err, 0, "image: config '%s' must be an array of strings%s", lists[k], k ? "" : " K=V");
+                        return nsbox_err(err, 0, "config '%s' must be an array of strings%s", lists[k], k ? "" : " K=V");
                 }
                 json_object_set(out, lists[k], v);
         }
@@ -259,7 +259,7 @@ static int config_defaults(json_t *cfg, json_t **ret, nsbox_error *err)
                 json_t *v = json_object_get(c, strs[k]);
                 if (v && !json_is_null(v) && !json_is_string(v)) {
                         json_decref(out);
-                        return nsbox_err(err, 0, "image: config '%s' must be a string", strs[k]);
+                        return nsbox_err(err, 0, "config '%s' must be a string", strs[k]);
                 }
                 if (json_string_length(v))
                         json_object_set(out, strs[k], v);
@@ -276,7 +276,7 @@ static int import_oci(importer *im, char **name, json_t **cfg, char **id, nsbox_
         bool ok = v && !strncmp(v, "1.", 2);
         json_decref(layout);
         if (!ok)
-                return err->msg ? -EINVAL : nsbox_err(err, 0, "image: oci-layout: imageLayoutVersion 1.x expected");
+                return err->msg ? -EINVAL : nsbox_err(err, 0, "oci-layout: imageLayoutVersion 1.x expected");
         json_t *index = read_json(im, "index.json", NULL, err), *nested = NULL;
         json_t *desc = index ? pick_manifest(im, index, 0, &nested, err) : NULL;
         json_t *ann = json_object_get(desc, "annotations");
@@ -296,7 +296,7 @@ static int import_oci(importer *im, char **name, json_t **cfg, char **id, nsbox_
         json_t *layers = json_object_get(man, "layers"), *l;
         json_t *config = json_object_get(man, "config");
         if (!json_is_array(layers) || json_array_size(layers) == 0 || json_array_size(layers) > NSBOX_IMAGE_MAX_LAYERS)
-                r = nsbox_err(err, 0, "image: manifest: 'layers' must be an array of 1-%d layers", NSBOX_IMAGE_MAX_LAYERS);
+                r = nsbox_err(err, 0, "manifest: 'layers' must be an array of 1-%d layers", NSBOX_IMAGE_MAX_LAYERS);
         if (r == 0 && !(*cfg = read_blob_json(im, sget(config, "digest"), err)))
                 r = -EINVAL;
         size_t i;
@@ -309,7 +309,7 @@ static int import_oci(importer *im, char **name, json_t **cfg, char **id, nsbox_
                 if ((r = layer_filters(sget(l, "mediaType"), &f, err)) < 0)
                         break;
                 if (!hex) {
-                        r = nsbox_err(err, 0, "image: layer digest '%.100s': expected sha256:64 hex digits", sget(l, "digest") ?: "");
+                        r = nsbox_err(err, 0, "layer digest '%.100s': expected sha256:64 hex digits", sget(l, "digest") ?: "");
                         break;
                 }
                 snprintf(path, sizeof(path), "blobs/sha256/%s", hex);
@@ -326,14 +326,14 @@ static int import_docker(importer *im, char **name, json_t **cfg, char **id, nsb
         json_t *e = json_array_get(m, 0);
         int r = 0;
         if (!json_is_array(m) || !json_is_object(e))
-                r = err->msg ? -EINVAL : nsbox_err(err, 0, "image: manifest.json: expected an array of one image");
+                r = err->msg ? -EINVAL : nsbox_err(err, 0, "manifest.json: expected an array of one image");
         else if (json_array_size(m) > 1)
-                r = nsbox_err(err, 0, "image: manifest.json lists %zu images: import one at a time", json_array_size(m));
+                r = nsbox_err(err, 0, "manifest.json lists %zu images: import one at a time", json_array_size(m));
         const char *cpath = sget(e, "Config"), *tag = json_string_value(json_array_get(json_object_get(e, "RepoTags"), 0));
         if (r == 0 && tag && !*name)
                 *name = strdup(tag);
         if (r == 0 && !cpath)
-                r = nsbox_err(err, 0, "image: manifest.json: no 'Config'");
+                r = nsbox_err(err, 0, "manifest.json: no 'Config'");
         /* "blobs/sha256/HEX" (docker 25+) or "HEX.json": the file name is its digest */
         const char *slash = cpath ? strrchr(cpath, '/') : NULL, *base = slash ? slash + 1 : cpath;
         char hexbuf[65] = "";
@@ -345,7 +345,7 @@ static int import_docker(importer *im, char **name, json_t **cfg, char **id, nsb
                 r = -ENOMEM;
         json_t *layers = json_object_get(e, "Layers"), *l;
         if (r == 0 && (!json_is_array(layers) || json_array_size(layers) == 0 || json_array_size(layers) > NSBOX_IMAGE_MAX_LAYERS))
-                r = nsbox_err(err, 0, "image: manifest.json: 'Layers' must be an array of 1-%d paths", NSBOX_IMAGE_MAX_LAYERS);
+                r = nsbox_err(err, 0, "manifest.json: 'Layers' must be an array of 1-%d paths", NSBOX_IMAGE_MAX_LAYERS);
         size_t i;
         json_array_foreach(layers, i, l) {
                 if (r < 0)
@@ -354,7 +354,7 @@ static int import_docker(importer *im, char **name, json_t **cfg, char **id, nsb
                 const char *ls = p ? strrchr(p, '/') : NULL;
                 /* a blob named by its digest is checked against it */
                 const char *hex = ls && hex64(ls + 1) && !strncmp(p, "blobs/sha256/", 13) ? ls + 1 : NULL;
-                r = p ? import_layer(im, p, hex, EXTRACT_GZIP, err) : nsbox_err(err, 0, "image: manifest.json: a layer is not a path");
+                r = p ? import_layer(im, p, hex, EXTRACT_GZIP, err) : nsbox_err(err, 0, "manifest.json: a layer is not a path");
         }
         json_decref(m);
         return r;
@@ -373,13 +373,13 @@ static int open_source(importer *im, const char *path, nsbox_error *err)
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
-                return nsbox_err(err, errno, "image: '%s'", path);
+                return nsbox_err(err, errno, "'%s'", path);
         if (S_ISDIR(st.st_mode)) {
                 im->src = steal_fd(&fd);
                 return 0;
         }
         if (!S_ISREG(st.st_mode))
-                return nsbox_err(err, 0, "image: '%s' is neither a directory nor an archive file", path);
+                return nsbox_err(err, 0, "'%s' is neither a directory nor an archive file", path);
         if (mkdirat(im->tmpfd, "src", 0700) < 0 || (im->src = openat(im->tmpfd, "src", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                 return nsbox_err(err, errno, "create a directory under '%s/tmp'", im->s->dir);
         extract_ctx outer = { .top = im->src, .what = "archive", .outer = true, .max_entries = im->x.max_entries,
@@ -417,13 +417,13 @@ static int import_into(importer *im, const char *path, const char *given, json_t
         json_t *cfg = NULL;
         bool oci = faccessat(im->src, "index.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
         if (!oci && faccessat(im->src, "manifest.json", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-                return nsbox_err(err, 0, "image: '%s' is neither an OCI image layout (index.json) nor a docker-archive (manifest.json)",
+                return nsbox_err(err, 0, "'%s' is neither an OCI image layout (index.json) nor a docker-archive (manifest.json)",
                                  path);
         if (given && nsbox_store_has_image(im->s, given)) /* before the work; checked again when bound */
                 return nsbox_err_as(err, EEXIST, "image '%s' exists (nsbox image rm %s first)", given, given);
         r = oci ? import_oci(im, &name, &cfg, &id, err) : import_docker(im, &name, &cfg, &id, err);
         if (r == 0 && !name)
-                r = nsbox_err(err, 0, "image: the archive names no image: give a NAME (nsbox image import PATH NAME)");
+                r = nsbox_err(err, 0, "the archive names no image: give a NAME (nsbox image import PATH NAME)");
         if (r == 0)
                 r = nsbox_image_name_check(name, err);
         json_t *meta = r == 0 ? make_record(im, name, oci ? "oci" : "docker-archive", cfg, id, err) : NULL;

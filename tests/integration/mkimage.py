@@ -152,7 +152,7 @@ def hostile(kind, out):
     if kind in bad:
         oci_layout(out, [base_layer(), tar_bytes(bad[kind], gz=True)], "hostile")
     elif kind == "digest":
-        oci_layout(out, [base_layer()], "hostile")
+        oci_layout(out, [base_layer("digest")], "hostile")
         # one byte of the layer changed after its digest was taken
         idx = json.load(open(os.path.join(out, "index.json")))
         man = json.load(open(os.path.join(out, "blobs/sha256", idx["manifests"][0]["digest"][7:])))
@@ -161,7 +161,7 @@ def hostile(kind, out):
         b[len(b) // 2] ^= 0xff
         open(p, "wb").write(bytes(b))
     elif kind == "corrupt-gzip":
-        oci_layout(out, [base_layer(), b"\x1f\x8b\x08\x00" + b"garbage" * 100], "hostile")
+        oci_layout(out, [base_layer(), b"\x1f\x8b\x08\x00" + b"garbage" * 100], "hostile", cfg=config([]))
     else:
         sys.exit("unknown kind " + kind)
 
