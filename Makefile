@@ -60,10 +60,9 @@ CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl)
 # hiredis: the cluster catalog in Redis (runtime/daemon/catalog.c), in the same programs; its
 # headers as <hiredis/...>, without its -I (its net.h, sds.h... would shadow others)
 HIREDIS_LIBS := $(shell $(PKG_CONFIG) --libs hiredis)
-# libarchive: nsbox image import (runtime/image_*.c), in the nsbox command only, dynamically
-# (its static archive drags in libxml2 and every codec); it is not in libnsbox.
+# libarchive: nsbox image import (runtime/image_*.c), its headers only: the nsbox command
+# dlopens it when it imports an image, so no other start pays for loading it; not in libnsbox.
 ARCHIVE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libarchive)
-ARCHIVE_LIBS := $(shell $(PKG_CONFIG) --libs libarchive)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
@@ -181,7 +180,7 @@ $(B)/examples/nsbox-example: examples/nsbox-example.c include/nsbox.h $(B)/libns
 
 $(B)/nsbox: $(CLI_SRCS:%.c=$(B)/%.o) $(B)/libnsbox.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(ARCHIVE_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(B)/nsboxd: $(B)/runtime/nsboxd.o $(B)/libnsbox.a
 	$(call say,LD,$@)

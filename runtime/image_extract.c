@@ -6,6 +6,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,6 +24,33 @@
 
 #define READ_BUF (256 * 1024)
 
+/* libarchive is opened when an image is imported, not linked: every other nsbox command starts
+ * without loading it and the libraries it needs (about 1.5 ms of each start, measured). */
+#define AR_FUNCS(X) X(archive_entry_filetype) X(archive_entry_gid) X(archive_entry_hardlink) X(archive_entry_mtime) X(archive_entry_mtime_nsec) X(archive_entry_pathname) X(archive_entry_perm) X(archive_entry_rdev) X(archive_entry_size) X(archive_entry_symlink) X(archive_entry_uid) X(archive_error_string) X(archive_read_data_block) X(archive_read_free) X(archive_read_new) X(archive_read_next_header) X(archive_read_open) X(archive_read_support_filter_gzip) X(archive_read_support_filter_none) X(archive_read_support_filter_zstd) X(archive_read_support_format_tar) X(archive_set_error)
+static struct {
+#define AR_MEMBER(f) __typeof__(f) *f;
+        AR_FUNCS(AR_MEMBER)
+#undef AR_MEMBER
+} ar_;
+#define AR(f) (ar_.f)
+
+static int ar_load(nsbox_error *err)
+{
+        static bool loaded;
+        if (loaded)
+                return 0;
+        void *h = dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+                return nsbox_err(err, 0, "image import needs libarchive (Debian: apt-get install libarchive13): %s", dlerror());
+#define AR_SYM(f)                                                                             \
+        if (!(*(void **)&ar_.f = dlsym(h, #f)))                                               \
+                return nsbox_err(err, 0, "libarchive.so.13 has no %s: too old for nsbox", #f);
+        AR_FUNCS(AR_SYM)
+#undef AR_SYM
+        loaded = true;
+        return 0;
+}
+
 typedef struct blob {
         int fd;
         nsbox_sha256 *hash;
@@ -38,7 +66,7 @@ static la_ssize_t blob_read(struct archive *a, void *ud, const void **buf)
                 n = read(b->fd, b->buf, sizeof(b->buf));
         while (n < 0 && errno == EINTR);
         if (n < 0) {
-                archive_set_error(a, errno, "read: %s", strerror(errno));
+                AR(archive_set_error)(a, errno, "read: %s", strerror(errno));
                 return -1;
         }
         if (b->hash)
@@ -116,7 +144,7 @@ static int walk_parent(int top, const char *name, bool create, const char **ret_
 static int set_owner_mode(extract_ctx *x, int fd, const char *base, struct archive_entry *e, bool is_link)
 {
         if (x->shift_owners) {
-                int64_t u = archive_entry_uid(e), g = archive_entry_gid(e);
+                int64_t u = AR(archive_entry_uid)(e), g = AR(archive_entry_gid)(e);
                 uid_t hu = NSBOX_ROOT_ID_BASE + (uid_t)(u >= 0 && u < NSBOX_ROOT_ID_COUNT ? u : 65534);
                 gid_t hg = NSBOX_ROOT_ID_BASE + (gid_t)(g >= 0 && g < NSBOX_ROOT_ID_COUNT ? g : 65534);
                 if (fchownat(fd, base, hu, hg, AT_SYMLINK_NOFOLLOW | (base[0] ? 0 : AT_EMPTY_PATH)) < 0)
@@ -124,7 +152,7 @@ static int set_owner_mode(extract_ctx *x, int fd, const char *base, struct archi
         }
         if (is_link)
                 return 0;
-        mode_t m = archive_entry_perm(e) & 07777;
+        mode_t m = AR(archive_entry_perm)(e) & 07777;
         if (!x->keep_setid && (m & (S_ISUID | S_ISGID)))
                 m &= ~(mode_t)(S_ISUID | S_ISGID), x->stats.setid_stripped++;
         return (base[0] ? fchmodat(fd, base, m, 0) : fchmod(fd, m)) < 0 ? -errno : 0;
@@ -135,12 +163,12 @@ static int extract_file(extract_ctx *x, struct archive *a, int dir, const char *
         unlinkat(dir, base, 0); /* a later entry of the same name wins; a directory stays (EISDIR below) */
         _cleanup_close_ int fd = openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
-                return nsbox_err(err, errno, "%s: create '%s'", x->what, archive_entry_pathname(e));
+                return nsbox_err(err, errno, "%s: create '%s'", x->what, AR(archive_entry_pathname)(e));
         const void *buf;
         size_t size;
         la_int64_t off;
         int r;
-        while ((r = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK) {
+        while ((r = AR(archive_read_data_block)(a, &buf, &size, &off)) == ARCHIVE_OK) {
                 x->stats.bytes += size;
                 if (x->stats.bytes > x->max_bytes)
                         return nsbox_err_as(err, EFBIG, "%s: more than %llu bytes of files: refused", x->what, (unsigned long long)x->max_bytes);
@@ -149,20 +177,20 @@ static int extract_file(extract_ctx *x, struct archive *a, int dir, const char *
                         if (w < 0 && errno == EINTR)
                                 continue;
                         if (w <= 0)
-                                return nsbox_err(err, w < 0 ? errno : EIO, "%s: write '%s'", x->what, archive_entry_pathname(e));
+                                return nsbox_err(err, w < 0 ? errno : EIO, "%s: write '%s'", x->what, AR(archive_entry_pathname)(e));
                         done += (size_t)w;
                 }
         }
         if (r != ARCHIVE_EOF)
-                return nsbox_err(err, 0, "%s: corrupt archive: %s", x->what, archive_error_string(a));
-        if (ftruncate(fd, archive_entry_size(e)) < 0) /* a sparse file's trailing hole */
-                return nsbox_err(err, errno, "%s: write '%s'", x->what, archive_entry_pathname(e));
+                return nsbox_err(err, 0, "%s: corrupt archive: %s", x->what, AR(archive_error_string)(a));
+        if (ftruncate(fd, AR(archive_entry_size)(e)) < 0) /* a sparse file's trailing hole */
+                return nsbox_err(err, errno, "%s: write '%s'", x->what, AR(archive_entry_pathname)(e));
         if (x->outer)
                 return 0;
-        struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { archive_entry_mtime(e), archive_entry_mtime_nsec(e) } };
+        struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { AR(archive_entry_mtime)(e), AR(archive_entry_mtime_nsec)(e) } };
         futimens(fd, ts);
         if ((r = set_owner_mode(x, fd, "", e, false)) < 0)
-                return nsbox_err(err, -r, "%s: owner or mode of '%s'", x->what, archive_entry_pathname(e));
+                return nsbox_err(err, -r, "%s: owner or mode of '%s'", x->what, AR(archive_entry_pathname)(e));
         x->stats.files++;
         return 0;
 }
@@ -178,12 +206,12 @@ static int extract_dir(extract_ctx *x, int dir, const char *base, const char *na
                 return 0;
         /* owner rights until the end: a 0555 directory must still be filled; its mode comes last */
         int r = set_owner_mode(x, fd, "", e, false);
-        if (r == 0 && fchmod(fd, (archive_entry_perm(e) & 07777) | 0700) < 0)
+        if (r == 0 && fchmod(fd, (AR(archive_entry_perm)(e) & 07777) | 0700) < 0)
                 r = -errno;
         if (r < 0)
                 return nsbox_err(err, -r, "%s: owner or mode of '%s'", x->what, name);
         x->stats.dirs++;
-        mode_t m = archive_entry_perm(e) & 07777;
+        mode_t m = AR(archive_entry_perm)(e) & 07777;
         if (!x->keep_setid)
                 m &= ~(mode_t)(S_ISUID | S_ISGID);
         if ((m & 0700) != 0700) {
@@ -247,11 +275,11 @@ static int extract_entry(extract_ctx *x, struct archive *a, struct archive_entry
 {
         if (++x->stats.entries > x->max_entries)
                 return nsbox_err_as(err, EFBIG, "%s: more than %llu entries: refused", x->what, (unsigned long long)x->max_entries);
-        const char *name = clean_name(archive_entry_pathname(e), x->what, err);
+        const char *name = clean_name(AR(archive_entry_pathname)(e), x->what, err);
         if (!name)
                 return -EINVAL;
-        mode_t type = archive_entry_filetype(e);
-        const char *hl = archive_entry_hardlink(e);
+        mode_t type = AR(archive_entry_filetype)(e);
+        const char *hl = AR(archive_entry_hardlink)(e);
         if (!name[0])
                 return 0; /* the top: ours, 0755 */
         if (x->outer && !hl && type != AE_IFREG && type != AE_IFDIR)
@@ -273,7 +301,7 @@ static int extract_entry(extract_ctx *x, struct archive *a, struct archive_entry
         case AE_IFDIR:
                 return extract_dir(x, dir, bn, name, e, err);
         case AE_IFLNK: {
-                const char *t = archive_entry_symlink(e);
+                const char *t = AR(archive_entry_symlink)(e);
                 if (!t || !t[0] || strlen(t) >= PATH_MAX)
                         return nsbox_err(err, 0, "%s: refused symlink '%.200s': empty or too long target", x->what, name);
                 unlinkat(dir, bn, 0);
@@ -291,7 +319,7 @@ static int extract_entry(extract_ctx *x, struct archive *a, struct archive_entry
                 return 0;
         case AE_IFCHR:
         case AE_IFBLK:
-                if (type == AE_IFCHR && archive_entry_rdev(e) == 0) /* an overlay-style whiteout */
+                if (type == AE_IFCHR && AR(archive_entry_rdev)(e) == 0) /* an overlay-style whiteout */
                         return extract_whiteout_node(x, dir, bn, name, err);
                 if (!x->skip_devices)
                         return nsbox_err(err, 0, "%s: refused device node '%.200s': an image for an unprivileged store has none", x->what,
@@ -326,33 +354,35 @@ static int apply_dir_modes(extract_ctx *x, nsbox_error *err)
 
 int nsbox_extract_tar(extract_ctx *x, int fd, unsigned filters, nsbox_sha256 *hash, nsbox_error *err)
 {
-        struct archive *a = archive_read_new();
+        if (ar_load(err) < 0)
+                return -ENOPKG;
+        struct archive *a = AR(archive_read_new)();
         blob *b = malloc(sizeof(*b));
         if (!a || !b) {
                 free(b);
-                archive_read_free(a);
+                AR(archive_read_free)(a);
                 return nsbox_err(err, ENOMEM, "%s", x->what);
         }
         *b = (blob){ .fd = fd, .hash = hash };
-        archive_read_support_format_tar(a);
-        archive_read_support_filter_none(a);
+        AR(archive_read_support_format_tar)(a);
+        AR(archive_read_support_filter_none)(a);
         if (filters & EXTRACT_GZIP)
-                archive_read_support_filter_gzip(a);
-        if ((filters & EXTRACT_ZSTD) && archive_read_support_filter_zstd(a) != ARCHIVE_OK) {
+                AR(archive_read_support_filter_gzip)(a);
+        if ((filters & EXTRACT_ZSTD) && AR(archive_read_support_filter_zstd)(a) != ARCHIVE_OK) {
                 free(b);
-                archive_read_free(a);
+                AR(archive_read_free)(a);
                 return nsbox_err(err, 0, "%s: this libarchive reads zstd only through an external program: refused", x->what);
         }
         int r = 0;
-        if (archive_read_open(a, b, NULL, blob_read, NULL) != ARCHIVE_OK)
-                r = nsbox_err(err, 0, "%s: not a tar archive: %s", x->what, archive_error_string(a));
+        if (AR(archive_read_open)(a, b, NULL, blob_read, NULL) != ARCHIVE_OK)
+                r = nsbox_err(err, 0, "%s: not a tar archive: %s", x->what, AR(archive_error_string)(a));
         struct archive_entry *e;
         while (r == 0) {
-                int h = archive_read_next_header(a, &e);
+                int h = AR(archive_read_next_header)(a, &e);
                 if (h == ARCHIVE_EOF)
                         break;
                 if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
-                        r = nsbox_err(err, 0, "%s: corrupt archive: %s", x->what, archive_error_string(a));
+                        r = nsbox_err(err, 0, "%s: corrupt archive: %s", x->what, AR(archive_error_string)(a));
                         break;
                 }
                 r = extract_entry(x, a, e, err);
@@ -365,7 +395,7 @@ int nsbox_extract_tar(extract_ctx *x, int fd, unsigned filters, nsbox_sha256 *ha
                 r = apply_dir_modes(x, err);
         strv_free(x->dir_modes);
         x->dir_modes = NULL;
-        archive_read_free(a);
+        AR(archive_read_free)(a);
         free(b);
         return r;
 }
