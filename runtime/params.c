@@ -399,6 +399,8 @@ static int create_checks(const char *cmd, const nsbox_run_options *o, nsbox_erro
                 return nsbox_err(err, 0, "%s: --commit needs --repo", cmd);
         if (o->repo && o->from)
                 return nsbox_err(err, 0, "%s: --repo and --from do not go together (a snapshot has its workspace already)", cmd);
+        if (o->image && (o->repo || o->from))
+                return nsbox_err(err, 0, "%s: --image does not go with --%s", cmd, o->repo ? "repo" : "from");
         if (o->reuse && !o->labels)
                 return nsbox_err(err, 0, "%s: --reuse gets or creates the sandbox with the --label given: give at least one", cmd);
         if (o->reuse && o->count > 1)
