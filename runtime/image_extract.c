@@ -141,6 +141,39 @@ static int walk_parent(int top, const char *name, bool create, const char **ret_
         return cur;
 }
 
+void extract_forget(extract_ctx *x)
+{
+        if (x->cache_fd >= 0)
+                close(x->cache_fd);
+        x->cache_fd = -1;
+        x->cache_len = 0;
+}
+
+/* walk_parent with the last parent remembered: a tar lists a directory's entries together, so
+ * most entries skip the walk.  Forgotten whenever anything is removed. */
+static int parent_of(extract_ctx *x, const char *name, bool create, const char **ret_base, nsbox_error *err)
+{
+        const char *slash = NULL;
+        for (const char *c = name; *c; c++)
+                if (*c == '/' && c[1])
+                        slash = c;
+        size_t plen = slash ? (size_t)(slash - name) : 0;
+        if (x->cache_fd >= 0 && x->cache_len == plen && !strncmp(x->cache_path, name, plen)) {
+                *ret_base = slash ? slash + 1 : name;
+                int fd = fcntl(x->cache_fd, F_DUPFD_CLOEXEC, 3);
+                return fd >= 0 ? fd : nsbox_err(err, errno, "%s", x->what);
+        }
+        int fd = walk_parent(x->top, name, create, ret_base, x->what, err);
+        if (fd < 0 || plen >= sizeof(x->cache_path))
+                return fd;
+        extract_forget(x);
+        if ((x->cache_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) >= 0) {
+                memcpy(x->cache_path, name, plen);
+                x->cache_len = plen;
+        }
+        return fd;
+}
+
 static int set_owner_mode(extract_ctx *x, int fd, const char *base, struct archive_entry *e, bool is_link)
 {
         if (x->shift_owners) {
@@ -160,8 +193,10 @@ static int set_owner_mode(extract_ctx *x, int fd, const char *base, struct archi
 
 static int extract_file(extract_ctx *x, struct archive *a, int dir, const char *base, struct archive_entry *e, nsbox_error *err)
 {
-        unlinkat(dir, base, 0); /* a later entry of the same name wins; a directory stays (EISDIR below) */
-        _cleanup_close_ int fd = openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+        _cleanup_close_ int fd = openat(dir, base, flags, 0600);
+        if (fd < 0 && errno == EEXIST && unlinkat(dir, base, 0) == 0) /* a later entry of the same name wins */
+                fd = openat(dir, base, flags, 0600);
         if (fd < 0)
                 return nsbox_err(err, errno, "%s: create '%s'", x->what, AR(archive_entry_pathname)(e));
         const void *buf;
@@ -224,6 +259,7 @@ static int extract_dir(extract_ctx *x, int dir, const char *base, const char *na
 
 static int extract_whiteout_node(extract_ctx *x, int dir, const char *target, const char *name, nsbox_error *err)
 {
+        extract_forget(x);
         int r = nsbox_tree_remove(dir, target, err);
         if (r < 0)
                 return r;
@@ -257,7 +293,7 @@ static int extract_hardlink(extract_ctx *x, int dir, const char *base, const cha
         if (!target)
                 return -EINVAL;
         const char *tbase;
-        _cleanup_close_ int tdir = target[0] ? walk_parent(x->top, target, false, &tbase, x->what, err) : -1;
+        _cleanup_close_ int tdir = target[0] ? parent_of(x, target, false, &tbase, err) : -1;
         if (tdir < 0)
                 return target[0] ? tdir : nsbox_err(err, 0, "%s: refused hard link '%.200s' to the top", x->what, name);
         struct stat st;
@@ -285,7 +321,7 @@ static int extract_entry(extract_ctx *x, struct archive *a, struct archive_entry
         if (x->outer && !hl && type != AE_IFREG && type != AE_IFDIR)
                 return 0; /* only files matter in the outer archive */
         const char *base;
-        _cleanup_close_ int dir = walk_parent(x->top, name, true, &base, x->what, err);
+        _cleanup_close_ int dir = parent_of(x, name, true, &base, err);
         if (dir < 0)
                 return dir;
         char bn[NAME_MAX + 1];
@@ -395,6 +431,7 @@ int nsbox_extract_tar(extract_ctx *x, int fd, unsigned filters, nsbox_sha256 *ha
                 r = apply_dir_modes(x, err);
         strv_free(x->dir_modes);
         x->dir_modes = NULL;
+        extract_forget(x);
         AR(archive_read_free)(a);
         free(b);
         return r;

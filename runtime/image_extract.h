@@ -23,11 +23,16 @@ typedef struct extract_ctx {
         uint64_t max_entries, max_bytes; /* across the whole import */
         extract_stats stats;             /* likewise */
         char **dir_modes;                /* "MODE NAME" to apply last */
+        int cache_fd;                    /* the last parent directory: -1, or cache_path's */
+        size_t cache_len;
+        char cache_path[512];
 } extract_ctx;
 
 #define EXTRACT_GZIP 1u
 #define EXTRACT_ZSTD 2u
 
+/* Close the remembered parent directory (set cache_fd to -1 before the first use). */
+void extract_forget(extract_ctx *x);
 /* Extract the tar read from fd (filters: what compression may be there) into x->top; hash (if
  * set) is fed every byte read from fd, to its end. */
 int nsbox_extract_tar(extract_ctx *x, int fd, unsigned filters, nsbox_sha256 *hash, nsbox_error *err);

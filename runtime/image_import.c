@@ -382,7 +382,7 @@ static int open_source(importer *im, const char *path, nsbox_error *err)
                 return nsbox_err(err, 0, "'%s' is neither a directory nor an archive file", path);
         if (mkdirat(im->tmpfd, "src", 0700) < 0 || (im->src = openat(im->tmpfd, "src", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                 return nsbox_err(err, errno, "create a directory under '%s/tmp'", im->s->dir);
-        extract_ctx outer = { .top = im->src, .what = "archive", .outer = true, .max_entries = im->x.max_entries,
+        extract_ctx outer = { .cache_fd = -1, .top = im->src, .what = "archive", .outer = true, .max_entries = im->x.max_entries,
                               .max_bytes = im->x.max_bytes };
         int r = nsbox_extract_tar(&outer, fd, EXTRACT_GZIP, NULL, err);
         im->x.stats.entries = outer.stats.entries;
@@ -446,7 +446,7 @@ int nsbox_image_import(nsbox_store *s, const char *path, const char *name, json_
                 return -EINVAL;
         bool root = geteuid() == 0;
         importer im = { .s = s, .src = -1, .held = NSBOX_LAYERS_INIT, .digests = json_array() };
-        im.x = (extract_ctx){ .shift_owners = root, .keep_setid = root, .skip_devices = root,
+        im.x = (extract_ctx){ .cache_fd = -1, .shift_owners = root, .keep_setid = root, .skip_devices = root,
                               .max_entries = env_limit("NSBOX_IMAGE_MAX_ENTRIES", NSBOX_IMAGE_MAX_ENTRIES),
                               .max_bytes = env_limit("NSBOX_IMAGE_MAX_BYTES", NSBOX_IMAGE_MAX_BYTES) };
         im.tmpfd = nsbox_store_tmp(s, im.tmpname, err);

@@ -155,7 +155,7 @@ test_bad_names_and_unknown_images_are_one_line_errors() {
 test_hostile_archives_are_refused_and_leave_nothing() {
         local kind before
         rm -f /tmp/pwned
-        for kind in abs dotdot symlink-write hardlink-out digest corrupt-gzip many $([ "$TEST_AS" = user ] && echo device); do
+        for kind in abs dotdot symlink-write symlink-swap hardlink-out digest corrupt-gzip many $([ "$TEST_AS" = user ] && echo device); do
                 python3 "$MK" "$kind" "$TEST_TMP/h-$kind" || fail "mkimage.py $kind"
                 before=$(store_state)
                 assert_status 125 env NSBOX_IMAGE_MAX_ENTRIES=50 "$NSBOX" image import "$TEST_TMP/h-$kind" "h-$kind"

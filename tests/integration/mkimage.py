@@ -145,6 +145,8 @@ def hostile(kind, out):
         "abs": [f("/etc/abs", b"x")],
         "dotdot": [d("etc/"), f("etc/../../x", b"x")],
         "symlink-write": [link("esc", "/tmp"), f("esc/pwned", b"x")],
+        # a directory written to, deleted, made a symlink, written through again
+        "symlink-swap": [d("a/"), f("a/x", b"x"), f(".wh.a", b""), link("a", "/tmp"), f("a/pwned", b"x")],
         "hardlink-out": [link("etc-shadow", "../../../etc/shadow", hard=True)],
         "device": [dev("null")],
         "many": [f("f%d" % i, b"") for i in range(60)],
