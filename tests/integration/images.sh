@@ -59,6 +59,31 @@ test_an_oci_layout_is_imported_listed_inspected_and_run() {
         assert_status 0 "$NSBOX" run --image test/busybox:1 -- sh -c 'ls /usr 2>&1; ls /'
         assert_not_contains "$OUT" "python3"
         assert_contains "$OUT" "No such file"
+        # gc keeps what an image names
+        assert_status 0 "$NSBOX" gc
+        assert_status 0 "$NSBOX" run --image test/busybox:1 -- cat /etc/os-release
+        assert_contains "$OUT" "nsboxtest"
+}
+
+# A snapshot of a sandbox on an image starts sandboxes on it, and keeps the image's layers.
+test_a_snapshot_of_an_image_sandbox_outlives_the_image() {
+        import_image oci snapbase:1
+        local sid fork
+        sid=$("$NSBOX" create --image snapbase:1 2>&1) || fail "create --image: $sid"
+        MY_SANDBOXES="$MY_SANDBOXES $sid"
+        arm_cleanup
+        assert_status 0 "$NSBOX" exec "$sid" -- sh -c 'echo mine > /srv/f'
+        assert_status 0 "$NSBOX" snapshot "$sid" img-snap
+        assert_status 0 "$NSBOX" rm -f "$sid"
+        assert_status 0 "$NSBOX" image rm snapbase:1
+        fork=$("$NSBOX" create --from img-snap 2>&1) || fail "create --from: $fork"
+        MY_SANDBOXES="$MY_SANDBOXES $fork"
+        assert_status 0 "$NSBOX" exec "$fork" -- sh -c 'cat /srv/f /etc/os-release; ls /etc/gone 2>&1; true'
+        assert_contains "$OUT" "mine"
+        assert_contains "$OUT" "nsboxtest"
+        assert_contains "$OUT" "No such file"
+        assert_status 0 "$NSBOX" rm -f "$fork"
+        assert_status 0 "$NSBOX" snapshot rm img-snap
 }
 
 test_a_whiteout_deletes_and_an_opaque_directory_hides_the_lower_layer() {
