@@ -30,7 +30,7 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 # Every dependency comes through pkg-config; the nsbox binary links only what it uses, so a cold
 # start does not pay for libgit2's relocations.
-ALL_PKGS := libseccomp libcap libnl-3.0 libnl-route-3.0 jansson libgit2 libmicrohttpd libcurl hiredis
+ALL_PKGS := libseccomp libcap libnl-3.0 libnl-route-3.0 jansson libgit2 libmicrohttpd libcurl hiredis libarchive
 RUN_PKGS := libseccomp libcap jansson libnl-route-3.0 libnl-3.0
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
 MISSING := $(shell for p in $(ALL_PKGS) check; do $(PKG_CONFIG) --exists $$p || echo $$p; done)
@@ -60,6 +60,9 @@ CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl)
 # hiredis: the cluster catalog in Redis (runtime/daemon/catalog.c), in the same programs; its
 # headers as <hiredis/...>, without its -I (its net.h, sds.h... would shadow others)
 HIREDIS_LIBS := $(shell $(PKG_CONFIG) --libs hiredis)
+# libarchive: nsbox image import (runtime/image_*.c), its headers only: the nsbox command
+# dlopens it when it imports an image, so no other start pays for loading it; not in libnsbox.
+ARCHIVE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libarchive)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
@@ -92,10 +95,10 @@ endif
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -D_GNU_SOURCE -fPIE $(WARNINGS) $(HARDEN) -MMD -MP \
 	-DNSBOX_VERSION='"$(VERSION)"' -DNSBOX_POLICYDIR='"$(POLICYDIR)"' -DNSBOX_BINDIR='"$(BINDIR)"' \
-	-DNSBOX_AGENTDIR='"$(AGENTDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS)
+	-DNSBOX_AGENTDIR='"$(AGENTDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS) $(ARCHIVE_CFLAGS)
 override LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SAN_LDFLAGS)
 
-CLI_SRCS := runtime/cli.c runtime/cli_complete.c runtime/cli_session.c runtime/cli_cp.c runtime/cli_exec.c runtime/cli_daemon.c runtime/cli_progress.c runtime/cli_snapshot.c runtime/cli_service.c runtime/cli_mcp.c runtime/cli_procs.c
+CLI_SRCS := runtime/cli.c runtime/cli_complete.c runtime/cli_session.c runtime/cli_cp.c runtime/cli_exec.c runtime/cli_daemon.c runtime/cli_progress.c runtime/cli_snapshot.c runtime/cli_service.c runtime/cli_mcp.c runtime/cli_procs.c runtime/cli_image.c runtime/image_import.c runtime/image_extract.c
 # nsboxd's own files are in runtime/daemon/ (daemon.h is its public header).
 DAEMON_SRCS := $(wildcard runtime/daemon/*.c)
 LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c runtime/agent_main.c,$(wildcard runtime/*.c)) $(DAEMON_SRCS) rootfs/hostview.c $(wildcard tools/*.c)

@@ -14,7 +14,7 @@ cd "$(dirname "$0")"
 # nodes in the cluster test (contrib/haproxy) and checks contrib/kubernetes's router in its test;
 # the nodes' catalog is Redis (hiredis; redis-server for the test).
 PACKAGES="build-essential pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
-libjansson-dev libgit2-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev libhiredis-dev check python3 git busybox-static
+libjansson-dev libgit2-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev libhiredis-dev libarchive-dev check python3 git busybox-static
 keyutils util-linux bubblewrap cpio qemu-system-x86 linux-image-amd64 slirp4netns iproute2 nftables systemd
 valgrind tmux nginx-light python3-ipykernel python3-jupyter-client python3-zmq python3-matplotlib python3-pandas haproxy redis-server"
 

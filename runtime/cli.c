@@ -18,6 +18,7 @@
 #include "run.h"
 #include "sandbox.h"
 #include "cli_session.h"
+#include "image.h"
 #include "store.h"
 
 #include "params.h"
@@ -56,6 +57,7 @@ static const char usage_main[] =
         "  pause ID... | resume ID...        freeze and thaw sandboxes (cgroup.freeze, else SIGSTOP)\n"
         "  snapshot ID NAME                  capture a sandbox's filesystem as snapshot NAME\n"
         "  snapshot ls | snapshot rm NAME... list and remove snapshots\n"
+        "  image import PATH [NAME]          import an OCI layout or docker-archive (image ls|inspect|rm)\n"
         "  reset ID [NAME]                   restart a sandbox on snapshot NAME, or as it was created\n"
         "  replay [--from NAME] FILE         re-run a recorded trajectory, report where it diverges\n"
         "  gc                                remove store layers nothing uses\n"
@@ -99,6 +101,7 @@ static const char usage_run[] =
         "  --publish [127.0.0.1:]HOSTPORT[:PORT]\n"
         "                         forward a host loopback port to PORT inside (needs --net nat)\n"
         "  --from SNAPSHOT        start on a snapshot's filesystem (nsbox snapshot)\n"
+        "  --image NAME           start on an imported image (nsbox image); CMD defaults to its own\n"
         "  -t, --tty              when stdin is a terminal: CMD on a terminal of its own (job control),\n"
         "                         ours in raw mode until it ends\n"
         "  -i, --interactive      accepted, for -it as in docker (stdin is always CMD's)\n"
@@ -165,6 +168,15 @@ static int run_from(const nsbox_run_options *o, nsbox_policy *p, nsbox_layers *l
         return r;
 }
 
+/* run --image: the image's layers and config; its Entrypoint and Cmd when no command is given. */
+static int run_image(nsbox_run_options *o, nsbox_policy *p, nsbox_layers *l, char ***argv, nsbox_error *err)
+{
+        int r = nsbox_image_use(p, o, l, argv, err);
+        if (r == 0 && *argv)
+                o->argv = *argv;
+        return r;
+}
+
 /* run -t: our terminal raw while the command has its own (the sandbox's init relays the bytes
  * and the window size); restored when nsbox_run returns, whatever happened. */
 static struct termios tty_saved;
@@ -192,6 +204,7 @@ static int cmd_run(int argc, char **argv)
 {
         nsbox_layers layers = NSBOX_LAYERS_INIT;
         nsbox_error err = { 0 };
+        char **image_argv = NULL;
         nsbox_run_options o;
         nsbox_policy *p = NULL;
         nsbox_result res;
@@ -206,6 +219,7 @@ static int cmd_run(int argc, char **argv)
                 goto out;
         }
         if (nsbox_run_options_policy(&o, &p, &err) < 0 || (o.from && run_from(&o, p, &layers, &err) < 0) ||
+            (o.image && run_image(&o, p, &layers, &image_argv, &err) < 0) ||
             nsbox_policy_check_host(p, &err) < 0) {
                 status = fail(&err, o.json);
                 goto out;
@@ -224,6 +238,7 @@ out:
         nsbox_policy_free(p);
         nsbox_layers_release(&layers);
         nsbox_run_options_release(&o);
+        strv_free(image_argv);
         return status;
 }
 
@@ -260,6 +275,7 @@ const nsbox_cli_command nsbox_cli_commands[] = {
         { "pause", nsbox_cmd_pause, 0, "", NULL },
         { "resume", nsbox_cmd_resume, 0, "", NULL },
         { "snapshot", nsbox_cmd_snapshot, 0, "--json", "ls rm" },
+        { "image", nsbox_cmd_image, 0, "--json", "import ls inspect rm" },
         { "reset", nsbox_cmd_reset, 0, "--json", NULL },
         { "replay", nsbox_cmd_replay, NSBOX_CMD_REPLAY, "", NULL },
         { "gc", nsbox_cmd_gc, 0, "--json", NULL },

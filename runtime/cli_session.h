@@ -18,6 +18,8 @@ int nsbox_cmd_snapshot(int argc, char **argv);
 int nsbox_cmd_reset(int argc, char **argv);
 int nsbox_cmd_gc(int argc, char **argv);
 int nsbox_cmd_replay(int argc, char **argv);
+/* cli_image.c: image import|ls|inspect|rm */
+int nsbox_cmd_image(int argc, char **argv);
 
 /* cli_service.c: set-timeout, stats, api-key */
 int nsbox_cmd_set_timeout(int argc, char **argv);

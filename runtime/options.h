@@ -27,6 +27,7 @@ typedef struct nsbox_run_options {
         char **allow;  /* egress entries, as given */
         char **publish; /* [127.0.0.1:]HOSTPORT[:PORT], as given */
         const char *from;   /* a snapshot to start from */
+        const char *image;  /* an imported image to start from (nsbox image) */
         const char *repo;   /* create: a repository for the workdir, and its commit */
         const char *commit;
         const char *record; /* create: a trajectory file */

@@ -217,6 +217,8 @@ const nsbox_param nsbox_params[] = {
         { "net", "net", 0, NSBOX_PARAM_STRING, ALL, 0, F(net), 0, 0, 0, NULL, NULL, NULL, "network: none or nat" },
         { "from", "from", 0, NSBOX_PARAM_STRING, ALL, NSBOX_PARAM_DAEMON_ONLY | NSBOX_PARAM_OPERATOR_ONLY, F(from), 0, 0, 0, NULL,
           nsbox_snapshot_name_check, NULL, "start on a snapshot's filesystem" },
+        { "image", "image", 0, NSBOX_PARAM_STRING, NSBOX_CMD_RUN | NSBOX_CMD_CREATE, NSBOX_PARAM_DAEMON_ONLY | NSBOX_PARAM_OPERATOR_ONLY,
+          F(image), 0, 0, 0, NULL, nsbox_image_name_check, NULL, "start on an imported image (nsbox image import)" },
         { "repo", "repo", 0, NSBOX_PARAM_PATH, CREATES, NSBOX_PARAM_DAEMON_ONLY | NSBOX_PARAM_OPERATOR_ONLY, F(repo), 0, 0, 0, NULL, NULL,
           NULL, "a git repository cloned into the workdir" },
         { "commit", "commit", 0, NSBOX_PARAM_STRING, CREATES, NSBOX_PARAM_DAEMON_ONLY, F(commit), 0, 0, 0, NULL, NULL, NULL,
@@ -397,6 +399,8 @@ static int create_checks(const char *cmd, const nsbox_run_options *o, nsbox_erro
                 return nsbox_err(err, 0, "%s: --commit needs --repo", cmd);
         if (o->repo && o->from)
                 return nsbox_err(err, 0, "%s: --repo and --from do not go together (a snapshot has its workspace already)", cmd);
+        if (o->image && (o->repo || o->from))
+                return nsbox_err(err, 0, "%s: --image does not go with --%s", cmd, o->repo ? "repo" : "from");
         if (o->reuse && !o->labels)
                 return nsbox_err(err, 0, "%s: --reuse gets or creates the sandbox with the --label given: give at least one", cmd);
         if (o->reuse && o->count > 1)
@@ -519,6 +523,8 @@ int nsbox_run_options_parse(int argc, char **argv, nsbox_run_options *o, nsbox_e
         if (r < 0 || o->help)
                 return r;
         if (command == NSBOX_CMD_RUN) {
+                if (next >= argc && o->image) /* the image's Entrypoint and Cmd */
+                        return 0;
                 if (next >= argc)
                         return nsbox_err(err, 0, "%s: no command given (usage: nsbox %s [OPTIONS] [--] CMD [ARG...])", cmd, cmd);
                 o->argv = argv + next;

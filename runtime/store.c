@@ -22,7 +22,7 @@
 #define META_MAX (1u << 20)
 #define MAX_LAYERS 128 /* overlayfs takes 500 lower layers; a chain this deep is a mistake */
 
-static const char *const subdirs[] = { "layers", "snapshots", "repos", "tmp" };
+static const char *const subdirs[] = { "layers", "snapshots", "repos", "tmp", "images" };
 
 static bool name_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
@@ -677,10 +677,10 @@ static int cmp_names(const void *a, const void *b)
         return strcmp(x ? x : "", y ? y : "");
 }
 
-int nsbox_store_list(nsbox_store *s, json_t **ret, nsbox_error *err)
+static int list_sub(nsbox_store *s, const char *sub, json_t **ret, nsbox_error *err)
 {
         json_t *arr = json_array();
-        int r = arr ? each_record(s, "snapshots", list_one, arr, err) : -ENOMEM;
+        int r = arr ? each_record(s, sub, list_one, arr, err) : -ENOMEM;
         if (r < 0) {
                 json_decref(arr);
                 return r;
@@ -704,6 +704,8 @@ int nsbox_store_list(nsbox_store *s, json_t **ret, nsbox_error *err)
         *ret = sorted;
         return 0;
 }
+
+int nsbox_store_list(nsbox_store *s, json_t **ret, nsbox_error *err) { return list_sub(s, "snapshots", ret, err); }
 
 typedef struct gc_state {
         json_t *referenced; /* layer id -> true: a snapshot lists it, or a repository record kept names it */
@@ -792,9 +794,11 @@ int nsbox_store_gc(nsbox_store *s, nsbox_gc_stats *ret, nsbox_error *err)
         gc_state g = { .referenced = json_object() };
         int r = g.referenced ? each_record(s, "snapshots", mark_snapshot, &g, err) : -ENOMEM;
         if (r == 0)
+                r = each_record(s, "images", mark_snapshot, &g, err);
+        if (r == 0)
                 r = each_record(s, "repos", collect_repo, &g, err);
         /* records a writer was killed while writing (they are written under the lock we hold) */
-        static const char *const recdirs[] = { "snapshots", "repos" };
+        static const char *const recdirs[] = { "snapshots", "repos", "images" };
         for (size_t k = 0; r == 0 && k < ARRAY_SIZE(recdirs); k++) {
                 _cleanup_close_ int dfd = sub_fd(s, recdirs[k], err);
                 int lfd = dfd >= 0 ? fcntl(dfd, F_DUPFD_CLOEXEC, 3) : -1;
@@ -915,3 +919,209 @@ int nsbox_store_bind_repo(nsbox_store *s, const char *key, int tmpfd, const char
         _cleanup_close_ int layers_fd = sub_fd(s, "layers", err);
         return layers_fd < 0 ? layers_fd : hold_layer(s, layers_fd, id, l, err);
 }
+
+/* ---- images (nsbox image import) ---------------------------------------------------------------- */
+
+int nsbox_image_name_check(const char *name, nsbox_error *err)
+{
+        size_t n = name ? strlen(name) : 0;
+        bool ok = n >= 1 && n <= NSBOX_IMAGE_NAME_MAX && name_char(name[0]) && name[n - 1] != '/' && !strstr(name, "..") &&
+                  !strstr(name, "//");
+        for (size_t i = 0; ok && i < n; i++)
+                ok = name_char(name[i]) || strchr("._-:/", name[i]);
+        if (!ok)
+                return nsbox_err(err, 0,
+                                 "invalid image name '%.200s': expected 1-%d of [A-Za-z0-9._-:/], starting with a letter or digit, "
+                                 "without '..', '//' or a trailing '/'",
+                                 name ? name : "", NSBOX_IMAGE_NAME_MAX);
+        return 0;
+}
+
+/* images/FILE: the name with '/' as '+' (never in a name) */
+static void image_file(const char *name, char file[NSBOX_IMAGE_NAME_MAX + 8])
+{
+        snprintf(file, NSBOX_IMAGE_NAME_MAX + 8, "%s.json", name);
+        for (char *p = file; *p; p++)
+                if (*p == '/')
+                        *p = '+';
+}
+
+bool nsbox_store_has_image(nsbox_store *s, const char *name)
+{
+        char file[NSBOX_IMAGE_NAME_MAX + 8];
+        image_file(name, file);
+        return record_exists(s, "images", file);
+}
+
+/* A layer keyed by a blob digest (64 hex digits): its id is the digest's first half. */
+static void digest_layer_id(const char *hex, char id[NSBOX_LAYER_ID_LEN + 1])
+{
+        memcpy(id, hex, NSBOX_LAYER_ID_LEN);
+        id[NSBOX_LAYER_ID_LEN] = '\0';
+}
+
+int nsbox_store_hold_digest_layer(nsbox_store *s, const char *hex, nsbox_layers *l, nsbox_error *err)
+{
+        char id[NSBOX_LAYER_ID_LEN + 1];
+        digest_layer_id(hex, id);
+        _cleanup_close_ int lock = store_lock(s, LOCK_SH, err);
+        if (lock < 0)
+                return lock;
+        _cleanup_close_ int layers_fd = sub_fd(s, "layers", err);
+        if (layers_fd < 0)
+                return layers_fd;
+        if (faccessat(layers_fd, id, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+                return 0;
+        int r = hold_layer(s, layers_fd, id, l, err);
+        return r < 0 ? r : 1;
+}
+
+int nsbox_store_bind_digest_layer(nsbox_store *s, const char *hex, int tmpfd, const char *sub, nsbox_layers *l, nsbox_error *err)
+{
+        char id[NSBOX_LAYER_ID_LEN + 1];
+        digest_layer_id(hex, id);
+        if (syncfs(tmpfd) < 0)
+                return nsbox_err(err, errno, "sync the store '%s'", s->dir);
+        /* bound and held under one lock: a gc in between would see a layer nothing names */
+        _cleanup_close_ int lock = store_lock(s, LOCK_EX, err);
+        if (lock < 0)
+                return lock;
+        _cleanup_close_ int layers_fd = sub_fd(s, "layers", err);
+        if (layers_fd < 0)
+                return layers_fd;
+        if (renameat2(tmpfd, sub, layers_fd, id, RENAME_NOREPLACE) < 0 && errno != EEXIST) /* EEXIST: imported meanwhile */
+                return nsbox_err(err, errno, "move the new layer into '%s/layers'", s->dir);
+        fsync(layers_fd);
+        return hold_layer(s, layers_fd, id, l, err);
+}
+
+int nsbox_store_bind_image(nsbox_store *s, const char *name, json_t *meta, nsbox_error *err)
+{
+        int r = nsbox_image_name_check(name, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int lock = store_lock(s, LOCK_EX, err);
+        if (lock < 0)
+                return lock;
+        char file[NSBOX_IMAGE_NAME_MAX + 8];
+        image_file(name, file);
+        _cleanup_close_ int dfd = sub_fd(s, "images", err);
+        if (dfd < 0)
+                return dfd;
+        r = write_record(dfd, file, meta, err);
+        if (r == -EEXIST)
+                return nsbox_err_as(err, EEXIST, "image '%s' exists (nsbox image rm %s first)", name, name);
+        return r;
+}
+
+/* The empty directory an image's layers go on instead of the host's root. */
+static int image_root(nsbox_store *s, char **ret, nsbox_error *err)
+{
+        if (mkdirat(s->dirfd, "empty", 0755) < 0 && errno != EEXIST)
+                return nsbox_err(err, errno, "create '%s/empty'", s->dir);
+        return asprintf(ret, "%s/empty", s->dir) < 0 ? nsbox_err(err, ENOMEM, "image root") : 0;
+}
+
+int nsbox_store_acquire_image(nsbox_store *s, const char *name, nsbox_layers *ret, json_t **ret_meta, nsbox_error *err)
+{
+        int r = nsbox_image_name_check(name, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int lock = store_lock(s, LOCK_SH, err);
+        if (lock < 0)
+                return lock;
+        char file[NSBOX_IMAGE_NAME_MAX + 8];
+        image_file(name, file);
+        nsbox_layers l = NSBOX_LAYERS_INIT;
+        l.snapshot_fd = open_record(s, "images", file, LOCK_SH, err);
+        if (l.snapshot_fd == -ENOENT)
+                return nsbox_err_as(err, ENOENT, "no image '%s' (see nsbox image ls)", name);
+        if (l.snapshot_fd < 0)
+                return l.snapshot_fd;
+        char shown[PATH_MAX];
+        snprintf(shown, sizeof(shown), "%s/images/%s", s->dir, file);
+        json_t *meta = read_meta(l.snapshot_fd, shown, err);
+        _cleanup_close_ int layers_fd = sub_fd(s, "layers", err);
+        r = !meta ? -EBADMSG : layers_fd < 0 ? layers_fd : 0;
+        json_t *arr = json_object_get(meta, "layers");
+        if (r == 0 && (!json_is_array(arr) || json_array_size(arr) == 0))
+                r = nsbox_err(err, 0, "'%s': 'layers' must be a non-empty array", shown);
+        size_t i;
+        json_t *v;
+        json_array_foreach(arr, i, v) {
+                if (r < 0)
+                        break;
+                r = hold_layer(s, layers_fd, json_string_value(v), &l, err);
+        }
+        if (r == 0)
+                r = image_root(s, &l.root, err);
+        if (r < 0) {
+                json_decref(meta);
+                nsbox_layers_release(&l);
+                return r;
+        }
+        *ret = l;
+        *ret_meta = meta;
+        return 0;
+}
+
+int nsbox_store_drop_layers(nsbox_store *s, char *const *ids, nsbox_error *err)
+{
+        _cleanup_close_ int lock = store_lock(s, LOCK_EX, err);
+        if (lock < 0)
+                return lock;
+        gc_state g = { .referenced = json_object() };
+        int r = g.referenced ? each_record(s, "snapshots", mark_snapshot, &g, err) : -ENOMEM;
+        if (r == 0)
+                r = each_record(s, "images", mark_snapshot, &g, err);
+        _cleanup_close_ int layers_fd = r == 0 ? sub_fd(s, "layers", err) : -1;
+        for (char *const *id = ids; r == 0 && layers_fd >= 0 && id && *id; id++)
+                if (layer_id_ok(*id) && !json_object_get(g.referenced, *id) &&
+                    json_object_set_new(g.referenced, *id, json_true()) == 0) /* once */
+                        r = collect(s, layers_fd, *id, &g.st.bytes_freed, err) < 0 ? -EIO : 0;
+        json_decref(g.referenced);
+        return r;
+}
+
+int nsbox_store_delete_image(nsbox_store *s, const char *name, nsbox_error *err)
+{
+        int r = nsbox_image_name_check(name, err);
+        if (r < 0)
+                return r;
+        char file[NSBOX_IMAGE_NAME_MAX + 8];
+        image_file(name, file);
+        char **ids = NULL;
+        {
+                _cleanup_close_ int lock = store_lock(s, LOCK_EX, err);
+                if (lock < 0)
+                        return lock;
+                _cleanup_close_ int fd = open_record(s, "images", file, LOCK_EX | LOCK_NB, err);
+                if (fd == -ENOENT)
+                        return nsbox_err_as(err, ENOENT, "no image '%s' (see nsbox image ls)", name);
+                if (fd == -EBUSY)
+                        return nsbox_err_as(err, EBUSY, "image '%s' is in use by a sandbox (nsbox ls; remove it first)", name);
+                if (fd < 0)
+                        return fd;
+                json_t *meta = read_meta(fd, file, err);
+                size_t i;
+                json_t *v;
+                json_array_foreach(json_object_get(meta, "layers"), i, v)
+                        if (json_is_string(v))
+                                strv_push(&ids, strdup(json_string_value(v)));
+                json_decref(meta);
+                _cleanup_close_ int dfd = sub_fd(s, "images", err);
+                if (dfd < 0 || unlinkat(dfd, file, 0) < 0) {
+                        strv_free(ids);
+                        return dfd < 0 ? dfd : nsbox_err(err, errno, "remove image '%s'", name);
+                }
+                fsync(dfd);
+        }
+        /* its layers that no other image or snapshot names and no sandbox holds */
+        nsbox_error e2 = { 0 };
+        nsbox_store_drop_layers(s, ids, &e2);
+        nsbox_error_clear(&e2);
+        strv_free(ids);
+        return 0;
+}
+
+int nsbox_store_list_images(nsbox_store *s, json_t **ret, nsbox_error *err) { return list_sub(s, "images", ret, err); }

@@ -8,6 +8,9 @@
  *   snapshots/NAME.json   a snapshot: its layers, topmost first, and the root they go on
  *   repos/KEY.json        a repository clone at one commit, as a layer (repo workspaces)
  *   tmp/XXXX/             layers being written; never under a real name until complete
+ *   images/NAME.json      an imported image ('/' in NAME as '+'): its layers, topmost first,
+ *                         each named by the first half of its blob's sha256, and its config
+ *   empty/                the (empty) root an image's layers go on
  *
  * Everything becomes visible by rename(2) after syncfs(2), so a crash (kill -9 included) leaves
  * at worst a directory under tmp/ or a layer nothing names, both removed by nsbox gc.  Use is
@@ -108,3 +111,24 @@ int nsbox_store_tmp(nsbox_store *s, char ret_name[64], nsbox_error *err);
 void nsbox_store_tmp_done(nsbox_store *s, const char *name, int fd);
 int nsbox_store_bind_repo(nsbox_store *s, const char *key, int tmpfd, const char *sub, json_t *meta, nsbox_layers *l,
                           nsbox_error *err);
+
+/* ---- images (nsbox image import) ---- */
+#define NSBOX_IMAGE_NAME_MAX 200
+/* 1-200 of [A-Za-z0-9._-:/], starting with a letter or digit, no "..", "//" or trailing '/'. */
+int nsbox_image_name_check(const char *name, nsbox_error *err);
+bool nsbox_store_has_image(nsbox_store *s, const char *name);
+/* The layer of blob digest HEX (64 hex digits): 1 with it held (added to l), 0 when it must be
+ * extracted: into tmpfd's SUB (nsbox_store_tmp), then bound (or the one bound meanwhile) and held. */
+int nsbox_store_hold_digest_layer(nsbox_store *s, const char *hex, nsbox_layers *l, nsbox_error *err);
+int nsbox_store_bind_digest_layer(nsbox_store *s, const char *hex, int tmpfd, const char *sub, nsbox_layers *l, nsbox_error *err);
+/* Record image NAME (meta borrowed; -EEXIST when taken). */
+int nsbox_store_bind_image(nsbox_store *s, const char *name, json_t *meta, nsbox_error *err);
+/* Take image NAME's layers, its record locked shared as a snapshot's is, root the store's empty
+ * directory; *ret_meta is its record (the caller's). */
+int nsbox_store_acquire_image(nsbox_store *s, const char *name, nsbox_layers *ret, json_t **ret_meta, nsbox_error *err);
+/* -ENOENT, -EBUSY while a sandbox uses it; its layers nothing else names go with it. */
+int nsbox_store_delete_image(nsbox_store *s, const char *name, nsbox_error *err);
+/* Remove the layers ids (NULL-terminated) that no record names and no sandbox holds. */
+int nsbox_store_drop_layers(nsbox_store *s, char *const *ids, nsbox_error *err);
+/* Images as their records (name, layers, config, ...) plus in_use, by name. */
+int nsbox_store_list_images(nsbox_store *s, json_t **ret, nsbox_error *err);

@@ -9,6 +9,7 @@
 #include <sys/random.h>
 
 #include "../dlog.h"
+#include "../image.h"
 #include "../params.h"
 #include "../repo.h"
 
@@ -46,6 +47,15 @@ static int create_from(sandbox *s, const char *name, bool root_given, nsbox_poli
         if (r < 0)
                 return r;
         if ((r = nsbox_policy_use_layers(p, &s->base_layers, root_given, err)) < 0)
+                return r;
+        return nsbox_layers_dup(&s->base_layers, &s->layers) < 0 ? nsbox_err(err, ENOMEM, "layers") : 0;
+}
+
+/* create --image: the image's layers and config (image.h). */
+static int create_image(sandbox *s, const nsbox_run_options *o, nsbox_error *err)
+{
+        int r = nsbox_image_use(s->policy, o, &s->base_layers, NULL, err);
+        if (r < 0)
                 return r;
         return nsbox_layers_dup(&s->base_layers, &s->layers) < 0 ? nsbox_err(err, ENOMEM, "layers") : 0;
 }
@@ -328,6 +338,8 @@ int sandbox_prepare(daemon_state *d, const client *c, json_t *params, sandbox **
         r = nsbox_run_options_policy(&o, &s->policy, err);
         if (r == 0 && o.from)
                 r = create_from(s, o.from, o.rootfs != NULL, s->policy, err);
+        if (r == 0 && o.image)
+                r = create_image(s, &o, err);
         if (r == 0 && d->conf->memory_budget && !s->policy->limits.memory)
                 s->policy->limits.memory = d->conf->default_memory; /* a budget counts every sandbox */
         if (r == 0 && c) /* a template's disk is the operator's */

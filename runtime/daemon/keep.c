@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "../dlog.h"
+#include "../image.h"
 #include "../keeper.h"
 
 /* <socket>.state: made 0700 if missing; must be a directory of ours, not a link. */
@@ -406,8 +407,10 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
                 r = shape_options(NULL, s->create_params, &o, &err);
                 if (r == 0) {
                         r = nsbox_run_options_policy(&o, &s->policy, &err);
-                        if (r == 0 && o.from)
+                        if (r == 0 && (o.from || o.image))
                                 r = nsbox_policy_use_layers(s->policy, &s->base_layers, o.rootfs != NULL, &err);
+                        if (r == 0 && o.image)
+                                r = nsbox_image_reapply(s->policy, &o, &err);
                         nsbox_run_options_release(&o);
                 }
         }
