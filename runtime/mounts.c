@@ -244,6 +244,16 @@ static int identity_file(int etcfd, int lower_etcfd, const char *name, const cha
         return replace_file(etcfd, name, sb.buf, err);
 }
 
+/* Whose /etc/passwd and group the sandbox's extend: the topmost store layer that has them (an
+ * image's, a snapshot's), else the root filesystem's. */
+static int identity_source(const nsbox_sources *src)
+{
+        for (size_t i = 0; i < src->n_layers; i++)
+                if (faccessat(src->layer_fds[i], "etc/passwd", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                        return src->layer_fds[i];
+        return src->rootfs_fd;
+}
+
 /* Write the identity files into ETCFD.  With a root filesystem (rootfs_fd >= 0), ETCFD is /etc
  * of the overlay's upper layer, and the root filesystem's own entries are kept. */
 static int write_identity(int etcfd, int rootfs_fd, const nsbox_policy *p, nsbox_error *err)
@@ -948,7 +958,7 @@ int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_s
                 if (mkdir(STAGE "/upper/etc", 0755) < 0)
                         return nsbox_err(err, errno, "create '%s'", STAGE "/upper/etc");
                 _cleanup_close_ int etcfd = open(STAGE "/upper/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (etcfd < 0 || (r = write_identity(etcfd, rootfs_fd, p, err)) < 0)
+                if (etcfd < 0 || (r = write_identity(etcfd, identity_source(src), p, err)) < 0)
                         return etcfd < 0 ? nsbox_err(err, errno, "open '%s'", STAGE "/upper/etc") : r;
         }
         fdpath rootfs_path = fd_path(rootfs_fd);

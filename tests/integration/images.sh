@@ -212,6 +212,29 @@ test_device_nodes_are_skipped_for_root_and_refused_for_a_user() {
         assert_contains "$OUT" "No such file"
 }
 
+# A Debian image (apt and dpkg as this host installed them) run by a root policy's user with
+# --net nat: apt-get installs a package from Debian's archive, through the sandbox's own network,
+# into the sandbox's writable layer; the image's users (_apt) are in its /etc/passwd.  A user's
+# sandbox maps one id, so apt cannot drop to _apt there: APT::Sandbox::User=root, as documented.
+test_root_user_installs_a_debian_package_with_apt_get() {
+        command -v apt-get > /dev/null && dpkg -s apt > /dev/null 2>&1 || fail "this test needs a Debian host (apt, dpkg)"
+        import_image debian deb:apt
+        local apt="apt-get"
+        [ "$TEST_AS" = root ] || apt="apt-get -o APT::Sandbox::User=root"
+        assert_status 0 "$NSBOX" run --image deb:apt --policy root --net nat -- sh -c \
+                "id -u; grep -c '^_apt:' /etc/passwd; ls /var/lib/apt/lists/*_Packages* > /dev/null 2>&1 || $apt update -qq
+                 $apt install -y -q hello > /tmp/apt.log 2>&1 || { tail -n 5 /tmp/apt.log; exit 1; }
+                 hello; dpkg -s hello | grep '^Status'; stat -c %U /usr/bin/hello"
+        assert_eq "0
+1
+Hello, world!
+Status: install ok installed
+root" "$OUT" "uid, the image's _apt user, apt-get install hello, its owner"
+        [ ! -e /usr/bin/hello ] || dpkg -s hello > /dev/null 2>&1 || fail "hello appeared on the host"
+        assert_status 0 "$NSBOX" run --image deb:apt --policy root -- sh -c 'command -v hello || echo gone'
+        assert_eq gone "$OUT" "a new sandbox of the image"
+}
+
 # Last: nothing left behind.
 test_z_nothing_is_left() {
         "$NSBOX" daemon stop > /dev/null 2>&1

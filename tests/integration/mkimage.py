@@ -3,7 +3,9 @@
 
 usage: mkimage.py KIND OUT [NAME]
   KIND: oci (a layout directory), oci-tar, docker (docker-archive tar), shared (a second
-  image on the same base layer: OUT an OCI layout), or a hostile variant: abs, dotdot,
+  image on the same base layer: OUT an OCI layout), debian (one layer: apt, dpkg and what
+  they need, as this host's dpkg installed them, its package lists and sources), or a hostile
+  variant: abs, dotdot,
   symlink-write, hardlink-out, device, digest, corrupt-gzip, many.
 The base layer: /bin/busybox (the host's) with sh/cat/ls/env/pwd/id links, /etc/os-release,
 /etc/gone, /opt/dir/{a,b}; the second layer deletes /etc/gone (.wh.) and makes /opt/dir opaque
@@ -14,6 +16,8 @@ import hashlib
 import io
 import json
 import os
+import re
+import subprocess
 import sys
 import tarfile
 
@@ -67,6 +71,81 @@ def base_layer(extra=""):
            f("etc/gone", b"deleted above\n"), d("opt/"), d("opt/dir/"), f("opt/dir/a", b"a\n"), f("opt/dir/b", b"b\n"),
            d("srv/", 0o777)]
     return tar_bytes(es, gz=True)
+
+
+# Debian from the host's own packages: apt's closure, as dpkg installed it here (offline).
+DEBIAN_ROOTS = ["apt", "bash", "dash", "libc-bin", "coreutils", "dpkg", "base-files", "base-passwd", "debianutils", "sed", "grep",
+                "tar", "gzip", "findutils", "diffutils", "mawk", "debconf"]
+
+
+def installed(pkg):
+    out = subprocess.run(["dpkg-query", "-W", "-f", "${db:Status-Abbrev}", pkg], capture_output=True, text=True).stdout
+    return out.startswith("ii")
+
+
+def closure(roots):
+    seen, todo = set(), list(roots)
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        out = subprocess.run(["dpkg-query", "-W", "-f", "${Pre-Depends}, ${Depends}", p], capture_output=True, text=True).stdout
+        for alt in filter(None, (a.strip() for a in out.split(","))):
+            for a in alt.split("|"):
+                n = re.split(r"[ (:]", a.strip())[0]
+                if installed(n):
+                    todo.append(n)
+                    break
+    return sorted(seen)
+
+
+def debian_layer():
+    pkgs = closure(DEBIAN_ROOTS)
+    names = set()
+    for p in pkgs:
+        for line in subprocess.run(["dpkg", "-L", p], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("/") and os.path.lexists(line) and not os.path.isdir(line):
+                # merged /usr: /bin/x is usr/bin/x; the top-level links are added below
+                names.add(os.path.join(os.path.realpath(os.path.dirname(line)), os.path.basename(line)).lstrip("/"))
+    info = "/var/lib/dpkg/info"
+    for n in os.listdir(info):
+        if n.split(".")[0].split(":")[0] in pkgs:
+            names.add(os.path.join(info, n).lstrip("/"))
+    for n in os.listdir("/var/lib/apt/lists"):
+        p = os.path.join("/var/lib/apt/lists", n)
+        if os.path.isfile(p) and n != "lock":
+            names.add(p.lstrip("/"))
+    status = subprocess.run(["dpkg-query", "-s"] + pkgs, capture_output=True, text=True).stdout.encode()
+    raw = io.BytesIO()
+    dirs = set()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as t:
+        for top in ("bin", "sbin", "lib", "lib64"):
+            if os.path.islink("/" + top):
+                t.addfile(link(top, os.readlink("/" + top))[0])
+        for n in sorted(names):
+            parts = n.split("/")
+            for i in range(1, len(parts)):
+                dname = "/".join(parts[:i])
+                if dname not in dirs and not os.path.islink("/" + dname):
+                    dirs.add(dname)
+                    t.addfile(d(dname + "/")[0])
+            t.add("/" + n, arcname=n, recursive=False)
+        for dname in ("tmp", "root", "var/cache/apt/archives/partial", "var/lib/apt/lists/partial", "var/lib/dpkg/updates",
+                      "var/lib/dpkg/triggers", "var/lib/dpkg/alternatives", "var/log/apt", "etc/apt/apt.conf.d",
+                      "etc/apt/preferences.d", "etc/apt/trusted.gpg.d", "etc/apt/sources.list.d", "etc/dpkg/dpkg.cfg.d"):
+            for i in range(1, dname.count("/") + 2):
+                sub = "/".join(dname.split("/")[:i])
+                if sub not in dirs:
+                    dirs.add(sub)
+                    t.addfile(d(sub + "/", 0o1777 if sub == "tmp" else 0o755)[0])
+        for name, data in (("var/lib/dpkg/status", status), ("var/lib/dpkg/available", b""),
+                           ("etc/apt/sources.list.d/debian.sources", open("/etc/apt/sources.list.d/debian.sources", "rb").read()),
+                           ("etc/passwd", b"root:x:0:0:root:/root:/bin/bash\n_apt:x:42:65534::/nonexistent:/usr/sbin/nologin\n"),
+                           ("etc/group", b"root:x:0:\nnogroup:x:65534:\n")):
+            ti, data = f(name, data)
+            t.addfile(ti, io.BytesIO(data))
+    return raw.getvalue()
 
 
 def upper_layer():
@@ -178,6 +257,11 @@ def main():
         tar_dir(out + ".d", out)
     elif kind == "docker":
         docker_archive(out, [base_layer(), upper_layer()], name)
+    elif kind == "debian":
+        layer = debian_layer()
+        oci_layout(out, [gzip.compress(layer, compresslevel=1, mtime=0)], name,
+                   cfg={"architecture": "amd64", "os": "linux", "config": {"Env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "Cmd": ["bash"]},
+                        "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(layer).hexdigest()]}})
     elif kind == "shared":
         oci_layout(out, [base_layer(), shared_upper()], name)
     else:
