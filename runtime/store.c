@@ -368,27 +368,25 @@ static int open_record(nsbox_store *s, const char *sub, const char *file, int ho
         return fd;
 }
 
-int nsbox_store_acquire_snapshot(nsbox_store *s, const char *name, nsbox_layers *ret, nsbox_error *err)
+/* What snapshots and images share: record FILE of SUB (a WHAT named NAME) held shared, its
+ * parsed content in *ret_meta, and each layer it lists held in *ret. */
+static int acquire_record(nsbox_store *s, const char *sub, const char *file, const char *what, const char *name, nsbox_layers *ret,
+                          json_t **ret_meta, nsbox_error *err)
 {
-        int r = nsbox_snapshot_name_check(name, err);
-        if (r < 0)
-                return r;
         _cleanup_close_ int lock = store_lock(s, LOCK_SH, err);
         if (lock < 0)
                 return lock;
-        char file[NSBOX_SNAPSHOT_NAME_MAX + 8];
-        snprintf(file, sizeof(file), "%s.json", name);
         nsbox_layers l = NSBOX_LAYERS_INIT;
-        l.snapshot_fd = open_record(s, "snapshots", file, LOCK_SH, err);
+        l.snapshot_fd = open_record(s, sub, file, LOCK_SH, err);
         if (l.snapshot_fd == -ENOENT)
-                return nsbox_err_as(err, ENOENT, "no snapshot '%s' (see nsbox snapshot ls)", name);
+                return nsbox_err_as(err, ENOENT, "no %s '%s' (see nsbox %s ls)", what, name, what);
         if (l.snapshot_fd < 0)
                 return l.snapshot_fd;
         char shown[PATH_MAX];
-        snprintf(shown, sizeof(shown), "%s/snapshots/%s", s->dir, file);
+        snprintf(shown, sizeof(shown), "%s/%s/%s", s->dir, sub, file);
         json_t *meta = read_meta(l.snapshot_fd, shown, err);
         _cleanup_close_ int layers_fd = sub_fd(s, "layers", err);
-        r = !meta ? -EBADMSG : layers_fd < 0 ? layers_fd : 0;
+        int r = !meta ? -EBADMSG : layers_fd < 0 ? layers_fd : 0;
         json_t *arr = json_object_get(meta, "layers");
         if (r == 0 && (!json_is_array(arr) || json_array_size(arr) == 0))
                 r = nsbox_err(err, 0, "'%s': 'layers' must be a non-empty array", shown);
@@ -399,9 +397,30 @@ int nsbox_store_acquire_snapshot(nsbox_store *s, const char *name, nsbox_layers 
                         break;
                 r = hold_layer(s, layers_fd, json_string_value(v), &l, err);
         }
+        if (r < 0) {
+                json_decref(meta);
+                nsbox_layers_release(&l);
+                return r;
+        }
+        *ret = l;
+        *ret_meta = meta;
+        return 0;
+}
+
+int nsbox_store_acquire_snapshot(nsbox_store *s, const char *name, nsbox_layers *ret, nsbox_error *err)
+{
+        int r = nsbox_snapshot_name_check(name, err);
+        if (r < 0)
+                return r;
+        char file[NSBOX_SNAPSHOT_NAME_MAX + 8];
+        snprintf(file, sizeof(file), "%s.json", name);
+        nsbox_layers l;
+        json_t *meta;
+        if ((r = acquire_record(s, "snapshots", file, "snapshot", name, &l, &meta, err)) < 0)
+                return r;
         const char *root = json_string_value(json_object_get(meta, "root"));
         const char *workdir = json_string_value(json_object_get(meta, "workdir"));
-        if (r == 0 && (!(l.snapshot = strdup(name)) || (root && !(l.root = strdup(root))) || (workdir && !(l.workdir = strdup(workdir)))))
+        if (!(l.snapshot = strdup(name)) || (root && !(l.root = strdup(root))) || (workdir && !(l.workdir = strdup(workdir))))
                 r = nsbox_err(err, ENOMEM, "snapshot");
         json_decref(meta);
         if (r < 0) {
@@ -1027,35 +1046,13 @@ int nsbox_store_acquire_image(nsbox_store *s, const char *name, nsbox_layers *re
         int r = nsbox_image_name_check(name, err);
         if (r < 0)
                 return r;
-        _cleanup_close_ int lock = store_lock(s, LOCK_SH, err);
-        if (lock < 0)
-                return lock;
         char file[NSBOX_IMAGE_NAME_MAX + 8];
         image_file(name, file);
-        nsbox_layers l = NSBOX_LAYERS_INIT;
-        l.snapshot_fd = open_record(s, "images", file, LOCK_SH, err);
-        if (l.snapshot_fd == -ENOENT)
-                return nsbox_err_as(err, ENOENT, "no image '%s' (see nsbox image ls)", name);
-        if (l.snapshot_fd < 0)
-                return l.snapshot_fd;
-        char shown[PATH_MAX];
-        snprintf(shown, sizeof(shown), "%s/images/%s", s->dir, file);
-        json_t *meta = read_meta(l.snapshot_fd, shown, err);
-        _cleanup_close_ int layers_fd = sub_fd(s, "layers", err);
-        r = !meta ? -EBADMSG : layers_fd < 0 ? layers_fd : 0;
-        json_t *arr = json_object_get(meta, "layers");
-        if (r == 0 && (!json_is_array(arr) || json_array_size(arr) == 0))
-                r = nsbox_err(err, 0, "'%s': 'layers' must be a non-empty array", shown);
-        size_t i;
-        json_t *v;
-        json_array_foreach(arr, i, v) {
-                if (r < 0)
-                        break;
-                r = hold_layer(s, layers_fd, json_string_value(v), &l, err);
-        }
-        if (r == 0)
-                r = image_root(s, &l.root, err);
-        if (r < 0) {
+        nsbox_layers l;
+        json_t *meta;
+        if ((r = acquire_record(s, "images", file, "image", name, &l, &meta, err)) < 0)
+                return r;
+        if ((r = image_root(s, &l.root, err)) < 0) {
                 json_decref(meta);
                 nsbox_layers_release(&l);
                 return r;
