@@ -177,6 +177,8 @@ static int keep_record(const daemon_state *d, const sandbox *s, nsbox_kept *k)
         SET(o, "host_gid", json_integer(s->host_gid));
         SET(o, "repo_url", STR_OR_NULL(s->repo_url));
         SET(o, "repo_commit", STR_OR_NULL(s->repo_commit));
+        SET(o, "clone_url", STR_OR_NULL(s->clone_url)); /* a network repository, cloned again by a reset */
+        SET(o, "clone_commit", STR_OR_NULL(s->clone_commit));
         SET(o, "record_path", STR_OR_NULL(s->record_path));
         SET(o, "record_steps", json_integer((json_int_t)s->record_steps));
         SET(o, "next_agent_id", json_integer(s->sup.next_id));
@@ -375,6 +377,8 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         s->policy_name = rec_str(rec, "policy_name", &bad);
         s->repo_url = rec_str(rec, "repo_url", &bad);
         s->repo_commit = rec_str(rec, "repo_commit", &bad);
+        s->clone_url = rec_str(rec, "clone_url", &bad);
+        s->clone_commit = rec_str(rec, "clone_commit", &bad);
         s->record_path = rec_str(rec, "record_path", &bad);
         s->record_steps = rec_u64(rec, "record_steps");
         s->sup.next_id = (json_int_t)rec_u64(rec, "next_agent_id");

@@ -203,6 +203,36 @@ PY
         assert_eq "$before" "$("$NSBOX" ls --json | jget 'len(d)')" "sandboxes after the failed creates"
 }
 
+# A sandbox kept across an nsboxd restart (on_stop "keep") still knows its repository: a reset
+# after the restart clones it again.
+test_repo_url_survives_an_nsboxd_restart() {
+        local port c1 id d="$SESSION_DIR/keep" i
+        mkdir -p "$TEST_TMP/k" # TEST_TMP is the file's: the other test served its repository there
+        serve_repo port "$TEST_TMP/k"
+        c1=$(git -C "$TEST_TMP/k/src" rev-parse HEAD~1)
+        mkdir -p "$d" && chmod 0711 "$d"
+        printf '{"on_stop": "keep", "keep_timeout": 60}\n' > "$d/config.json"
+        printf '{"network": {"mode": "nat", "host_loopback": true}}\n' > "$TEST_TMP/p.json"
+        export NSBOX_SOCKET="$d/d.sock"
+        keep_daemon() {
+                "$(dirname "$NSBOX")/nsboxd" --config "$d/config.json" --socket "$d/d.sock" >> "$d/log" 2>&1 &
+                DPID=$!
+                for i in $(seq 100); do [ "$(daemon_pid)" = "$DPID" ] && return 0; sleep 0.1; done
+                fail "nsboxd did not start: $(tail -n 3 "$d/log")"
+        }
+        keep_daemon
+        MY_PIDS="$MY_PIDS $DPID"
+        new_sandbox id --policy "$TEST_TMP/p.json" --repo "http://10.0.2.2:$port/r.git" --commit "$c1"
+        kill -TERM "$DPID"; wait "$DPID" 2> /dev/null
+        keep_daemon
+        MY_PIDS="$MY_PIDS $DPID"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'echo changed > f.txt'
+        assert_status 0 "$NSBOX" reset "$id"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'git rev-parse HEAD; cat f.txt'
+        assert_eq "$c1 v1" "$(printf '%s\n' "$OUT" | tr '\n' ' ' | sed 's/ $//')" "a reset after the restart"
+        assert_status 0 "$NSBOX" rm -f "$id"
+}
+
 # Last (tests run in name order): every test removed what it made.
 test_zz_nothing_is_left() {
         assert_daemon_holds_nothing "$(cat "$SESSION_DIR/mounts-before")"
