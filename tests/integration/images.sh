@@ -235,6 +235,27 @@ root" "$OUT" "uid, the image's _apt user, apt-get install hello, its owner"
         assert_eq gone "$OUT" "a new sandbox of the image"
 }
 
+# A template of nsboxd.json that names an image: its pool starts on it, and a create takes one.
+test_template_pool_on_an_image() {
+        import_image oci tpl:1
+        local d="$SESSION_DIR/tpl" sid i
+        mkdir -p "$d" && chmod 0711 "$d"
+        printf '{"templates": {"img": {"create": {"image": "tpl:1"}, "pool": 1}}}\n' > "$d/config.json"
+        NSBOX_SOCKET="$d/d.sock" "$(dirname "$NSBOX")/nsboxd" --config "$d/config.json" --socket "$d/d.sock" > "$d/log" 2>&1 &
+        TPL_DAEMON=$! # global: the trap runs after this function's locals are gone
+        trap 'kill -TERM $TPL_DAEMON 2>/dev/null; wait $TPL_DAEMON 2>/dev/null; cleanup_test' EXIT
+        for i in $(seq 100); do [ -S "$d/d.sock" ] && break; sleep 0.1; done
+        sid=$(NSBOX_SOCKET="$d/d.sock" "$NSBOX" create --template img 2>&1) || fail "create --template img: $sid $(tail -n 3 "$d/log")"
+        assert_status 0 env NSBOX_SOCKET="$d/d.sock" "$NSBOX" exec "$sid" -- sh -c 'cat /etc/os-release; pwd; echo $IMGVAR'
+        assert_eq 'PRETTY_NAME="nsbox test image"
+ID=nsboxtest
+/srv
+from-image' "$OUT" "a pooled sandbox of an image template"
+        assert_status 125 "$NSBOX" image rm tpl:1
+        assert_contains "$OUT" "in use"
+        NSBOX_SOCKET="$d/d.sock" "$NSBOX" rm -f "$sid" > /dev/null
+}
+
 # Last: nothing left behind.
 test_z_nothing_is_left() {
         "$NSBOX" daemon stop > /dev/null 2>&1
