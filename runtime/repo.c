@@ -599,6 +599,17 @@ int nsbox_repo_worker_limits(uint64_t max_bytes, nsbox_error *err)
         return 0;
 }
 
+int nsbox_repo_commit_check(const char *commit, nsbox_error *err)
+{
+        /* no id, branch or tag starts with '-' (git check-ref-format): one that does would be
+         * read as an option by the git that clones a network URL inside the sandbox */
+        if (*commit && *commit != '-' && strnlen(commit, COMMIT_SPEC_MAX + 1) <= COMMIT_SPEC_MAX && !has_control(commit))
+                return 0;
+        size_t n = strnlen(commit, SHOWN_MAX + 1);
+        return failf(err, -EINVAL, "commit '%.*s%s': expected a commit id, a branch or a tag", (int)(n > SHOWN_MAX ? SHOWN_MAX : n), commit,
+                     n > SHOWN_MAX ? "..." : "");
+}
+
 int nsbox_repo_clone(const char *url, const char *commit, bool allow_network, uint64_t max_bytes, int dst_parent_fd,
                      const char *dst_name, char ret_commit[41], nsbox_error *err)
 {
@@ -607,15 +618,13 @@ int nsbox_repo_clone(const char *url, const char *commit, bool allow_network, ui
         if (!dst_name || !*dst_name || strchr(dst_name, '/') || strcmp(dst_name, ".") == 0 ||
             strcmp(dst_name, "..") == 0 || strlen(dst_name) > NAME_MAX || has_control(dst_name))
                 return failf(err, -EINVAL, "clone '%s': the destination must be one path component", url);
-        if (commit && (!*commit || strnlen(commit, COMMIT_SPEC_MAX + 1) > COMMIT_SPEC_MAX || has_control(commit))) {
-                size_t n = strnlen(commit, SHOWN_MAX + 1);
-                return failf(err, -EINVAL, "commit '%.*s%s': expected a commit id, a branch or a tag",
-                             (int)(n > SHOWN_MAX ? SHOWN_MAX : n), commit, n > SHOWN_MAX ? "..." : "");
-        }
+        int r = commit ? nsbox_repo_commit_check(commit, err) : 0;
+        if (r < 0)
+                return r;
 
         nsbox_repo_kind kind;
         _cleanup_free_ char *source = NULL;
-        int r = nsbox_repo_classify(url, &kind, &source, err);
+        r = nsbox_repo_classify(url, &kind, &source, err);
         if (r < 0)
                 return r;
         if (kind == NSBOX_REPO_NETWORK && !allow_network)

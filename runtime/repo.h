@@ -28,6 +28,10 @@ typedef enum { NSBOX_REPO_LOCAL, NSBOX_REPO_NETWORK, _NSBOX_REPO_KIND_MAX } nsbo
  * failure; free it. */
 int nsbox_repo_classify(const char *spec, nsbox_repo_kind *ret_kind, char **ret_url, nsbox_error *err);
 
+/* A --commit: 1 to 1024 bytes, no control character, not starting with '-'; else -EINVAL
+ * "commit 'x': expected a commit id, a branch or a tag". */
+int nsbox_repo_commit_check(const char *commit, nsbox_error *err);
+
 /* Clone url (anything nsbox_repo_classify accepts) into the new directory dst_name (one path
  * component) under dst_parent_fd, check out commit (any revspec libgit2 resolves to a commit:
  * full or abbreviated id, tag, branch - the remote's other branches too; NULL = the remote's

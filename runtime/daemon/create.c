@@ -353,6 +353,8 @@ int sandbox_prepare(daemon_state *d, const client *c, json_t *params, sandbox **
                         r = nsbox_err_as(err, EPERM, "repository '%s' needs network access; the sandbox's network is 'none'", o.repo);
                 if (r == 0 && kind == NSBOX_REPO_NETWORK) /* never fetched by the host: cloned inside */
                         s->clone_url = steal_pointer(&s->repo_url);
+                if (r == 0 && o.commit)
+                        r = nsbox_repo_commit_check(o.commit, err);
                 if (r == 0 && o.commit && !(*(s->clone_url ? &s->clone_commit : &s->repo_commit) = strdup(o.commit)))
                         r = -ENOMEM;
                 nsbox_idmap map;

@@ -197,6 +197,10 @@ PY
         assert_one_line_error "$OUT"
         assert_status 125 "$NSBOX" create --net nat --repo "$url"
         assert_contains "$OUT" "inside the sandbox: fatal: unable to access" "nat without host_loopback: the host's loopback is not reachable"
+        # a commit that git inside would read as an option: refused before the sandbox starts
+        assert_status 125 "$NSBOX" create --policy "$TEST_TMP/p.json" --repo "$url" --commit=--output=/tmp/x
+        assert_contains "$OUT" "commit '--output=/tmp/x': expected a commit id, a branch or a tag" "a commit starting with '-'"
+        assert_one_line_error "$OUT"
         assert_status 125 "$NSBOX" create --repo "$url"
         assert_contains "$OUT" "needs network access; the sandbox's network is 'none'" "--net none"
         assert_one_line_error "$OUT"

@@ -632,6 +632,7 @@ START_TEST(test_bad_commit_specs_are_refused)
         FIXTURE_OPEN(&f);
         ASSERT_CLONE_FAILS(&f, f.src, "", "clone", -EINVAL, "commit '': expected a commit id, a branch or a tag");
         ASSERT_CLONE_FAILS(&f, f.src, "ab\ncd", "clone", -EINVAL, "commit 'ab?cd': expected a commit id");
+        ASSERT_CLONE_FAILS(&f, f.src, "--output=x", "clone", -EINVAL, "commit '--output=x': expected a commit id");
         FIXTURE_CLOSE(&f);
 }
 END_TEST
