@@ -48,8 +48,9 @@ static int apply_config(nsbox_policy *p, const nsbox_run_options *o, json_t *met
         const char *user = json_string_value(json_object_get(c, "User"));
         if (user && user[0]) {
                 char *end;
-                unsigned long u = !strncmp(user, "root", 4) && (!user[4] || user[4] == ':') ? 0 : strtoul(user, &end, 10);
-                bool numeric = !strncmp(user, "root", 4) || (end != user && (!*end || *end == ':'));
+                bool root = !strncmp(user, "root", 4) && (!user[4] || user[4] == ':'); /* not "rootless" */
+                unsigned long u = root ? 0 : strtoul(user, &end, 10);
+                bool numeric = root || (end != user && (!*end || *end == ':'));
                 if (!numeric || u != p->uid)
                         fprintf(stderr, "nsbox: warning: image '%s': User '%s' ignored: the sandbox runs as the policy's user (uid %u)\n",
                                 o->image, user, (unsigned)p->uid);
