@@ -30,7 +30,6 @@ const nsbox_hostview_entry nsbox_hostview[] = {
         { "/etc/os-release", HV_LINK | HV_BIND | HV_OPTIONAL },
         { "/etc/debian_version", HV_BIND | HV_OPTIONAL },
         { "/etc/bash.bashrc", HV_BIND | HV_OPTIONAL },
-        { "/etc/profile", HV_BIND | HV_OPTIONAL },
         { "/etc/gitconfig", HV_BIND | HV_OPTIONAL },
         { "/etc/python3", HV_BIND | HV_OPTIONAL },
         { "/etc/python3.11", HV_BIND | HV_OPTIONAL },

@@ -339,6 +339,39 @@ static int skel_copy(int lowerfd, const char *path, const struct stat *st, nsbox
         return 0;
 }
 
+/* Debian's /etc/profile, save that the user id comes from bash's EUID: the stock file runs id(1)
+ * at every login shell, and E2B's SDKs run each command as `bash -l -c`, so the fork and exec of
+ * id was a third of a command's time.  Other shells still run id. */
+static const char host_profile[] =
+        "# /etc/profile of an nsbox sandbox: Debian's, with the user id from bash's EUID (no id(1) run)\n"
+        "nsbox_uid=${EUID:-$(id -u)}\n"
+        "if [ \"$nsbox_uid\" -eq 0 ]; then\n"
+        "  PATH=\"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"\n"
+        "else\n"
+        "  PATH=\"/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games\"\n"
+        "fi\n"
+        "export PATH\n"
+        "if [ \"${PS1-}\" ]; then\n"
+        "  if [ \"${BASH-}\" ] && [ \"$BASH\" != \"/bin/sh\" ]; then\n"
+        "    if [ -f /etc/bash.bashrc ]; then\n"
+        "      . /etc/bash.bashrc\n"
+        "    fi\n"
+        "  elif [ \"$nsbox_uid\" -eq 0 ]; then\n"
+        "    PS1='# '\n"
+        "  else\n"
+        "    PS1='$ '\n"
+        "  fi\n"
+        "fi\n"
+        "unset nsbox_uid\n"
+        "if [ -d /etc/profile.d ]; then\n"
+        "  for i in /etc/profile.d/*.sh; do\n"
+        "    if [ -r $i ]; then\n"
+        "      . $i\n"
+        "    fi\n"
+        "  done\n"
+        "  unset i\n"
+        "fi\n";
+
 /* The host view's lower layer: empty mount points and the host's own symlinks (bin -> usr/bin
  * on merged-/usr hosts), on the staging tmpfs.  The binds go onto the merged root later. */
 static int build_host_skeleton(int lowerfd, hv_kind *plan, nsbox_error *err)
@@ -352,6 +385,8 @@ static int build_host_skeleton(int lowerfd, hv_kind *plan, nsbox_error *err)
                         return r;
         if (symlinkat("../tmp", lowerfd, "var/tmp") < 0)
                 return nsbox_err(err, errno, "create '/var/tmp'");
+        if ((r = write_file_at(lowerfd, "etc/profile", host_profile, 0644)) < 0)
+                return nsbox_err(err, -r, "create '/etc/profile'");
         for (size_t i = 0; i < nsbox_hostview_len; i++) {
                 const nsbox_hostview_entry *e = &nsbox_hostview[i];
                 struct stat st;
