@@ -227,6 +227,18 @@ test_cgroup_v1_limits_hold_for_root() {
         "$NSBOX" exec "$id" -- python3 -c 'a = bytearray(300 << 20)' > /dev/null 2>&1
         assert_status 0 "$NSBOX" rm "$id"
         assert_eq 0 "$(v1_sandboxes)" "cgroup v1 directories after nsbox rm"
+        # kill -9 of nsboxd: its sandboxes end, and the next nsboxd removes their v1 cgroups
+        local dpid i
+        id=$("$NSBOX" create --memory 64M --pids 50 2> "$TEST_TMP/err") || fail "create: $(cat "$TEST_TMP/err")"
+        agent=$("$NSBOX" ls --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["pid"])')
+        dpid=$(daemon_pid) || fail "no nsboxd"
+        [ "$(v1_sandboxes)" -gt 0 ] || fail "no v1 cgroup for sandbox $id"
+        kill -KILL "$dpid"
+        wait_pids_gone 10 "$dpid" "$agent" > /dev/null || fail "nsboxd $dpid or agent $agent left after kill -9 of nsboxd"
+        assert_status 0 "$NSBOX" ls --json
+        assert_eq "[]" "$OUT" "sandboxes of the next nsboxd"
+        for i in $(seq 50); do [ "$(v1_sandboxes)" = 0 ] && break; sleep 0.1; done
+        assert_eq 0 "$(v1_sandboxes)" "cgroup v1 directories after kill -9 of nsboxd and the next start"
         "$NSBOX" run --memory 64M -- sleep 60 &
         local pid=$! i
         for i in $(seq 100); do [ "$(v1_sandboxes)" -gt 0 ] && break; sleep 0.05; done
