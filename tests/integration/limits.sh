@@ -113,12 +113,15 @@ test_explicit_limits_hold_or_are_refused() {
                 assert_contains "$(cat "$TEST_TMP/err")" "nsbox: warning: limits of policy 'default.json' need the cgroup v2 controllers memory pids cpu"
                 assert_contains "$(cat "$TEST_TMP/err")" "running without them (limits.enforce is best-effort)"
         fi
-        # the JSON result says so too
+        # the JSON result says so too, with what was asked for and what held (as nsboxd's replies)
         "$NSBOX" run --json --limits best-effort --pids 10 -- true 2> "$TEST_TMP/err"
+        assert_eq '{"pids": 10, "disk": 1073741824}' "$(tail -n 1 "$TEST_TMP/err" | jget 'd["limits"]')" "the JSON result's limits"
         if limits_hold; then
                 assert_eq None "$(tail -n 1 "$TEST_TMP/err" | jget 'str(d.get("warnings"))')" "warnings of a run whose limits hold"
+                assert_eq '{"pids": 10, "disk": 1073741824}' "$(tail -n 1 "$TEST_TMP/err" | jget 'd["limits_enforced"]')" "limits_enforced"
         else
                 assert_contains "$(tail -n 1 "$TEST_TMP/err" | jget 'd["warnings"][0]')" "limits not enforced: pids: " "the JSON result's warning"
+                assert_eq '{"disk": 1073741824}' "$(tail -n 1 "$TEST_TMP/err" | jget 'd["limits_enforced"]')" "limits_enforced"
         fi
         assert_status 125 "$NSBOX" run --limits maybe -- true
         assert_eq "nsbox: run: --limits 'maybe': expected required or best-effort" "$OUT" "a bad --limits"
