@@ -227,7 +227,12 @@ test_cgroup_v1_limits_hold_for_root() {
         cg=$(sed -n 's|^[0-9]*:memory:/nsbox/||p' "/proc/$agent/cgroup")
         case $cg in sb-*) ;; *) fail "the agent's v1 memory cgroup: $(cat "/proc/$agent/cgroup")" ;; esac
         assert_eq 67108864 "$(cat "$(v1_mount memory)/nsbox/$cg/memory.limit_in_bytes")" "its memory limit"
-        "$NSBOX" exec "$id" -- python3 -c 'a = bytearray(300 << 20)' > /dev/null 2>&1
+        # swap too, where the kernel accounts it (memory.memsw.*): no swapping past the limit
+        [ ! -e "$(v1_mount memory)/nsbox/$cg/memory.memsw.limit_in_bytes" ] ||
+                assert_eq 67108864 "$(cat "$(v1_mount memory)/nsbox/$cg/memory.memsw.limit_in_bytes")" "its memory+swap limit"
+        assert_status 137 "$NSBOX" exec "$id" -- python3 -c 'a = bytearray(300 << 20); print("allocated")'
+        assert_not_contains "$OUT" allocated "a 300 MB allocation in a 64M sandbox"
+        assert_eq True "$("$NSBOX" inspect "$id" | pyj 'str(d[0]["oom_kills"] >= 1)')" "oom_kills of the sandbox"
         assert_status 0 "$NSBOX" rm "$id"
         assert_eq 0 "$(v1_sandboxes)" "cgroup v1 directories after nsbox rm"
         # kill -9 of nsboxd: its sandboxes end, and the next nsboxd removes their v1 cgroups
