@@ -339,6 +339,40 @@ test_pause_freezes_and_resume_thaws() {
         ! pgrep -f "$mark" > /dev/null || fail "the loop outlived rm of its paused sandbox"
 }
 
+# Root on a host without cgroup2 (RHEL 8's layout): pause uses the cgroup v1 freezer.  Here, an
+# nsboxd in a mount namespace whose cgroup2 mount is gone: a counter stops while paused
+# (freezer.state FROZEN) and goes on after resume; rm of a paused sandbox leaves no v1 cgroup.
+test_pause_with_the_cgroup_v1_freezer_for_root() {
+        [ "$TEST_AS" = root ] || skip "a user cannot use cgroup v1 (its pause is SIGSTOP, tested above)"
+        [ -n "$(v1_mount freezer)" ] || skip "no cgroup v1 freezer on this host"
+        local frz; frz="$(v1_mount freezer)/nsbox"
+        OUT=$(NSBOX_SOCKET="$SESSION_DIR/v1.sock" FRZ=$frz unshare -m --propagation private bash -c '
+                umount -l "$1" || exit 1
+                trap "\"\$NSBOX\" daemon stop > /dev/null 2>&1" EXIT # whatever failed
+                id=$("$NSBOX" create) || exit 1
+                "$NSBOX" call "$id" exec "{\"shell\": \"i=0; while :; do i=\$((i+1)); echo \$i > /tmp/c; sleep 0.05; done\", \"background\": true}" > /dev/null
+                sleep 0.5
+                a=$("$NSBOX" exec "$id" -- cat /tmp/c)
+                "$NSBOX" pause "$id" || exit 1
+                echo "state $(cat "$FRZ"/sb-*-"$id"*/freezer.state)"
+                echo "calls refused $("$NSBOX" call "$id" read_file "{\"path\": \"/tmp/c\"}" 2>&1 | grep -c "is paused")"
+                sleep 1.5
+                "$NSBOX" resume "$id" || exit 1
+                b=$("$NSBOX" exec "$id" -- cat /tmp/c); sleep 0.5; c=$("$NSBOX" exec "$id" -- cat /tmp/c)
+                [ $((b - a)) -le 12 ] && echo "stopped while paused" || echo "went on while paused: $a, then $b"
+                [ "$c" -gt "$b" ] && echo "goes on after resume" || echo "did not go on: $b, then $c"
+                "$NSBOX" pause "$id" && "$NSBOX" rm "$id" > /dev/null && echo removed
+                echo "$id"' bash "$(v2_root)" 2>&1)
+        assert_eq "state FROZEN
+calls refused 1
+stopped while paused
+goes on after resume
+removed" "$(sed '$d' <<< "$OUT")" "pause through the v1 freezer"
+        local id i; id=$(tail -n 1 <<< "$OUT")
+        for i in $(seq 50); do ls -d "$frz"/sb-*-"$id"* > /dev/null 2>&1 || break; sleep 0.1; done
+        assert_eq "" "$(ls -d "$frz"/sb-*-"$id"* 2>/dev/null)" "v1 freezer cgroups of $id left"
+}
+
 test_pause_and_resume_bad_input() {
         assert_status 125 "$NSBOX" pause 00000000
         assert_one_line_error "$OUT"
