@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,9 +155,10 @@ void nsbox_userns_limit_rlimits(void)
         halve_rlimit(RLIMIT_MEMLOCK);
 }
 
-static int read_int_file(const char *path, long *ret)
+static int read_int_file(const char *dir, const char *name, long *ret)
 {
-        char buf[32] = "";
+        char buf[32] = "", path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
                 return -1;
@@ -164,14 +166,24 @@ static int read_int_file(const char *path, long *ret)
         return 0;
 }
 
-const char *nsbox_userns_hint(int errnum)
+#ifndef NSBOX_DATADIR
+#define NSBOX_DATADIR "/usr/local/share"
+#endif
+/* Ubuntu 23.10+: the profile make install ships, and the two commands that load it */
+#define APPARMOR_HINT                                                                                                  \
+        "kernel.apparmor_restrict_unprivileged_userns=1: install the nsbox AppArmor profile: sudo cp " NSBOX_DATADIR  \
+        "/nsbox/apparmor/nsbox /etc/apparmor.d/nsbox && sudo apparmor_parser -r /etc/apparmor.d/nsbox, see nsbox(1) HOST SETUP"
+
+const char *nsbox_userns_hint(int errnum) { return nsbox_userns_hint_at("/proc/sys", errnum); }
+
+const char *nsbox_userns_hint_at(const char *sysdir, int errnum)
 {
         long v;
-        if (read_int_file("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v == 1)
-                return "kernel.apparmor_restrict_unprivileged_userns=1: install the nsbox AppArmor profile, see nsbox(1) HOST SETUP";
-        if (read_int_file("/proc/sys/kernel/unprivileged_userns_clone", &v) == 0 && v == 0)
+        if (read_int_file(sysdir, "kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v == 1)
+                return APPARMOR_HINT;
+        if (read_int_file(sysdir, "kernel/unprivileged_userns_clone", &v) == 0 && v == 0)
                 return "kernel.unprivileged_userns_clone=0: set it to 1, see nsbox(1) HOST SETUP";
-        if (read_int_file("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0)
+        if (read_int_file(sysdir, "user/max_user_namespaces", &v) == 0 && v == 0)
                 return "user.max_user_namespaces=0: raise it, see nsbox(1) HOST SETUP";
         if (errnum == ENOSPC)
                 return "the user namespace limit (user.max_user_namespaces, or nesting deeper than 32) is reached, see nsbox(1) HOST SETUP";

@@ -52,5 +52,7 @@ void nsbox_userns_owner_leave(nsbox_userns_owner *o);
  * the other rlimits: RLIMIT_MSGQUEUE, RLIMIT_SIGPENDING and RLIMIT_MEMLOCK, half of ours. */
 int nsbox_userns_limit_inotify(int procfd, nsbox_error *err);
 void nsbox_userns_limit_rlimits(void);
-/* Explain why a user namespace could not be created, for the error message. */
+/* Explain why a user namespace could not be created, for the error message: the sysctls of
+ * /proc/sys (of sysdir, for tests) that forbid it, each with its fix. */
 const char *nsbox_userns_hint(int errnum);
+const char *nsbox_userns_hint_at(const char *sysdir, int errnum);

@@ -89,13 +89,15 @@ static void start_direct(nsbox_sandbox *sb)
 }
 
 /* Freeze and thaw (nsbox pause/resume without the daemon hop): cgroup.freeze until
- * cgroup.events says so, with one sleeping command in the sandbox besides the agent. */
+ * cgroup.events says so, or, without cgroup2 (root on a cgroup v1 host), the v1 freezer's
+ * freezer.state until FROZEN; one sleeping command in the sandbox besides the agent. */
 static void bench_freeze(nsbox_sandbox *sb, int runs)
 {
-        if (sb->cg.dirfd < 0) {
+        if (!nsbox_cgroup_can_freeze(&sb->cg)) {
                 printf("  cgroup  freeze/thaw: not measured (this user gets no cgroup here)\n");
                 return;
         }
+        const char *group = sb->cg.dirfd >= 0 ? "cgroup" : "cg-v1";
         uint64_t *fr = calloc((size_t)runs, sizeof(*fr)), *th = calloc((size_t)runs, sizeof(*th));
         nsbox_error err = { 0 };
         json_decref(agent_call(sb->agentfd, "exec", json_pack("{ss sb}", "shell", "sleep 1000", "background", 1), NULL, 0, NULL));
@@ -109,8 +111,8 @@ static void bench_freeze(nsbox_sandbox *sb, int runs)
                 fr[i] = t1 - t0;
                 th[i] = now_ns() - t1;
         }
-        report("cgroup", "freeze (pause)", fr, (size_t)runs);
-        report("cgroup", "thaw (resume)", th, (size_t)runs);
+        report(group, "freeze (pause)", fr, (size_t)runs);
+        report(group, "thaw (resume)", th, (size_t)runs);
         free(fr);
         free(th);
 }

@@ -113,12 +113,15 @@ test_explicit_limits_hold_or_are_refused() {
                 assert_contains "$(cat "$TEST_TMP/err")" "nsbox: warning: limits of policy 'default.json' need the cgroup v2 controllers memory pids cpu"
                 assert_contains "$(cat "$TEST_TMP/err")" "running without them (limits.enforce is best-effort)"
         fi
-        # the JSON result says so too
+        # the JSON result says so too, with what was asked for and what held (as nsboxd's replies)
         "$NSBOX" run --json --limits best-effort --pids 10 -- true 2> "$TEST_TMP/err"
+        assert_eq '{"pids": 10, "disk": 1073741824}' "$(tail -n 1 "$TEST_TMP/err" | jget 'd["limits"]')" "the JSON result's limits"
         if limits_hold; then
                 assert_eq None "$(tail -n 1 "$TEST_TMP/err" | jget 'str(d.get("warnings"))')" "warnings of a run whose limits hold"
+                assert_eq '{"pids": 10, "disk": 1073741824}' "$(tail -n 1 "$TEST_TMP/err" | jget 'd["limits_enforced"]')" "limits_enforced"
         else
                 assert_contains "$(tail -n 1 "$TEST_TMP/err" | jget 'd["warnings"][0]')" "limits not enforced: pids: " "the JSON result's warning"
+                assert_eq '{"disk": 1073741824}' "$(tail -n 1 "$TEST_TMP/err" | jget 'd["limits_enforced"]')" "limits_enforced"
         fi
         assert_status 125 "$NSBOX" run --limits maybe -- true
         assert_eq "nsbox: run: --limits 'maybe': expected required or best-effort" "$OUT" "a bad --limits"
@@ -224,9 +227,26 @@ test_cgroup_v1_limits_hold_for_root() {
         cg=$(sed -n 's|^[0-9]*:memory:/nsbox/||p' "/proc/$agent/cgroup")
         case $cg in sb-*) ;; *) fail "the agent's v1 memory cgroup: $(cat "/proc/$agent/cgroup")" ;; esac
         assert_eq 67108864 "$(cat "$(v1_mount memory)/nsbox/$cg/memory.limit_in_bytes")" "its memory limit"
-        "$NSBOX" exec "$id" -- python3 -c 'a = bytearray(300 << 20)' > /dev/null 2>&1
+        # swap too, where the kernel accounts it (memory.memsw.*): no swapping past the limit
+        [ ! -e "$(v1_mount memory)/nsbox/$cg/memory.memsw.limit_in_bytes" ] ||
+                assert_eq 67108864 "$(cat "$(v1_mount memory)/nsbox/$cg/memory.memsw.limit_in_bytes")" "its memory+swap limit"
+        assert_status 137 "$NSBOX" exec "$id" -- python3 -c 'a = bytearray(300 << 20); print("allocated")'
+        assert_not_contains "$OUT" allocated "a 300 MB allocation in a 64M sandbox"
+        assert_eq True "$("$NSBOX" inspect "$id" | pyj 'str(d[0]["oom_kills"] >= 1)')" "oom_kills of the sandbox"
         assert_status 0 "$NSBOX" rm "$id"
         assert_eq 0 "$(v1_sandboxes)" "cgroup v1 directories after nsbox rm"
+        # kill -9 of nsboxd: its sandboxes end, and the next nsboxd removes their v1 cgroups
+        local dpid i
+        id=$("$NSBOX" create --memory 64M --pids 50 2> "$TEST_TMP/err") || fail "create: $(cat "$TEST_TMP/err")"
+        agent=$("$NSBOX" ls --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["pid"])')
+        dpid=$(daemon_pid) || fail "no nsboxd"
+        [ "$(v1_sandboxes)" -gt 0 ] || fail "no v1 cgroup for sandbox $id"
+        kill -KILL "$dpid"
+        wait_pids_gone 10 "$dpid" "$agent" > /dev/null || fail "nsboxd $dpid or agent $agent left after kill -9 of nsboxd"
+        assert_status 0 "$NSBOX" ls --json
+        assert_eq "[]" "$OUT" "sandboxes of the next nsboxd"
+        for i in $(seq 50); do [ "$(v1_sandboxes)" = 0 ] && break; sleep 0.1; done
+        assert_eq 0 "$(v1_sandboxes)" "cgroup v1 directories after kill -9 of nsboxd and the next start"
         "$NSBOX" run --memory 64M -- sleep 60 &
         local pid=$! i
         for i in $(seq 100); do [ "$(v1_sandboxes)" -gt 0 ] && break; sleep 0.05; done
@@ -317,6 +337,40 @@ test_pause_freezes_and_resume_thaws() {
         [ "$cg" = None ] || [ ! -e "$cg" ] || fail "cgroup $cg left after rm of a paused sandbox"
         for _ in $(seq 50); do pgrep -f "$mark" > /dev/null || break; sleep 0.1; done
         ! pgrep -f "$mark" > /dev/null || fail "the loop outlived rm of its paused sandbox"
+}
+
+# Root on a host without cgroup2 (RHEL 8's layout): pause uses the cgroup v1 freezer.  Here, an
+# nsboxd in a mount namespace whose cgroup2 mount is gone: a counter stops while paused
+# (freezer.state FROZEN) and goes on after resume; rm of a paused sandbox leaves no v1 cgroup.
+test_pause_with_the_cgroup_v1_freezer_for_root() {
+        [ "$TEST_AS" = root ] || skip "a user cannot use cgroup v1 (its pause is SIGSTOP, tested above)"
+        [ -n "$(v1_mount freezer)" ] || skip "no cgroup v1 freezer on this host"
+        local frz; frz="$(v1_mount freezer)/nsbox"
+        OUT=$(NSBOX_SOCKET="$SESSION_DIR/v1.sock" FRZ=$frz unshare -m --propagation private bash -c '
+                umount -l "$1" || exit 1
+                trap "\"\$NSBOX\" daemon stop > /dev/null 2>&1" EXIT # whatever failed
+                id=$("$NSBOX" create) || exit 1
+                "$NSBOX" call "$id" exec "{\"shell\": \"i=0; while :; do i=\$((i+1)); echo \$i > /tmp/c; sleep 0.05; done\", \"background\": true}" > /dev/null
+                sleep 0.5
+                a=$("$NSBOX" exec "$id" -- cat /tmp/c)
+                "$NSBOX" pause "$id" || exit 1
+                echo "state $(cat "$FRZ"/sb-*-"$id"*/freezer.state)"
+                echo "calls refused $("$NSBOX" call "$id" read_file "{\"path\": \"/tmp/c\"}" 2>&1 | grep -c "is paused")"
+                sleep 1.5
+                "$NSBOX" resume "$id" || exit 1
+                b=$("$NSBOX" exec "$id" -- cat /tmp/c); sleep 0.5; c=$("$NSBOX" exec "$id" -- cat /tmp/c)
+                [ $((b - a)) -le 12 ] && echo "stopped while paused" || echo "went on while paused: $a, then $b"
+                [ "$c" -gt "$b" ] && echo "goes on after resume" || echo "did not go on: $b, then $c"
+                "$NSBOX" pause "$id" && "$NSBOX" rm "$id" > /dev/null && echo removed
+                echo "$id"' bash "$(v2_root)" 2>&1)
+        assert_eq "state FROZEN
+calls refused 1
+stopped while paused
+goes on after resume
+removed" "$(sed '$d' <<< "$OUT")" "pause through the v1 freezer"
+        local id i; id=$(tail -n 1 <<< "$OUT")
+        for i in $(seq 50); do ls -d "$frz"/sb-*-"$id"* > /dev/null 2>&1 || break; sleep 0.1; done
+        assert_eq "" "$(ls -d "$frz"/sb-*-"$id"* 2>/dev/null)" "v1 freezer cgroups of $id left"
 }
 
 test_pause_and_resume_bad_input() {

@@ -27,6 +27,7 @@ test_uid_0_of_a_user_namespace_is_a_user_with_its_own_places() {
                 id=$(nsbox create --label k=v)
                 nsbox exec "$id" -- sh -c "echo kept > notes; id -un"
                 nsbox snapshot "$id" s1 > /dev/null
+                nsbox snapshot ls | grep -q "^s1 " || { echo "snapshot ls: $(nsbox snapshot ls 2>&1)"; exit 1; }
                 id2=$(nsbox create --from s1)
                 echo "from the snapshot: $(nsbox exec "$id2" -- cat notes)"
                 nsbox daemon status | sed -n "s/^  socket *//p"

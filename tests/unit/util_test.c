@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -409,6 +411,49 @@ START_TEST(test_userns_owner_is_the_sandboxes_host_id_only_around_the_clone)
 }
 END_TEST
 
+/* A refused user namespace: the sysctl that forbids it, named with its fix; Ubuntu's AppArmor
+ * restriction with the profile make install ships and the commands that load it (issue 25). */
+static void write_sysctl(const char *dir, const char *name, const char *value)
+{
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(value, f);
+        fclose(f);
+}
+
+START_TEST(test_userns_hint_names_the_sysctl_and_its_fix)
+{
+        char dir[] = "/tmp/nsbox-unit-sysctl.XXXXXX", sub[128];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(sub, sizeof(sub), "%s/kernel", dir);
+        ck_assert_int_eq(mkdir(sub, 0700), 0);
+        snprintf(sub, sizeof(sub), "%s/user", dir);
+        ck_assert_int_eq(mkdir(sub, 0700), 0);
+        UNIT_ASSERT_CONTAINS(nsbox_userns_hint_at(dir, EPERM), "not allowed here");
+        UNIT_ASSERT_CONTAINS(nsbox_userns_hint_at(dir, ENOSPC), "user.max_user_namespaces");
+        write_sysctl(dir, "user/max_user_namespaces", "0\n");
+        UNIT_ASSERT_CONTAINS(nsbox_userns_hint_at(dir, EPERM), "user.max_user_namespaces=0: raise it");
+        write_sysctl(dir, "kernel/unprivileged_userns_clone", "0\n");
+        UNIT_ASSERT_CONTAINS(nsbox_userns_hint_at(dir, EPERM), "kernel.unprivileged_userns_clone=0: set it to 1");
+        write_sysctl(dir, "kernel/apparmor_restrict_unprivileged_userns", "0\n");
+        UNIT_ASSERT_CONTAINS(nsbox_userns_hint_at(dir, EPERM), "kernel.unprivileged_userns_clone=0");
+        write_sysctl(dir, "kernel/apparmor_restrict_unprivileged_userns", "1\n");
+        const char *h = nsbox_userns_hint_at(dir, EPERM);
+        UNIT_ASSERT_CONTAINS(h, "kernel.apparmor_restrict_unprivileged_userns=1: install the nsbox AppArmor profile: ");
+        UNIT_ASSERT_CONTAINS(h, "sudo cp " NSBOX_DATADIR "/nsbox/apparmor/nsbox /etc/apparmor.d/nsbox");
+        UNIT_ASSERT_CONTAINS(h, " && sudo apparmor_parser -r /etc/apparmor.d/nsbox");
+        UNIT_ASSERT_ONE_LINE(h);
+        const char *names[] = { "kernel/apparmor_restrict_unprivileged_userns", "kernel/unprivileged_userns_clone",
+                                "user/max_user_namespaces", "kernel", "user", "" };
+        for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+                snprintf(sub, sizeof(sub), "%s/%s", dir, names[i]);
+                ck_assert_int_eq(i < 3 ? unlink(sub) : rmdir(sub), 0);
+        }
+}
+END_TEST
+
 Suite *util_suite(void)
 {
         Suite *s = suite_create("util");
@@ -453,5 +498,6 @@ Suite *util_suite(void)
         unit_add(tc, test_json_escape_c1_keeps_the_value);
         tc = unit_tcase(s, "userns");
         unit_add(tc, test_userns_owner_is_the_sandboxes_host_id_only_around_the_clone);
+        unit_add(tc, test_userns_hint_names_the_sysctl_and_its_fix);
         return s;
 }
