@@ -1,6 +1,6 @@
 // Many nsboxd nodes behind HAProxy (contrib/haproxy), driven by the unmodified e2b SDK pointed at
 // the router: creates placed by free capacity, and every call on a sandbox (command, file, a
-// streamed command's output, connect) reaching the node its id names.  tests/integration/cluster.sh
+// streamed command's output, unbuffered, connect) reaching the node its id names.  tests/integration/cluster.sh
 // runs it and checks the placement on each node's own socket.  Env: E2B_API_URL and
 // E2B_SANDBOX_URL (the router), E2B_API_KEY (the key file every node shares), CLUSTER_CREATES,
 // CLUSTER_IDS (a file: the ids made, one a line, for the shell), CLUSTER_NODES (the node names).
@@ -45,6 +45,21 @@ await check("every_call_reaches_its_node", async () => {
                 eq("1\n2\n3\n", lines.join(""), `a streamed command's output on ${sb.sandboxId}`);
         });
 }, 300000);
+
+// A stream through the router is not buffered: a command's first line arrives while it still runs
+// (one sandbox of each node that holds some).
+await check("streams_pass_the_router_unbuffered", async () => {
+        const one = new Map();
+        for (const b of boxes) if (!one.has(nodeOf(b.sandboxId))) one.set(nodeOf(b.sandboxId), b);
+        assert(one.size > 0, "no sandboxes");
+        for (const [node, sb] of one) {
+                const t0 = Date.now();
+                let first = null;
+                await sb.commands.run("echo 1; sleep 1; echo 2", { onStdout: () => (first ??= Date.now()) });
+                const end = Date.now();
+                assert(first !== null && end - first >= 600, `node ${node}: the first line came ${first === null ? "never" : first - t0} ms in, the end at ${end - t0} ms`);
+        }
+}, 60000);
 
 await check("list_with_a_metadata_filter_answers_for_every_node", async () => {
         const seen = new Set(), pages = Sandbox.list({ query: { metadata: { cluster: RUN } }, limit: 25 });

@@ -33,6 +33,7 @@ Suite *supervisor_suite(void);
 Suite *codes_suite(void);
 Suite *watch_suite(void);
 Suite *apikeys_suite(void);
+Suite *cluster_suite(void);
 
 /* Check reports a result's test case, file and line but not its test function: remember which
  * test functions each test case has, and name a result by the last test that starts, in the
@@ -139,6 +140,7 @@ int main(void)
         srunner_add_suite(sr, codes_suite());
         srunner_add_suite(sr, watch_suite());
         srunner_add_suite(sr, apikeys_suite());
+        srunner_add_suite(sr, cluster_suite());
         /* Forked by default, so a crash is one failed test; CK_FORK=no runs in-process (valgrind). */
         if (!getenv("CK_FORK"))
                 srunner_set_fork_status(sr, CK_FORK);
