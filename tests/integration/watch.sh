@@ -136,8 +136,9 @@ test_watch_64_per_sandbox_then_cancelled_ones_free_their_place() {
         stop_watch
 }
 
-# A watch whose client reads nothing: a burst of some 400000 events stops in pipes, in bounded buffers (nsboxd's 16 MiB per client,
-# the agent's 8 MiB) and in the kernel's inotify queue, which overflows; the sandbox still works.
+# A watch whose client reads nothing: a burst of some 400000 events stops in pipes, in bounded
+# buffers (nsboxd's 16 MiB per client, the agent's 8 MiB) and in the kernel's inotify queue,
+# which overflows; the sandbox still works.
 test_watch_unread_burst_does_not_grow_memory() {
         trap cleanup EXIT
         new_sandbox id
