@@ -177,9 +177,9 @@ test_exec_it_under_tmux() {
         # Ctrl-P Ctrl-Q: nsbox exits 0, the shell runs on
         tmx kill-session -t t
         tmx new-session -d -s t -x 90 -y 30 "NSBOX_SOCKET=$NSBOX_SOCKET $NSBOX exec -it --tag kept $id bash --norc -i; echo status=\$?; sleep 60"
-        sleep 1
+        wait_pane '\$ *$' "the prompt before the detach keys" # keys before it could beat our raw mode
         tmx send-keys -t t 'echo typed > /tmp/typed' Enter C-p C-q
-        wait_pane '^status=0$' "detach"
+        wait_pane 'status=0$' "detach"
         pane | grep -q 'detached' || fail "no detach message: $(pane)"
         assert_status 0 "$NSBOX" call "$id" process_list
         assert_eq "true true" "$(echo "$OUT" | jget "' '.join(json.dumps(p[k]) for p in d['processes'] if p['tag'] == 'kept' for k in ('running', 'pty'))")" "the detached shell"
