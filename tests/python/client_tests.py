@@ -659,6 +659,12 @@ def t_pty():
         raises(lambda: s.pty.resize(bg.pid, PtySize(rows=5, cols=5)), InvalidArgumentException, "invalid_argument",
                "resize of a command without a pty")
         bg.kill()
+        # cwd and envs reach the command
+        seen = []
+        h3 = s.pty.create(on_data=seen.append, cwd="/tmp", envs={"GREETING": "hi-pty"}, cmd=["sh", "-c", "pwd; echo $GREETING"])
+        r = h3.wait(timeout=30)
+        text = b"".join(seen).decode().replace("\r", "")
+        check(r.exit_code == 0 and text == "/tmp\nhi-pty\n", f"pty.create cwd and envs: {text!r} {r}")
 
 
 
