@@ -9,10 +9,15 @@ socket, so that the figures are nsboxd's and the agent's, not a client library's
   keystroke echo  cat on a pty (exec pty, streamed): one byte with process_write_stdin, time
                   until the "pty" event with its echo arrives; N keystrokes (default 200).
                   Baseline: cat on a local pty (openpty), the byte written to its master.
+                  Then the same through the CLI: `nsbox exec -it ID cat` on a local pty (our
+                  terminal raw, keys as process_write_stdin calls, echo to our stdout), when
+                  NSBOX (the nsbox binary) is set or nsbox is on PATH.
   live output     a detached process printing a CLOCK_REALTIME timestamp line every 10 ms;
                   a process_connect client takes arrival minus the timestamp in the line,
-                  over N lines (the tail sent at attach is left out).  Baseline: the same
-                  loop as a local child on a pipe.
+                  over N lines (the tail sent at attach is left out).  Then the same into an
+                  on_stdout callback of the Python client (commands.run(background=True)),
+                  when clients/python is importable.  Baseline: the same loop as a local
+                  child on a pipe.
 Prints median and p99 in milliseconds; no pass or fail.
 """
 
@@ -28,6 +33,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import termios
+import threading
 import time
 
 TICKER = "while :; do date +%s%N; sleep 0.01; done"
@@ -121,6 +128,39 @@ def keystrokes_local(n):
     return out
 
 
+def keystrokes_cli(nsbox, sb, n):
+    """nsbox exec -it SB cat on a pty of ours: a key written to its master, until its echo."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([nsbox, "exec", "-it", sb, "cat"], stdin=slave, stdout=slave, stderr=slave,
+                         start_new_session=True)
+    os.close(slave)
+    for _ in range(300):  # nsbox has made our terminal raw: cat runs, keys go to it
+        if not termios.tcgetattr(master)[3] & termios.ECHO:
+            break
+        time.sleep(0.1)
+    os.write(master, b"ready")
+    got = b""
+    while b"ready" not in got:
+        if not select.select([master], [], [], 30)[0]:
+            sys.exit("bench: nsbox exec -it did not echo")
+        got += os.read(master, 4096)
+    out = []
+    for i in range(n + 20):
+        key = b"abcdefghijklmnopqrstuvwxyz"[i % 26:i % 26 + 1]
+        t = time.perf_counter()
+        os.write(master, key)
+        got = b""
+        while key not in got:
+            select.select([master], [], [])
+            got += os.read(master, 4096)
+        if i >= 20:
+            out.append((time.perf_counter() - t) * 1000)
+    p.terminate()  # nsbox kills cat and restores the terminal
+    p.wait(30)
+    os.close(master)
+    return out
+
+
 def lateness(lines, since_ns, out):
     now = time.time_ns()
     for line in lines:
@@ -148,6 +188,25 @@ def live_nsbox(sock, sb, n):
     c.s.close()  # detaches the reader; the ticker is killed below
     Raw(sock).call("call", {"sandbox": sb, "tool": "process_kill", "params": {"pid": pid}})
     return out[20:]
+
+
+def live_python(sock, sb, n):
+    """commands.run(background=True, on_stdout=...) of the Python client: arrival in the callback."""
+    from nsbox import Sandbox
+    s = Sandbox.connect(sb, socket=sock)
+    since, out, part, enough = time.time_ns(), [], [""], threading.Event()
+
+    def on_stdout(text):
+        part[0] += text
+        *lines, part[0] = part[0].split("\n")
+        lateness(lines, since, out)
+        if len(out) >= n + 20:
+            enough.set()
+    h = s.commands.run(TICKER, background=True, on_stdout=on_stdout, timeout=0)
+    enough.wait(300)
+    h.kill()
+    s._conn.close()
+    return out[20:n + 20]
 
 
 def live_local(n):
@@ -194,7 +253,15 @@ def main():
             print("   %-44s %8s %8s %6s" % ("", "median", "p99", "n"))
             row("keystroke echo, cat on a pty in nsbox", keystrokes_nsbox(sock, sb, n))
             row("keystroke echo, cat on a local pty", keystrokes_local(n))
+            nsbox = os.environ.get("NSBOX") or shutil.which("nsbox")
+            if nsbox:
+                row("keystroke echo, nsbox exec -it ID cat", keystrokes_cli(nsbox, sb, n))
             row("live output, process_connect in nsbox", live_nsbox(sock, sb, n))
+            try:
+                import nsbox as _  # noqa: F401
+                row("live output, Python client's on_stdout", live_python(sock, sb, n))
+            except ImportError:
+                print("   (no Python client on PYTHONPATH: its live output row left out)")
             row("live output, local child on a pipe", live_local(n))
         finally:
             c.call("destroy", {"sandbox": sb})

@@ -295,6 +295,47 @@ test_process_write_stdin_bad_data_is_a_one_line_error() {
         assert_eq "00 ff 0a" "$(echo "$OUT" | jget 'd["stdout"].strip()')" "bytes written with data_b64"
 }
 
+# Another owner's process: a root nsboxd that serves $NSBOX_TEST_USER too; the tenant cannot
+# attach to, read, feed or kill root's job (its sandbox is not theirs: not_found, one line), and
+# the job runs on unchanged.  A user's own nsboxd serves no other uid: root only.
+test_another_owners_process_is_out_of_reach() {
+        [ "$TEST_AS" = root ] || skip "only a root nsboxd serves other users"
+        local tenant=${NSBOX_TEST_USER:-nsboxtest} dir dpid id before i
+        id -u "$tenant" > /dev/null 2>&1 || skip "no user $tenant"
+        dir=$(mktemp -d "$SESSION_DIR/tenant.XXXXXX") && chmod 0711 "$SESSION_DIR" "$dir" || fail "mktemp"
+        printf '{"clients": {"uids": [%s]}}\n' "$(id -u "$tenant")" > "$dir/config.json"
+        NSBOX_STORE="$dir/store" "$(dirname "$NSBOX")/nsboxd" --config "$dir/config.json" --socket "$dir/d.sock" >> "$dir/log" 2>&1 < /dev/null &
+        dpid=$!
+        trap 'kill -TERM '"$dpid"' 2>/dev/null; wait '"$dpid"' 2>/dev/null; chmod -R u+rwX "'"$dir"'"; rm -rf "'"$dir"'"' EXIT
+        export NSBOX_SOCKET="$dir/d.sock"
+        for i in $(seq 300); do [ "$(daemon_pid)" = "$dpid" ] && break; sleep 0.1; done
+        [ "$(daemon_pid)" = "$dpid" ] || fail "nsboxd with clients did not answer: $(tail -n 5 "$dir/log")"
+        id=$("$NSBOX" create 2>&1) || fail "nsbox create: $id"
+        assert_status 0 "$NSBOX" exec -d --tag job "$id" -- sh -c 'echo secret; exec sleep 300'
+        before=$("$NSBOX" call "$id" process_list)
+        as_tenant() { (cd / && setpriv --reuid="$tenant" --regid="$tenant" --init-groups env NSBOX_SOCKET="$NSBOX_SOCKET" "$NSBOX" "$@" 2>&1); }
+        assert_status 0 as_tenant ls -q
+        assert_eq "" "$OUT" "the tenant's sandboxes"
+        local what
+        for what in "attach $id job" "logs $id job" "logs -f $id 1"; do
+                # shellcheck disable=SC2086
+                OUT=$(as_tenant $what)
+                assert_eq 125 "$?" "nsbox $what as the tenant"
+                assert_contains "$OUT" not_found "nsbox $what as the tenant"
+                assert_one_line_error "$OUT"
+        done
+        for what in process_connect process_write_stdin process_kill; do
+                OUT=$(as_tenant call "$id" "$what" '{"tag": "job", "data": "x"}')
+                assert_eq 1 "$?" "$what as the tenant"
+                assert_contains "$OUT" not_found "$what as the tenant"
+                assert_one_line_error "$OUT"
+        done
+        assert_eq "$before" "$("$NSBOX" call "$id" process_list)" "root's processes after the tenant's tries"
+        assert_status 0 "$NSBOX" logs "$id" job
+        assert_eq secret "$OUT" "root's job's output"
+        "$NSBOX" rm -f "$id" > /dev/null
+}
+
 # Last (tests run in name order): every test removed what it made.
 test_zz_with_every_sandbox_removed_nothing_is_left() {
         assert_daemon_holds_nothing "$(cat "$SESSION_DIR/mounts-before")"

@@ -177,9 +177,9 @@ test_exec_it_under_tmux() {
         # Ctrl-P Ctrl-Q: nsbox exits 0, the shell runs on
         tmx kill-session -t t
         tmx new-session -d -s t -x 90 -y 30 "NSBOX_SOCKET=$NSBOX_SOCKET $NSBOX exec -it --tag kept $id bash --norc -i; echo status=\$?; sleep 60"
-        sleep 1
+        wait_pane '\$ *$' "the prompt before the detach keys" # keys before it could beat our raw mode
         tmx send-keys -t t 'echo typed > /tmp/typed' Enter C-p C-q
-        wait_pane '^status=0$' "detach"
+        wait_pane 'status=0$' "detach"
         pane | grep -q 'detached' || fail "no detach message: $(pane)"
         assert_status 0 "$NSBOX" call "$id" process_list
         assert_eq "true true" "$(echo "$OUT" | jget "' '.join(json.dumps(p[k]) for p in d['processes'] if p['tag'] == 'kept' for k in ('running', 'pty'))")" "the detached shell"
@@ -187,6 +187,41 @@ test_exec_it_under_tmux() {
         assert_eq "typed" "$OUT" "keys before the detach keys"
         "$NSBOX" call "$id" process_kill '{"tag": "kept"}' > /dev/null
         tmx kill-server
+}
+
+# nsbox exec -it's other ways out: the sandbox's shell killed with SIGKILL from inside, and the
+# sandbox removed from another terminal.  Our terminal is raw meanwhile, and as it was after.
+test_exec_it_terminal_restored_after_kill_9_and_rm() {
+        command -v tmux > /dev/null || skip "no tmux (quickstart.sh installs it)"
+        local id sock="$TEST_TMP/tmux.sock" how pid ptty
+        tmx() { TERM=xterm tmux -S "$sock" "$@"; }
+        pane() { tmx capture-pane -p -t k | grep -v '^$'; }
+        wait_pane() { # RE what
+                for _ in $(seq 100); do pane | grep -Eq -- "$1" && return 0; sleep 0.1; done
+                fail "$2: the pane never matched '$1': $(pane | tail -n 15)"
+        }
+        trap 'tmux -S "'"$sock"'" kill-server 2>/dev/null; [ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
+        for how in kill9 rm; do
+                new_sandbox id
+                rm -f "$TEST_TMP/before" "$TEST_TMP/after"
+                tmx new-session -d -s k -x 90 -y 30 "stty -a > $TEST_TMP/before; NSBOX_SOCKET=$NSBOX_SOCKET $NSBOX exec -it --tag sh $id env PS1='\$ ' bash --norc -i; echo status=\$?; stty -a > $TEST_TMP/after; sleep 60" ||
+                        fail "tmux new-session ($how)"
+                wait_pane '^\$' "the prompt ($how)"
+                ptty=$(tmx display -p -t k '#{pane_tty}')
+                stty -F "$ptty" -a | grep -q -- '-icanon' || fail "our terminal is not raw while exec -it runs ($how): $(stty -F "$ptty" -a)"
+                if [ $how = kill9 ]; then
+                        pid=$("$NSBOX" call "$id" process_list | jget "[p['pid'] for p in d['processes'] if p['tag'] == 'sh'][0]")
+                        assert_status 0 "$NSBOX" exec "$id" kill -9 "$pid"
+                        wait_pane 'status=137$' "exit status after kill -9 of the shell"
+                else
+                        assert_status 0 "$NSBOX" rm -f "$id"
+                        wait_pane 'status=125$' "nsbox exec -it after nsbox rm: 125"
+                        pane | grep -q 'was destroyed' || fail "no message after nsbox rm: $(pane | tail -n 5)"
+                fi
+                for _ in $(seq 50); do [ -s "$TEST_TMP/after" ] && break; sleep 0.1; done
+                assert_eq "$(cat "$TEST_TMP/before")" "$(cat "$TEST_TMP/after")" "our terminal's settings after $how"
+                tmx kill-server
+        done
 }
 
 # nsbox run -it -- bash: a terminal of its own, job control, resize, our terminal restored.

@@ -136,6 +136,48 @@ test_watch_64_per_sandbox_then_cancelled_ones_free_their_place() {
         stop_watch
 }
 
+# A watch whose client reads nothing: a burst of some 400000 events stops in pipes, in bounded
+# buffers (nsboxd's 16 MiB per client, the agent's 8 MiB) and in the kernel's inotify queue,
+# which overflows; the sandbox still works.
+test_watch_unread_burst_does_not_grow_memory() {
+        trap cleanup EXIT
+        new_sandbox id
+        local dpid apid base_d base_a max_d max_a rss w
+        dpid=$(daemon_pid)
+        apid=$("$NSBOX" ls --json | python3 -c 'import json, sys; print([s["pid"] for s in json.load(sys.stdin) if s["id"] == sys.argv[1]][0])' "$id")
+        assert_status 0 "$NSBOX" exec "$id" -- mkdir /workspace/burst
+        mkfifo "$TEST_TMP/unread.fifo"
+        "$NSBOX" watch "$id" /workspace/burst > "$TEST_TMP/unread.fifo" 2>&1 &
+        w=$!
+        MY_PIDS="$w"
+        exec 3< "$TEST_TMP/unread.fifo" # open, never read
+        sleep 1
+        base_d=$(rss_of "$dpid") base_a=$(rss_of "$apid")
+        max_d=$base_d max_a=$base_a
+        "$NSBOX" exec --cwd /workspace/burst "$id" -- sh -c 'seq 200000 | xargs touch && seq 200000 | xargs rm' &
+        local burst=$!
+        while kill -0 "$burst" 2> /dev/null; do
+                rss=$(rss_of "$dpid"); [ "$rss" -gt "$max_d" ] && max_d=$rss
+                rss=$(rss_of "$apid"); [ "$rss" -gt "$max_a" ] && max_a=$rss
+                sleep 0.2
+        done
+        wait "$burst" || fail "the burst of files failed"
+        kill -0 "$w" 2> /dev/null || fail "nsbox watch ended while nobody read it"
+        # read at last: what the buffers held, then the overflow the kernel's queue met meanwhile
+        timeout 20 cat <&3 > "$TEST_TMP/read"
+        kill "$w"
+        exec 3<&-
+        wait "$w" 2> /dev/null
+        grep -q '^overflow' "$TEST_TMP/read" || fail "no overflow in $(wc -l < "$TEST_TMP/read") lines; last: $(tail -n 2 "$TEST_TMP/read")"
+        echo "    RSS growth with an unread watch: nsboxd $((max_d - base_d)) kB, agent $((max_a - base_a)) kB" >&2
+        [ $((max_d - base_d)) -lt 24576 ] || fail "nsboxd grew from $base_d kB to $max_d kB"
+        [ $((max_a - base_a)) -lt 16384 ] || fail "the agent grew from $base_a kB to $max_a kB"
+        assert_status 0 "$NSBOX" exec "$id" -- echo still-here
+        assert_eq still-here "$OUT" "the sandbox after the burst"
+}
+
+rss_of() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+
 # Last (tests run in name order): every test removed what it made.
 test_zz_nothing_is_left() {
         assert_daemon_holds_nothing "$(cat "$SESSION_DIR/mounts-before")"

@@ -167,6 +167,26 @@ def t_background():
         h = s.commands.run("echo by pid", background=True)
         check(s.commands.connect(h.pid).wait().stdout == "by pid\n", "commands.connect(pid).wait()")
         raises(lambda: s.commands.send_stdin(999999, "x"), NotFoundException, "not_found", "send_stdin to no process")
+        raises(lambda: s.commands.close_stdin(999999), NotFoundException, "not_found", "close_stdin of no process")
+        # a foreground run with stdin=True: fed by pid from another thread while it streams
+        for tag, feed, want in (("fg1", "typed\n", "typed\nfg-done\n"), ("fg2", "abc", "3\nfg-done\n")):
+            got, out = {}, []
+            cmd = "wc -c | tr -d ' '; echo fg-done" if tag == "fg2" else "head -n 1; echo fg-done"
+            th = threading.Thread(target=lambda: got.setdefault("r", s.commands.run(cmd, stdin=True, tag=tag, on_stdout=out.append)))
+            th.start()
+            fg = []
+            for _ in range(100):
+                fg = [p for p in s.commands.list() if p.get("tag") == tag]
+                if fg:
+                    break
+                time.sleep(0.05)
+            check(fg and fg[0]["running"], f"the foreground run in list(): {s.commands.list()}")
+            s.commands.send_stdin(fg[0]["pid"], feed)
+            if tag == "fg2":
+                s.commands.close_stdin(fg[0]["pid"])
+            th.join(30)
+            check(got.get("r") and got["r"].stdout == want and "".join(out) == want, f"run(stdin=True) {tag}: {got} {out}")
+        check(s.commands.run("cat; echo end").stdout == "end\n", "a foreground run's stdin without stdin=True")
 
 
 def t_live_output():
@@ -639,6 +659,12 @@ def t_pty():
         raises(lambda: s.pty.resize(bg.pid, PtySize(rows=5, cols=5)), InvalidArgumentException, "invalid_argument",
                "resize of a command without a pty")
         bg.kill()
+        # cwd and envs reach the command
+        seen = []
+        h3 = s.pty.create(on_data=seen.append, cwd="/tmp", envs={"GREETING": "hi-pty"}, cmd=["sh", "-c", "pwd; echo $GREETING"])
+        r = h3.wait(timeout=30)
+        text = b"".join(seen).decode().replace("\r", "")
+        check(r.exit_code == 0 and text == "/tmp\nhi-pty\n", f"pty.create cwd and envs: {text!r} {r}")
 
 
 

@@ -543,7 +543,8 @@ class CommandHandle:
         self._sb.commands.send_stdin(self.pid, data)
 
     def close_stdin(self, **_ignored) -> None:
-        self._sb._call("process_close_stdin", {"pid": self.pid})
+        """End its standard input: a reader sees end of file (process_close_stdin)."""
+        self._sb.commands.close_stdin(self.pid)
 
 
 class Commands:
@@ -561,7 +562,9 @@ class Commands:
 
         timeout: seconds before it is killed (0 or None: none); when it fires, TimeoutException.
         on_stdout/on_stderr: called with each chunk of output as it comes (exec with stream).
-        stdin: text for its standard input.  A non-zero exit raises CommandExitException.
+        stdin: text for its standard input; or True (E2B's): its standard input stays open for
+        send_stdin()/close_stdin() by pid (or tag, through list()) from another thread while run()
+        streams (exec's stdin_open).  A non-zero exit raises CommandExitException.
         background=True returns a CommandHandle at once; its standard input stays open for
         send_stdin(), and on_stdout/on_stderr get its output live.  tag: a name for it (1-64 of
         A-Z a-z 0-9 . _ -, unique among the sandbox's running commands), for connect().
@@ -581,6 +584,8 @@ class Commands:
             stdin = bytes(stdin).decode()
         if isinstance(stdin, str):
             params["stdin"] = stdin
+        elif stdin is True and not background:  # a background command's stays open anyway
+            params["stdin_open"] = True
         if tag is not None:
             _check_str("tag", tag)
             params["tag"] = tag
@@ -606,6 +611,10 @@ class Commands:
         if not isinstance(data, str):
             raise InvalidArgumentException("commands.send_stdin: data must be str or bytes", "invalid_argument")
         self._sb._call("process_write_stdin", {"pid": pid, "data": data})
+
+    def close_stdin(self, pid: int, **_ignored) -> None:
+        """End the standard input of command pid: a reader sees end of file (process_close_stdin)."""
+        self._sb._call("process_close_stdin", {"pid": pid})
 
     def kill(self, pid: int, **_ignored) -> bool:
         return CommandHandle(self._sb, pid).kill()
