@@ -297,9 +297,22 @@ test_process_write_stdin_bad_data_is_a_one_line_error() {
 
 # Another owner's process: a root nsboxd that serves $NSBOX_TEST_USER too; the tenant cannot
 # attach to, read, feed or kill root's job (its sandbox is not theirs: not_found, one line), and
-# the job runs on unchanged.  A user's own nsboxd serves no other uid: root only.
+# the job runs on unchanged.  A user's own nsboxd serves no other uid: as the user, another
+# sandbox of the same owner cannot reach the job by its tag either.
 test_another_owners_process_is_out_of_reach() {
-        [ "$TEST_AS" = root ] || skip "only a root nsboxd serves other users"
+        if [ "$TEST_AS" = user ]; then
+                local a b
+                a=$("$NSBOX" create 2>&1) || fail "nsbox create: $a"
+                b=$("$NSBOX" create 2>&1) || fail "nsbox create: $b"
+                assert_status 0 "$NSBOX" exec -d --tag job "$a" -- sh -c 'echo secret; exec sleep 300'
+                assert_status 125 "$NSBOX" logs "$b" job
+                assert_contains "$OUT" not_found "another sandbox's tag"
+                assert_one_line_error "$OUT"
+                assert_status 0 "$NSBOX" logs "$a" job
+                assert_eq secret "$OUT" "the job's own sandbox"
+                "$NSBOX" rm -f "$a" "$b" > /dev/null
+                return
+        fi
         local tenant=${NSBOX_TEST_USER:-nsboxtest} dir dpid id before i
         id -u "$tenant" > /dev/null 2>&1 || skip "no user $tenant"
         dir=$(mktemp -d "$SESSION_DIR/tenant.XXXXXX") && chmod 0711 "$SESSION_DIR" "$dir" || fail "mktemp"
