@@ -31,6 +31,16 @@ test_a_typo_of_a_command_or_option_names_the_closest_one() {
         assert_contains "$OUT" "unknown command 'exce' (did you mean exec?"
         assert_status 125 "$NSBOX" ps
         assert_contains "$OUT" "did you mean ls?"
+        # docker's names for what nsbox calls otherwise: what it does here, not the nearest spelling
+        assert_status 125 "$NSBOX" stop x
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "unknown command 'stop' (did you mean rm or pause?"
+        assert_status 125 "$NSBOX" start x
+        assert_contains "$OUT" "did you mean resume?"
+        assert_status 125 "$NSBOX" kill x
+        assert_contains "$OUT" "did you mean rm -f?"
+        assert_status 125 "$NSBOX" images
+        assert_contains "$OUT" "did you mean image ls?"
         assert_status 125 "$NSBOX" frobnicate
         assert_one_line_error "$OUT"
         assert_not_contains "$OUT" "did you mean"
