@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The command line a docker, bubblewrap or E2B user expects (issue 27): did you mean, help CMD,
 # version, completion, inspect, ls -q, rm --all, exec -w/-e K/--env-file, options after exec's
-# ID, one exit status rule, nsbox mcp checking its options first, JSON without float noise.
+# ID, one exit status rule, nsbox mcp checking its options first, JSON without float noise,
+# progress lines on a terminal only.
 # Runs as root and as an unprivileged user (tests/run does both).
 . "$(dirname "$0")/../lib.sh"
 
@@ -394,6 +395,15 @@ test_a_progress_line_on_a_terminal_and_none_in_a_pipe() {
         # an error on a terminal is a line of its own
         OUT=$(script -qec "'$NSBOX' create --repo '$TEST_TMP/nosuch'" /dev/null)
         assert_contains "$OUT" "nsbox: create: "
+        # an image import (on a store of this test's own): the line on a terminal, none in a pipe
+        local img="$TEST_TMP/img"
+        python3 "$NSBOX_SRC/tests/integration/mkimage.py" oci "$img" cli-progress:1 || fail "mkimage.py"
+        OUT=$(NSBOX_STORE="$TEST_TMP/store" script -qec "'$NSBOX' image import '$img'" /dev/null) || fail "image import on a terminal: $OUT"
+        assert_contains "$OUT" "nsbox: importing $img..."
+        assert_contains "$OUT" "cli-progress:1"
+        NSBOX_STORE="$TEST_TMP/store" "$NSBOX" image import "$img" cli-progress:2 > /dev/null 2> "$TEST_TMP/err" || fail "image import: $(cat "$TEST_TMP/err")"
+        assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of image import into a file"
+        NSBOX_STORE="$TEST_TMP/store" "$NSBOX" image rm cli-progress:1 cli-progress:2 > /dev/null || fail "image rm"
 }
 
 # ---- cp -r ---------------------------------------------------------------------------------
