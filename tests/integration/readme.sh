@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's shell examples, taken from the README itself so that they cannot drift: each
 # fenced block right after a line `<!-- test: readme -->` (or `<!-- test: readme setup=NAME -->`,
-# a fixture below made first).  Its `$ ` lines run in order in one bash, in a scratch directory,
+# a fixture below made first, which may skip the block where the host cannot run it).  Its
+# `$ ` lines run in order in one bash, in a scratch directory,
 # with nsbox on PATH; the lines after one, up to the next `$ `, are its documented output, which
 # the output (stdout and stderr, nsbox's warnings left out) must match: a 32-digit id stands for
 # any id, a run of spaces for any, an age or pid for any number, a line `...` for any lines,
@@ -59,12 +60,20 @@ setup_calc() { # the project of the persistent sandboxes example: add() with a b
         printf 'def add(a, b):\n    return a - b\n' > calc.py
 }
 
+setup_limits() { # the resource limits example: cgroups the caller may use (a user: delegated)
+        nsbox run --memory 64M --pids 64 --cpus 0.5 -- true > /dev/null 2>&1 ||
+                skip "no cgroup with memory, pids and cpu for $(id -un): $(nsbox run --memory 64M --pids 64 --cpus 0.5 -- true 2>&1 | head -n 1)"
+}
+
 # Run block N (index in BLOCKS) and compare each step's output with the README's.
 run_block() {
-        local n=$1 dir="$TEST_TMP/block$1" script="$TEST_TMP/block$1.sh" out setup
+        local n=$1 dir="$TEST_TMP/block$1" script="$TEST_TMP/block$1.sh" out setup st
         mkdir -p "$dir" && chmod 755 "$TEST_TMP" "$dir"
         setup=$(printf '%s' "$BLOCKS" | python3 -c 'import json, sys; print(json.load(sys.stdin)['"$n"']["setup"] or "")')
-        (cd "$dir" && { [ -z "$setup" ] || "setup_$setup"; }) || fail "setup $setup"
+        (cd "$dir" && { [ -z "$setup" ] || "setup_$setup"; })
+        st=$?
+        [ $st = 77 ] && exit 77 # the fixture said why it skips
+        [ $st = 0 ] || fail "setup $setup"
         # each step's output after a marker line; the block's sandboxes removed at the end
         printf '%s' "$BLOCKS" | python3 -c '
 import json, sys
