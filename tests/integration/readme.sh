@@ -60,6 +60,16 @@ setup_calc() { # the project of the persistent sandboxes example: add() with a b
         printf 'def add(a, b):\n    return a - b\n' > calc.py
 }
 
+setup_client() { # the Python client "From a program" shows, as client.py: the README's own
+        python3 - "$README" > client.py <<'PY'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+i = lines.index("import base64, json, os, pwd, socket")
+j = lines.index("```", i)
+print("\n".join(lines[i:j]))
+PY
+}
+
 setup_limits() { # the resource limits example: cgroups the caller may use (a user: delegated)
         nsbox run --memory 64M --pids 64 --cpus 0.5 -- true > /dev/null 2>&1 ||
                 skip "no cgroup with memory, pids and cpu for $(id -un): $(nsbox run --memory 64M --pids 64 --cpus 0.5 -- true 2>&1 | head -n 1)"
