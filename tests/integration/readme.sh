@@ -132,6 +132,30 @@ for k, (cmd, exp) in enumerate(b["steps"]):
 ' "$n" || fail "a README example differs (above)"
 }
 
+# The service configuration the README shows (root's, with "clients"): as the README says, a
+# user's nsboxd refuses "clients", and root's refuses it while the group nsbox does not exist,
+# each in one line naming the key.
+test_readme_service_config_is_refused_saying_why() {
+        python3 - "$README" > nsboxd.json <<'PY' || fail "no JSON block with \"clients\" in $README"
+import sys
+text = open(sys.argv[1]).read()
+block = next(b.split("\n", 1)[1] for b in text.split("```json")[1:] if '"clients"' in b.split("```")[0])
+print(block.split("```")[0], end="")
+PY
+        chmod 644 nsboxd.json
+        if [ "$TEST_AS" = user ]; then
+                assert_status 2 "$NSBOX_BUILD/nsboxd" --check-config --config "$PWD/nsboxd.json"
+                assert_eq 1 "$(printf '%s\n' "$OUT" | wc -l)" "one line: $OUT"
+                assert_contains "$OUT" "only a root nsboxd serves other users"
+        elif getent group nsbox > /dev/null; then
+                skip "the group nsbox exists here: root's nsboxd takes the example"
+        else
+                assert_status 2 "$NSBOX_BUILD/nsboxd" --check-config --config "$PWD/nsboxd.json"
+                assert_eq 1 "$(printf '%s\n' "$OUT" | wc -l)" "one line: $OUT"
+                assert_contains "$OUT" "key 'clients.groups': entry 0: expected a group id other than 0, or the name of a group of this host"
+        fi
+}
+
 N=$(printf '%s' "$BLOCKS" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
 [ "$N" -ge 3 ] || { echo "README.md: only $N blocks marked <!-- test: readme -->" >&2; exit 1; }
 for ((b = 0; b < N; b++)); do
