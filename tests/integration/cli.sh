@@ -147,6 +147,25 @@ test_every_option_is_in_the_man_page_and_its_help() {
                         grep -qF -- "$roff" "$NSBOX_SRC/man/nsbox.1" || fail "nsbox $c --help shows $o, which man/nsbox.1 does not have"
                 done
         done
+        # and each option nsbox(1)'s SYNOPSIS gives a command is one that command takes
+        local pairs
+        pairs=$(python3 - "$NSBOX_SRC/man/nsbox.1" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+cmd = None
+for l in t[t.index(".SH SYNOPSIS"):t.index(".SH DESCRIPTION")].split("\n"):
+    m = re.match(r"\.B nsbox ([a-z][a-z\\-]*|\\-)", l)  # a command, or nsbox's own option
+    if m:
+        cmd = None if m.group(1) == "\\-" else m.group(1).replace("\\-", "-")
+    for o in re.findall(r"(?<![A-Za-z0-9])\\-(\\-[a-z][a-z0-9\\-]*|[a-zA-Z](?![a-zA-Z]))", l) if cmd else []:
+        print(cmd, ("-" + o.replace("\\-", "-")).rstrip("-"))
+PY
+)
+        [ "$(printf '%s\n' "$pairs" | wc -l)" -gt 30 ] || fail "options read from nsbox(1)'s SYNOPSIS: $pairs"
+        while read -r c o; do
+                [ "$o" = --help ] && continue
+                bash -c "COMP_WORDS=(nsbox $c -); COMP_CWORD=2; $complete" | grep -qx -- "$o" || fail "nsbox(1)'s SYNOPSIS gives nsbox $c $o, which nsbox $c does not take"
+        done <<< "$pairs"
 }
 
 # ---- sandboxes -----------------------------------------------------------------------------
