@@ -268,6 +268,23 @@ test_an_option_after_exec_id_is_refused_not_run() {
         assert_status 124 "$NSBOX" exec --timeout 0.5 "$id" -- sleep 3
 }
 
+# "nsbox rm ID -f": refused before any sandbox is acted on, never taken for an ID
+test_an_option_after_rm_ids_is_refused_before_any_is_acted_on() {
+        local id cmd
+        new_sandbox id
+        for cmd in "rm $id -f" "rm $id --all" "pause $id --json" "resume $id -x" "inspect $id --json"; do
+                # shellcheck disable=SC2086
+                assert_status 125 "$NSBOX" $cmd
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "after a sandbox ID: options go before the IDs" "nsbox $cmd"
+        done
+        assert_eq "$id" "$("$NSBOX" ls -q)" "the sandbox is still there"
+        assert_eq running "$("$NSBOX" ls --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["state"])')" "and not paused"
+        assert_status 0 "$NSBOX" inspect -- "$id"
+        assert_status 0 "$NSBOX" rm -- "$id"
+        MY_SANDBOXES=""
+}
+
 # ---- exit statuses -------------------------------------------------------------------------
 
 # 125: nothing was done (usage, nsbox, or nsboxd said no), whatever the command
