@@ -351,6 +351,22 @@ static int cmd_help(int argc, char **argv)
         return c->fn(2, args);
 }
 
+/* docker's commands that nsbox spells otherwise: a docker user's first guess, named by what it
+ * does here rather than by the closest spelling ("start" is not "stats") */
+static const char *docker_word(const char *cmd)
+{
+        static const char *const map[][2] = {
+                { "ps", "ls" }, { "stop", "rm or pause" }, { "kill", "rm -f" }, { "start", "resume" },
+                { "unpause", "resume" }, { "restart", "reset" }, { "commit", "snapshot" },
+                { "images", "image ls" }, { "rmi", "image rm" }, { "load", "image import" },
+                { "pull", "image import" }, { "info", "stats or daemon status" },
+        };
+        for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+                if (!strcmp(cmd, map[i][0]))
+                        return map[i][1];
+        return NULL;
+}
+
 /* "nsbox exce", "nsbox --versoin": the closest command, or option of nsbox's own */
 static int unknown_command(const char *cmd)
 {
@@ -362,7 +378,7 @@ static int unknown_command(const char *cmd)
                 names[n++] = nsbox_cli_commands[i].name;
         if (option)
                 near = cmd[1] == '-' ? nsbox_closest_word(cmd + 2, own, 2) : NULL;
-        else
+        else if (!(near = docker_word(cmd)))
                 near = nsbox_closest_word(cmd, names, n);
         _cleanup_free_ char *safe = nsbox_escape_controls(cmd);
         fprintf(stderr, "nsbox: unknown %s '%s' (%s%s%s%ssee nsbox --help)\n", option ? "option" : "command", safe ? safe : "?",

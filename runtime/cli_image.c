@@ -72,7 +72,10 @@ static int image_import(nsbox_store *st, int argc, char **argv)
                 return nsbox_cli_usage_error("image", "import: expected PATH [NAME]");
         nsbox_error err = { 0 };
         json_t *meta = NULL;
+        nsbox_cli_progress pr;
+        nsbox_cli_progress_start(&pr, "importing %s", pos[0]);
         int r = nsbox_image_import(st, pos[0], n > 1 ? pos[1] : NULL, &meta, &err);
+        nsbox_cli_progress_stop(&pr);
         if (r < 0)
                 return failed(r, &err);
         if (json)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A progress line on a terminal for work nsboxd does at length (a repository's clone, a
- * snapshot): what is being done and for how long, redrawn each second on stderr and erased when
- * the work ends.  Nothing at all when stderr is not a terminal, so logs and pipes stay clean.
- * The work itself runs in nsboxd (a worker process for clones), which reports no byte counts
+/* A progress line on a terminal for work done at length (a repository's clone, a snapshot, an
+ * image import): what is being done and for how long, redrawn each second on stderr and erased
+ * when the work ends.  Nothing at all when stderr is not a terminal, so logs and pipes stay clean.
+ * Clones and snapshots run in nsboxd (a worker process for clones), which reports no byte counts
  * on the way: the line says what and how long, not how much. */
 #include "cli_session.h"
 

@@ -448,6 +448,18 @@ int nsbox_cmd_ls(int argc, char **argv)
         return 0;
 }
 
+/* "nsbox rm ID -f": an option after the IDs is refused before any is acted on, never taken
+ * for an ID (after a "--", argv[first - 1], all are IDs) */
+static int ids_without_options(const char *cmd, int argc, char **argv, int first)
+{
+        if (first > 1 && !strcmp(argv[first - 1], "--"))
+                return 0;
+        for (int i = first; i < argc; i++)
+                if (argv[i][0] == '-')
+                        return usage_error(cmd, "'%s' after a sandbox ID: options go before the IDs", argv[i]);
+        return 0;
+}
+
 static const char usage_inspect[] =
         "usage: nsbox inspect ID...\n"
         "\n"
@@ -468,6 +480,9 @@ int nsbox_cmd_inspect(int argc, char **argv)
                 return nsbox_cli_unknown_option("inspect", argv[1]);
         if (first >= argc)
                 return usage_error("inspect", "expected at least one sandbox ID");
+        int st = ids_without_options("inspect", argc, argv, first);
+        if (st)
+                return st;
         nsbox_client cl = { .fd = -1 };
         json_t *list = NULL, *out = json_array();
         int status = list_sandboxes("inspect", &cl, json_object(), &list);
@@ -545,6 +560,9 @@ static int each_sandbox(const char *cmd, const char *method, const char *help, b
                 if (st)
                         return st;
         }
+        int st = ids_without_options(cmd, argc, argv, first);
+        if (st)
+                return st;
         if (all && first < argc)
                 return usage_error(cmd, "--all takes no sandbox ID ('%s')", argv[first]);
         if (json_object_size(labels) && !all)
@@ -552,7 +570,7 @@ static int each_sandbox(const char *cmd, const char *method, const char *help, b
         if (!all && first >= argc)
                 return usage_error(cmd, "expected at least one sandbox ID");
         if (all) {
-                int st = own_ids(labels, &ids);
+                st = own_ids(labels, &ids);
                 if (st)
                         return st;
                 force = true; /* one that went meanwhile is gone as asked */
@@ -564,7 +582,7 @@ static int each_sandbox(const char *cmd, const char *method, const char *help, b
         nsbox_client cl = { .fd = -1 };
         nsbox_error err = { 0 };
         if (json_array_size(ids) && nsbox_client_connect(true, &cl, &err) < 0) {
-                int st = say(cmd, EXIT_NSBOX, NULL, &err);
+                st = say(cmd, EXIT_NSBOX, NULL, &err);
                 nsbox_error_clear(&err);
                 return st;
         }

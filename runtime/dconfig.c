@@ -115,6 +115,9 @@ static int parse_clients(cctx *c, json_t *v, nsbox_dconfig *ret)
                         continue;
                 }
                 struct passwd *pw = json_is_string(e) ? getpwnam(json_string_value(e)) : NULL;
+                if (!pw && json_is_string(e) && geteuid() != 0) /* a user given root's example: both reasons */
+                        return bad(c, "clients.uids", "entry %zu: no user '%.64s' here, and only a root nsboxd serves other users (one of yours would let them act as you)",
+                                   i, json_string_value(e));
                 if (!pw || pw->pw_uid == 0)
                         return bad(c, "clients.uids", "entry %zu: expected a user id other than 0, or the name of a user of this host", i);
                 ret->client_uids[ret->n_client_uids++] = pw->pw_uid;
@@ -125,6 +128,9 @@ static int parse_clients(cctx *c, json_t *v, nsbox_dconfig *ret)
                         continue;
                 }
                 struct group *gr = json_is_string(e) ? getgrnam(json_string_value(e)) : NULL;
+                if (!gr && json_is_string(e) && geteuid() != 0)
+                        return bad(c, "clients.groups", "entry %zu: no group '%.64s' here, and only a root nsboxd serves other users (one of yours would let them act as you)",
+                                   i, json_string_value(e));
                 if (!gr || gr->gr_gid == 0)
                         return bad(c, "clients.groups", "entry %zu: expected a group id other than 0, or the name of a group of this host", i);
                 ret->client_gids[ret->n_client_gids++] = gr->gr_gid;

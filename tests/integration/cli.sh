@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The command line a docker, bubblewrap or E2B user expects (issue 27): did you mean, help CMD,
 # version, completion, inspect, ls -q, rm --all, exec -w/-e K/--env-file, options after exec's
-# ID, one exit status rule, nsbox mcp checking its options first, JSON without float noise.
+# ID, one exit status rule, nsbox mcp checking its options first, JSON without float noise,
+# progress lines on a terminal only.
 # Runs as root and as an unprivileged user (tests/run does both).
 . "$(dirname "$0")/../lib.sh"
 
@@ -31,6 +32,16 @@ test_a_typo_of_a_command_or_option_names_the_closest_one() {
         assert_contains "$OUT" "unknown command 'exce' (did you mean exec?"
         assert_status 125 "$NSBOX" ps
         assert_contains "$OUT" "did you mean ls?"
+        # docker's names for what nsbox calls otherwise: what it does here, not the nearest spelling
+        assert_status 125 "$NSBOX" stop x
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "unknown command 'stop' (did you mean rm or pause?"
+        assert_status 125 "$NSBOX" start x
+        assert_contains "$OUT" "did you mean resume?"
+        assert_status 125 "$NSBOX" kill x
+        assert_contains "$OUT" "did you mean rm -f?"
+        assert_status 125 "$NSBOX" images
+        assert_contains "$OUT" "did you mean image ls?"
         assert_status 125 "$NSBOX" frobnicate
         assert_one_line_error "$OUT"
         assert_not_contains "$OUT" "did you mean"
@@ -136,6 +147,25 @@ test_every_option_is_in_the_man_page_and_its_help() {
                         grep -qF -- "$roff" "$NSBOX_SRC/man/nsbox.1" || fail "nsbox $c --help shows $o, which man/nsbox.1 does not have"
                 done
         done
+        # and each option nsbox(1)'s SYNOPSIS gives a command is one that command takes
+        local pairs
+        pairs=$(python3 - "$NSBOX_SRC/man/nsbox.1" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+cmd = None
+for l in t[t.index(".SH SYNOPSIS"):t.index(".SH DESCRIPTION")].split("\n"):
+    m = re.match(r"\.B nsbox ([a-z][a-z\\-]*|\\-)", l)  # a command, or nsbox's own option
+    if m:
+        cmd = None if m.group(1) == "\\-" else m.group(1).replace("\\-", "-")
+    for o in re.findall(r"(?<![A-Za-z0-9])\\-(\\-[a-z][a-z0-9\\-]*|[a-zA-Z](?![a-zA-Z]))", l) if cmd else []:
+        print(cmd, ("-" + o.replace("\\-", "-")).rstrip("-"))
+PY
+)
+        [ "$(printf '%s\n' "$pairs" | wc -l)" -gt 30 ] || fail "options read from nsbox(1)'s SYNOPSIS: $pairs"
+        while read -r c o; do
+                [ "$o" = --help ] && continue
+                bash -c "COMP_WORDS=(nsbox $c -); COMP_CWORD=2; $complete" | grep -qx -- "$o" || fail "nsbox(1)'s SYNOPSIS gives nsbox $c $o, which nsbox $c does not take"
+        done <<< "$pairs"
 }
 
 # ---- sandboxes -----------------------------------------------------------------------------
@@ -236,6 +266,23 @@ test_an_option_after_exec_id_is_refused_not_run() {
         # after --, a command may start with '-' (and then is not found: 127)
         assert_status 127 "$NSBOX" exec "$id" -- --timeout
         assert_status 124 "$NSBOX" exec --timeout 0.5 "$id" -- sleep 3
+}
+
+# "nsbox rm ID -f": refused before any sandbox is acted on, never taken for an ID
+test_an_option_after_rm_ids_is_refused_before_any_is_acted_on() {
+        local id cmd
+        new_sandbox id
+        for cmd in "rm $id -f" "rm $id --all" "pause $id --json" "resume $id -x" "inspect $id --json"; do
+                # shellcheck disable=SC2086
+                assert_status 125 "$NSBOX" $cmd
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "after a sandbox ID: options go before the IDs" "nsbox $cmd"
+        done
+        assert_eq "$id" "$("$NSBOX" ls -q)" "the sandbox is still there"
+        assert_eq running "$("$NSBOX" ls --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["state"])')" "and not paused"
+        assert_status 0 "$NSBOX" inspect -- "$id"
+        assert_status 0 "$NSBOX" rm -- "$id"
+        MY_SANDBOXES=""
 }
 
 # ---- exit statuses -------------------------------------------------------------------------
@@ -384,6 +431,15 @@ test_a_progress_line_on_a_terminal_and_none_in_a_pipe() {
         # an error on a terminal is a line of its own
         OUT=$(script -qec "'$NSBOX' create --repo '$TEST_TMP/nosuch'" /dev/null)
         assert_contains "$OUT" "nsbox: create: "
+        # an image import (on a store of this test's own): the line on a terminal, none in a pipe
+        local img="$TEST_TMP/img"
+        python3 "$NSBOX_SRC/tests/integration/mkimage.py" oci "$img" cli-progress:1 || fail "mkimage.py"
+        OUT=$(NSBOX_STORE="$TEST_TMP/store" script -qec "'$NSBOX' image import '$img'" /dev/null) || fail "image import on a terminal: $OUT"
+        assert_contains "$OUT" "nsbox: importing $img..."
+        assert_contains "$OUT" "cli-progress:1"
+        NSBOX_STORE="$TEST_TMP/store" "$NSBOX" image import "$img" cli-progress:2 > /dev/null 2> "$TEST_TMP/err" || fail "image import: $(cat "$TEST_TMP/err")"
+        assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of image import into a file"
+        NSBOX_STORE="$TEST_TMP/store" "$NSBOX" image rm cli-progress:1 cli-progress:2 > /dev/null || fail "image rm"
 }
 
 # ---- cp -r ---------------------------------------------------------------------------------
