@@ -283,7 +283,8 @@ test_builtin_template_through_the_http_api() {
 
 # A template named code-interpreter with a pool (nsboxd(8), TEMPLATES): its pooled sandboxes start
 # the server beforehand, and a create that takes one starts no second server; the create's
-# envVars still reach every cell and new contexts, and a create without them sees none.
+# envVars still reach every cell and new contexts, and a create without them sees none; the
+# pool serves E2B's name code-interpreter-v1 too, its default context started before the create.
 test_warm_pool_starts_the_kernel_beforehand() {
         [ -z "$KERNEL_MISSING" ] || fail "no Jupyter kernel on this host ($KERNEL_MISSING): ./quickstart.sh --deps installs it"
         local dir port url key body sid sid2 i
@@ -317,8 +318,25 @@ test_warm_pool_starts_the_kernel_beforehand() {
         ctx=$(printf '%s' "${OUT#* }" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])') || fail "context: $OUT"
         run "$sid" "import os; os.environ.get('GREETING') == 'warm hello'" "{\"context_id\": \"$ctx\"}"
         assert_eq True "$(field 'main(l)["text"]')" "the create's envVars in a new context"
-        body=$(curl -s -H "X-API-KEY: $key" -H 'Content-Type: application/json' -d '{"templateID": "code-interpreter", "timeout": 120}' "$url/v2/sandboxes")
-        sid2=$(printf '%s' "$body" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])') || fail "second create: $body"
+        # the SDK's default name, code-interpreter-v1, is served by the same pool; once the pool
+        # has refilled and its kernel had time to start, the server's ready file (written once
+        # the default context answers) is older than the create
+        for i in $(seq 300); do
+                "$NSBOX" stats --json 2> /dev/null | grep -q '"code-interpreter": {[^}]*"ready": 1' && break
+                sleep 0.1
+        done
+        sleep 8
+        local t0
+        t0=$(date +%s.%N)
+        body=$(curl -s -H "X-API-KEY: $key" -H 'Content-Type: application/json' -d '{"templateID": "code-interpreter-v1", "timeout": 120}' "$url/v2/sandboxes")
+        sid2=$(printf '%s' "$body" | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["templateID"] == "code-interpreter-v1"; print(d["sandboxID"])') ||
+                fail "second create: $body"
+        grep -q "pool.handover.*$sid2" "$dir/log" || fail "code-interpreter-v1 did not come from code-interpreter's pool"
+        assert_eq 1 "$("$NSBOX" call "$sid2" process_list | grep -o '"tag": "code-interpreter"' | wc -l)" "code-interpreter servers in the v1 sandbox"
+        local ready
+        ready=$("$NSBOX" exec "$sid2" -- python3 -c 'import glob, os; print(min(os.stat(p).st_mtime for p in glob.glob("/tmp/.nsbox-code-interpreter-*") if p[-1].isdigit()))' 2>&1)
+        python3 -c "import sys; sys.exit(0 if $ready < $t0 else 1)" 2> /dev/null ||
+                fail "the default context was ready at $ready, not before the create at $t0"
         "$NSBOX" cp "$SESSION_DIR/client.py" "$sid2:/tmp/client.py" || fail "cp client"
         run "$sid2" "import os; 'GREETING' in os.environ"
         assert_eq False "$(field 'main(l)["text"]')" "another sandbox's envVars"
