@@ -130,6 +130,25 @@ test_matplotlib_png_and_pandas_html() {
         assert_contains "$(field 'main(l)["text"]')" "a  b" "DataFrame text"
 }
 
+# E2B's other result formats, each from IPython's display classes: markdown, svg, jpeg, json, latex
+test_markdown_svg_jpeg_json_latex_results() {
+        local id
+        ci_sandbox id
+        run "$id" $'from IPython.display import display, Markdown, SVG, Image, JSON, Latex
+display(Markdown("**bold**"))
+display(SVG(\'<svg xmlns="http://www.w3.org/2000/svg" width="2" height="2"/>\'))
+display(Image(data=bytes.fromhex("ffd8ffe000104a464946") + bytes(8), format="jpeg"))
+display(JSON({"a": 1}))
+Latex(r"$x^2$")'
+        assert_eq "[]" "$(field 'of("error")')" "display errors"
+        assert_eq "**bold**" "$(field 'of("result")[0]["markdown"]')" "markdown"
+        assert_contains "$(field 'of("result")[1]["svg"]')" "<svg" "svg"
+        assert_eq "b'\\xff\\xd8\\xff\\xe0'" "$(field 'str(__import__("base64").b64decode(of("result")[2]["jpeg"])[:4])')" "jpeg"
+        assert_eq '{"a": 1}' "$(field 'of("result")[3]["json"]')" "json"
+        assert_eq '$x^2$ True' "$(field 'main(l)["latex"] + " " + str(main(l)["is_main_result"])')" "latex as the main result"
+        assert_eq "[false, false, false, false, true]" "$(field '[o["is_main_result"] for o in of("result")]')" "only the last expression is main"
+}
+
 test_print_streams_before_the_cell_ends() {
         local id
         ci_sandbox id
