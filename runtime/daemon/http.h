@@ -116,6 +116,7 @@ void control_error(hreq *r, unsigned status, const char *fmt, ...) __attribute__
 
 /* http_interp.c: the built-in code-interpreter template (its server started in a sandbox) */
 bool interp_template(const char *name);
+const char *interp_config_template(const nsbox_dconfig *c, const char *name); /* NULL: none */
 json_t *interp_start_params(uint64_t serial, json_t *envs, char *why, size_t whylen);
 json_t *interp_wait_params(uint64_t serial, json_int_t pid);
 void interp_pool_ready(daemon_state *d, sandbox *s); /* daemon_state's pool_ready */

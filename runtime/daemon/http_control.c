@@ -270,8 +270,9 @@ static void create_start(hreq *r, control *k)
                 json_t *p = json_pack("{sI ss}", "timeout", (json_int_t)(k->timeout_s ? k->timeout_s : CONTROL_MAX_TIMEOUT_S), "on_expiry",
                                       k->auto_pause ? "pause" : "destroy");
                 k->interp = interp_template(k->template_id);
-                if (nsbox_dconfig_template(r->d->conf, k->template_id))
-                        json_object_set_new(p, "template", json_string(k->template_id));
+                const char *tpl = interp_config_template(r->d->conf, k->template_id);
+                if (tpl)
+                        json_object_set_new(p, "template", json_string(tpl));
                 else if (strcmp(k->template_id, "base") && !k->interp && nsbox_snapshot_name_check(k->template_id, NULL) < 0) {
                         control_error(r, 404, "template '%.100s' not found (templates are nsboxd's: nsboxd(8), TEMPLATES)", k->template_id);
                         json_decref(p);

@@ -28,6 +28,19 @@ bool interp_template(const char *name)
         return !strcmp(name, INTERP_NAME) || !strcmp(name, INTERP_NAME "-v1");
 }
 
+/* The configuration's template for an E2B create of NAME, or NULL: NAME's own, else for either
+ * of the code interpreter's names the other's, so that a pool configured as code-interpreter
+ * serves @e2b/code-interpreter's default, code-interpreter-v1 (and the other way round). */
+const char *interp_config_template(const nsbox_dconfig *c, const char *name)
+{
+        if (nsbox_dconfig_template(c, name))
+                return name;
+        if (!interp_template(name))
+                return NULL;
+        const char *other = strcmp(name, INTERP_NAME) ? INTERP_NAME : INTERP_NAME "-v1";
+        return nsbox_dconfig_template(c, other) ? other : NULL;
+}
+
 static int read_small(const char *path, char **buf, size_t *len)
 {
         int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -108,8 +108,8 @@ fig.files_write_MBps = median(w);
 fig.files_read_MBps = median(r);
 await sbx.kill();
 
-// 4. the code interpreter: cold (code-interpreter-v1, its server and first kernel start at
-// create) and from a warm pool (e2b.sh's template code-interpreter: kernels started beforehand;
+// 4. the code interpreter: cold (e2b.sh's unpooled template code-interpreter-v1, its server and
+// first kernel start at create) and from a warm pool (e2b.sh's template code-interpreter: kernels started beforehand;
 // paced so that the pool has refilled)
 if (process.env.NSBOX_BENCH_CODE !== "0") {
         const warm = [];

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The E2B SDK against nsboxd's HTTP API (part of make bench): an nsboxd of its own, with a pooled
-# "base" template and a key, and tests/bench/e2b.mjs run with the pinned e2b packages (the E2B
-# tier's npm cache).  As whoever runs it.
+# "base" template, a pooled "code-interpreter" and an unpooled "code-interpreter-v1" (its cold
+# start: without a template of its own it would take code-interpreter's pool), a key, and
+# tests/bench/e2b.mjs run with the pinned e2b packages (the E2B tier's npm cache).  As whoever
+# runs it.
 #   tests/bench/e2b.sh [N]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,7 +22,8 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 cat > "$dir/config.json" <<JSON
 {"http": {"listen": "127.0.0.1:$port", "keys": "$dir/keys.json", "internet": false},
  "templates": {"base": {"create": {"workdir": "/home/user"}, "pool": 4},
-               "code-interpreter": {"create": {"workdir": "/home/user"}, "pool": 2}}}
+               "code-interpreter": {"create": {"workdir": "/home/user"}, "pool": 2},
+               "code-interpreter-v1": {"create": {"workdir": "/home/user"}}}}
 JSON
 NSBOX_STORE="$dir/store" "$NSBOXD" --config "$dir/config.json" --socket "$dir/d.sock" > "$dir/log" 2>&1 &
 dpid=$!

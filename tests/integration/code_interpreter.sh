@@ -130,6 +130,25 @@ test_matplotlib_png_and_pandas_html() {
         assert_contains "$(field 'main(l)["text"]')" "a  b" "DataFrame text"
 }
 
+# E2B's other result formats, each from IPython's display classes: markdown, svg, jpeg, json, latex
+test_markdown_svg_jpeg_json_latex_results() {
+        local id
+        ci_sandbox id
+        run "$id" $'from IPython.display import display, Markdown, SVG, Image, JSON, Latex
+display(Markdown("**bold**"))
+display(SVG(\'<svg xmlns="http://www.w3.org/2000/svg" width="2" height="2"/>\'))
+display(Image(data=bytes.fromhex("ffd8ffe000104a464946") + bytes(8), format="jpeg"))
+display(JSON({"a": 1}))
+Latex(r"$x^2$")'
+        assert_eq "[]" "$(field 'of("error")')" "display errors"
+        assert_eq "**bold**" "$(field 'of("result")[0]["markdown"]')" "markdown"
+        assert_contains "$(field 'of("result")[1]["svg"]')" "<svg" "svg"
+        assert_eq "b'\\xff\\xd8\\xff\\xe0'" "$(field 'str(__import__("base64").b64decode(of("result")[2]["jpeg"])[:4])')" "jpeg"
+        assert_eq '{"a": 1}' "$(field 'of("result")[3]["json"]')" "json"
+        assert_eq '$x^2$ True' "$(field 'main(l)["latex"] + " " + str(main(l)["is_main_result"])')" "latex as the main result"
+        assert_eq "[false, false, false, false, true]" "$(field '[o["is_main_result"] for o in of("result")]')" "only the last expression is main"
+}
+
 test_print_streams_before_the_cell_ends() {
         local id
         ci_sandbox id
@@ -283,7 +302,8 @@ test_builtin_template_through_the_http_api() {
 
 # A template named code-interpreter with a pool (nsboxd(8), TEMPLATES): its pooled sandboxes start
 # the server beforehand, and a create that takes one starts no second server; the create's
-# envVars still reach every cell and new contexts, and a create without them sees none.
+# envVars still reach every cell and new contexts, and a create without them sees none; the
+# pool serves E2B's name code-interpreter-v1 too, its default context started before the create.
 test_warm_pool_starts_the_kernel_beforehand() {
         [ -z "$KERNEL_MISSING" ] || fail "no Jupyter kernel on this host ($KERNEL_MISSING): ./quickstart.sh --deps installs it"
         local dir port url key body sid sid2 i
@@ -317,8 +337,25 @@ test_warm_pool_starts_the_kernel_beforehand() {
         ctx=$(printf '%s' "${OUT#* }" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])') || fail "context: $OUT"
         run "$sid" "import os; os.environ.get('GREETING') == 'warm hello'" "{\"context_id\": \"$ctx\"}"
         assert_eq True "$(field 'main(l)["text"]')" "the create's envVars in a new context"
-        body=$(curl -s -H "X-API-KEY: $key" -H 'Content-Type: application/json' -d '{"templateID": "code-interpreter", "timeout": 120}' "$url/v2/sandboxes")
-        sid2=$(printf '%s' "$body" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])') || fail "second create: $body"
+        # the SDK's default name, code-interpreter-v1, is served by the same pool; once the pool
+        # has refilled and its kernel had time to start, the server's ready file (written once
+        # the default context answers) is older than the create
+        for i in $(seq 300); do
+                "$NSBOX" stats --json 2> /dev/null | grep -q '"code-interpreter": {[^}]*"ready": 1' && break
+                sleep 0.1
+        done
+        sleep 8
+        local t0
+        t0=$(date +%s.%N)
+        body=$(curl -s -H "X-API-KEY: $key" -H 'Content-Type: application/json' -d '{"templateID": "code-interpreter-v1", "timeout": 120}' "$url/v2/sandboxes")
+        sid2=$(printf '%s' "$body" | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["templateID"] == "code-interpreter-v1"; print(d["sandboxID"])') ||
+                fail "second create: $body"
+        grep -q "pool.handover.*$sid2" "$dir/log" || fail "code-interpreter-v1 did not come from code-interpreter's pool"
+        assert_eq 1 "$("$NSBOX" call "$sid2" process_list | grep -o '"tag": "code-interpreter"' | wc -l)" "code-interpreter servers in the v1 sandbox"
+        local ready
+        ready=$("$NSBOX" exec "$sid2" -- python3 -c 'import glob, os; print(min(os.stat(p).st_mtime for p in glob.glob("/tmp/.nsbox-code-interpreter-*") if p[-1].isdigit()))' 2>&1)
+        python3 -c "import sys; sys.exit(0 if $ready < $t0 else 1)" 2> /dev/null ||
+                fail "the default context was ready at $ready, not before the create at $t0"
         "$NSBOX" cp "$SESSION_DIR/client.py" "$sid2:/tmp/client.py" || fail "cp client"
         run "$sid2" "import os; 'GREETING' in os.environ"
         assert_eq False "$(field 'main(l)["text"]')" "another sandbox's envVars"

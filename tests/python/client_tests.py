@@ -348,6 +348,9 @@ def t_code_interpreter():
         check(len(res) == 1 and res[0].png_bytes()[:4] == b"\x89PNG" and "png" in res[0].formats(), f"chart: {res}")
         check(x.error is not None and x.error.name == "ZeroDivisionError" and "line 5" in x.error.traceback
               and [e.name for e in errs] == ["ZeroDivisionError"], f"error: {x.error} {errs}")
+        err_out = []
+        x = s.run_code("import sys\nprint('warn', file=sys.stderr, flush=True)", on_stderr=err_out.append)
+        check(err_out == ["warn\n"] and x.logs.stderr == ["warn\n"], f"stderr callback and logs: {err_out} {x.logs}")
         x = s.run_code("import pandas as pd\npd.DataFrame({'a': [1]})", language="python")
         check("<table" in (x.results[0].html or ""), f"DataFrame html: {x.results}")
         x = s.run_code("while True: pass", timeout=1)
