@@ -34,6 +34,8 @@ E2B_API_KEY=$("$NSBOX" api-key create 2>/dev/null)
 export E2B_API_KEY E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
 mkdir -p "$dir/js" && cp "$here/e2b.mjs" "$dir/js/" && ln -s "$mods/node_modules" "$dir/js/node_modules"
 node "$dir/js/e2b.mjs" "$N" "$dir/d.sock"
+# the floor under those figures: node's own fetch against a trivial node server, same run
+node "$here/node_floor.mjs" "$N"
 
 # /files driven by curl: what nsboxd's HTTP API moves when the client is not the limit (node's
 # fetch and the SDK's layers take most of the time above)
