@@ -939,6 +939,36 @@ bool nsbox_cgroup_holds(const nsbox_cgroup *cg, int controller)
         return v2[controller] || (cg->v1 & 1u << controller);
 }
 
+unsigned nsbox_cgroup_held(const nsbox_limits *l, const nsbox_cgroup *cg)
+{
+        unsigned held = 0;
+        if (l->memory && nsbox_cgroup_holds(cg, NSBOX_CG_V1_MEMORY))
+                held |= 1u << NSBOX_CG_V1_MEMORY;
+        if (l->pids && nsbox_cgroup_holds(cg, NSBOX_CG_V1_PIDS))
+                held |= 1u << NSBOX_CG_V1_PIDS;
+        if (l->cpus > 0 && nsbox_cgroup_holds(cg, NSBOX_CG_V1_CPU))
+                held |= 1u << NSBOX_CG_V1_CPU;
+        return held;
+}
+
+void nsbox_limits_json(json_t *o, const nsbox_limits *l, unsigned held)
+{
+        json_t *asked = json_object(), *enforced = json_object();
+        json_t *sets[2] = { asked, enforced };
+        for (int k = 0; k < 2; k++) {
+                json_t *s = sets[k];
+                if (l->memory && (!k || held & 1u << NSBOX_CG_V1_MEMORY))
+                        json_object_set_new(s, "memory", json_integer((json_int_t)l->memory));
+                if (l->pids && (!k || held & 1u << NSBOX_CG_V1_PIDS))
+                        json_object_set_new(s, "pids", json_integer((json_int_t)l->pids));
+                if (l->cpus > 0 && (!k || held & 1u << NSBOX_CG_V1_CPU))
+                        json_object_set_new(s, "cpus", json_real(l->cpus));
+                json_object_set_new(s, "disk", json_integer((json_int_t)(l->disk ? l->disk : NSBOX_DEFAULT_DISK)));
+        }
+        json_object_set_new(o, "limits", asked);
+        json_object_set_new(o, "limits_enforced", enforced);
+}
+
 int nsbox_cgroup_unheld(const nsbox_limits *l, const nsbox_cgroup *cg, char *msg, size_t size)
 {
         char missing[32] = "";

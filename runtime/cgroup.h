@@ -7,6 +7,7 @@
  * launcher joins the child to before it may go on. */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -66,6 +67,11 @@ uint64_t nsbox_cgroup_pids_limited(const nsbox_cgroup *cg);
 int nsbox_cgroup_unheld(const nsbox_limits *l, const nsbox_cgroup *cg, char *msg, size_t size);
 /* Whether cg holds a memory (NSBOX_CG_V1_MEMORY), pids or cpu limit. */
 bool nsbox_cgroup_holds(const nsbox_cgroup *cg, int controller);
+/* Of l's memory, pids and cpu limits, those cg holds: a mask of 1 << NSBOX_CG_V1_MEMORY... */
+unsigned nsbox_cgroup_held(const nsbox_limits *l, const nsbox_cgroup *cg);
+/* Into o, as replies and results show them: "limits" (asked for) and "limits_enforced" (those
+ * in held, and the disk, which the overlay's tmpfs always holds). */
+void nsbox_limits_json(json_t *o, const nsbox_limits *l, unsigned held);
 
 /* cgroup.kill: every process in it, frozen or not. */
 void nsbox_cgroup_kill(const nsbox_cgroup *cg);

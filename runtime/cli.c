@@ -111,30 +111,6 @@ static const char usage_run[] =
         "Exit status: CMD's; 128+N if killed by signal N; 124 on timeout; 125 if nsbox failed;\n"
         "126 if CMD cannot be executed; 127 if CMD is not found.\n";
 
-/* The limits asked for ("limits") and those that held ("limits_enforced"; the disk always), as
- * nsboxd's replies have them: a limit that did not hold is never silent. */
-static void limits_json(json_t *o, const nsbox_result *r)
-{
-        const nsbox_limits *l = &r->limits;
-        json_t *asked = json_object(), *held = json_object();
-        if (l->memory)
-                json_object_set_new(asked, "memory", json_integer((json_int_t)l->memory));
-        if (r->held_memory)
-                json_object_set_new(held, "memory", json_integer((json_int_t)l->memory));
-        if (l->pids)
-                json_object_set_new(asked, "pids", json_integer((json_int_t)l->pids));
-        if (r->held_pids)
-                json_object_set_new(held, "pids", json_integer((json_int_t)l->pids));
-        if (l->cpus > 0)
-                json_object_set_new(asked, "cpus", json_real(l->cpus));
-        if (r->held_cpus)
-                json_object_set_new(held, "cpus", json_real(l->cpus));
-        json_object_set_new(asked, "disk", json_integer((json_int_t)(l->disk ? l->disk : NSBOX_DEFAULT_DISK)));
-        json_object_set_new(held, "disk", json_integer((json_int_t)(l->disk ? l->disk : NSBOX_DEFAULT_DISK)));
-        json_object_set_new(o, "limits", asked);
-        json_object_set_new(o, "limits_enforced", held);
-}
-
 /* The --json result object, on stderr, for every outcome: a script never has to guess what an
  * exit status meant.  err is set when the command did not run (125, 126, 127). */
 static void print_json_result(const nsbox_result *r, const nsbox_error *err)
@@ -158,7 +134,7 @@ static void print_json_result(const nsbox_result *r, const nsbox_error *err)
                               "peak_memory_bytes", (json_int_t)r->max_rss_bytes, "status", r->status, "cgroup",
                               r->cgroup[0] ? r->cgroup : NULL);
                 if (o)
-                        limits_json(o, r);
+                        nsbox_limits_json(o, &r->limits, r->held);
                 if (o && r->warning[0])
                         json_object_set_new(o, "warnings", json_pack("[s]", r->warning));
         }

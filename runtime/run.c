@@ -272,9 +272,7 @@ static int result(const nsbox_policy *p, const nsbox_sandbox *sb, supervise_stat
         *res = (nsbox_result){ .exit_code = -1 };
         nsbox_cgroup_unheld(&p->limits, &sb->cg, res->warning, sizeof(res->warning));
         res->limits = p->limits;
-        res->held_memory = p->limits.memory && nsbox_cgroup_holds(&sb->cg, NSBOX_CG_V1_MEMORY);
-        res->held_pids = p->limits.pids && nsbox_cgroup_holds(&sb->cg, NSBOX_CG_V1_PIDS);
-        res->held_cpus = p->limits.cpus > 0 && nsbox_cgroup_holds(&sb->cg, NSBOX_CG_V1_CPU);
+        res->held = nsbox_cgroup_held(&p->limits, &sb->cg);
         res->wall_us = (now_ns() - sb->start_ns) / 1000;
         if (!st->has_exit && st->reaped) {
                 /* killed before it could report (timeout, kill): init's own and reaped children's */

@@ -26,7 +26,7 @@ typedef struct nsbox_result {
         char cgroup[512];   /* the sandbox's cgroup while it ran, or "" */
         char warning[1200]; /* limits asked for that did not hold (cgroup.h), or "" */
         nsbox_limits limits;                      /* asked for (the policy's and the options') */
-        bool held_memory, held_pids, held_cpus; /* of those, what the sandbox's cgroups enforced */
+        unsigned held;                            /* of those, what its cgroups held (nsbox_cgroup_held) */
 } nsbox_result;
 
 /* Return as soon as init reports the command's status, without waiting for the kernel to finish

@@ -204,15 +204,7 @@ sandbox *find_sandbox(daemon_state *d, client *c, json_t *id, json_t *params)
  * a limit that was asked for and does not hold is never silent. */
 static void limits_held(json_t *o, const nsbox_limits *l, const nsbox_cgroup *cg)
 {
-        json_t *held = json_object();
-        if (l->memory && nsbox_cgroup_holds(cg, NSBOX_CG_V1_MEMORY))
-                json_object_set_new(held, "memory", json_integer((json_int_t)l->memory));
-        if (l->pids && nsbox_cgroup_holds(cg, NSBOX_CG_V1_PIDS))
-                json_object_set_new(held, "pids", json_integer((json_int_t)l->pids));
-        if (l->cpus > 0 && nsbox_cgroup_holds(cg, NSBOX_CG_V1_CPU))
-                json_object_set_new(held, "cpus", json_real(l->cpus));
-        json_object_set_new(held, "disk", json_integer((json_int_t)(l->disk ? l->disk : NSBOX_DEFAULT_DISK)));
-        json_object_set_new(o, "limits_enforced", held);
+        nsbox_limits_json(o, l, nsbox_cgroup_held(l, cg));
         char msg[1200];
         if (nsbox_cgroup_unheld(l, cg, msg, sizeof(msg)))
                 json_object_set_new(o, "warnings", json_pack("[s]", msg));
@@ -240,17 +232,7 @@ json_t *sandbox_json(const daemon_state *d, const sandbox *s)
                         json_object_set_new(o, "idle_expires_in", json_real(at > now ? (double)(at - now) / 1e9 : 0));
         }
         json_object_set_new(o, "on_expiry", json_string(s->expiry_pause ? "pause" : "destroy"));
-        const nsbox_limits *l = &s->limits;
-        json_t *lim = json_object();
-        if (l->memory)
-                json_object_set_new(lim, "memory", json_integer((json_int_t)l->memory));
-        if (l->pids)
-                json_object_set_new(lim, "pids", json_integer((json_int_t)l->pids));
-        if (l->cpus > 0)
-                json_object_set_new(lim, "cpus", json_real(l->cpus));
-        json_object_set_new(lim, "disk", json_integer((json_int_t)(l->disk ? l->disk : NSBOX_DEFAULT_DISK)));
-        json_object_set_new(o, "limits", lim);
-        limits_held(o, l, &s->sup.sb.cg);
+        limits_held(o, &s->limits, &s->sup.sb.cg);
         json_object_set_new(o, "snapshot", s->layers.snapshot ? json_string(s->layers.snapshot) : json_null());
         if (s->repo_url || s->clone_url) {
                 json_object_set_new(o, "repo", json_string(s->repo_url ? s->repo_url : s->clone_url));

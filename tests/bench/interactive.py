@@ -107,10 +107,8 @@ def keystrokes_nsbox(sock, sb, n):
     return out
 
 
-def keystrokes_local(n):
-    master, slave = pty.openpty()
-    p = subprocess.Popen(["cat"], stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
-    os.close(slave)
+def echo_times(master, n):
+    """Write a key at a time to a pty's master and time its echo, ms; 20 warm-up keys left out."""
     out = []
     for i in range(n + 20):
         key = b"abcdefghijklmnopqrstuvwxyz"[i % 26:i % 26 + 1]
@@ -122,6 +120,14 @@ def keystrokes_local(n):
             got += os.read(master, 4096)
         if i >= 20:
             out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def keystrokes_local(n):
+    master, slave = pty.openpty()
+    p = subprocess.Popen(["cat"], stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    out = echo_times(master, n)
     p.kill()
     p.wait()
     os.close(master)
@@ -144,17 +150,7 @@ def keystrokes_cli(nsbox, sb, n):
         if not select.select([master], [], [], 30)[0]:
             sys.exit("bench: nsbox exec -it did not echo")
         got += os.read(master, 4096)
-    out = []
-    for i in range(n + 20):
-        key = b"abcdefghijklmnopqrstuvwxyz"[i % 26:i % 26 + 1]
-        t = time.perf_counter()
-        os.write(master, key)
-        got = b""
-        while key not in got:
-            select.select([master], [], [])
-            got += os.read(master, 4096)
-        if i >= 20:
-            out.append((time.perf_counter() - t) * 1000)
+    out = echo_times(master, n)
     p.terminate()  # nsbox kills cat and restores the terminal
     p.wait(30)
     os.close(master)
