@@ -142,18 +142,21 @@ test_bad_sizes_and_non_pty_processes_are_refused() {
         assert_one_line_error "$OUT"
 }
 
+# tmux on the test's own socket; pane and wait_pane read the session named $PANE
+tmx() { TERM=xterm tmux -S "$TEST_TMP/tmux.sock" "$@"; }
+pane() { tmx capture-pane -p -t "$PANE" | grep -v '^$'; }
+wait_pane() { # RE what
+        for _ in $(seq 100); do pane | grep -Eq -- "$1" && return 0; sleep 0.1; done
+        fail "$2: the pane never matched '$1': $(pane | tail -n 15)"
+}
+
 # nsbox exec -it driven through tmux: prompt, tty, resize, Ctrl-C, exit status, our terminal
 # restored, and the detach keys.
 test_exec_it_under_tmux() {
         command -v tmux > /dev/null || skip "no tmux (quickstart.sh installs it)"
         local id sock="$TEST_TMP/tmux.sock"
         new_sandbox id
-        tmx() { TERM=xterm tmux -S "$sock" "$@"; }
-        pane() { tmx capture-pane -p -t t | grep -v '^$'; }
-        wait_pane() { # RE what
-                for _ in $(seq 100); do pane | grep -Eq -- "$1" && return 0; sleep 0.1; done
-                fail "$2: the pane never matched '$1': $(pane | tail -n 15)"
-        }
+        PANE=t
         tmx new-session -d -s t -x 90 -y 30 "stty -a > $TEST_TMP/before; NSBOX_SOCKET=$NSBOX_SOCKET $NSBOX exec -it $id env PS1='\$ ' bash --norc -i; echo status=\$?; stty -a > $TEST_TMP/after; sleep 60" ||
                 fail "tmux new-session"
         trap 'tmux -S "'"$sock"'" kill-server 2>/dev/null; [ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
@@ -194,12 +197,7 @@ test_exec_it_under_tmux() {
 test_exec_it_terminal_restored_after_kill_9_and_rm() {
         command -v tmux > /dev/null || skip "no tmux (quickstart.sh installs it)"
         local id sock="$TEST_TMP/tmux.sock" how pid ptty
-        tmx() { TERM=xterm tmux -S "$sock" "$@"; }
-        pane() { tmx capture-pane -p -t k | grep -v '^$'; }
-        wait_pane() { # RE what
-                for _ in $(seq 100); do pane | grep -Eq -- "$1" && return 0; sleep 0.1; done
-                fail "$2: the pane never matched '$1': $(pane | tail -n 15)"
-        }
+        PANE=k
         trap 'tmux -S "'"$sock"'" kill-server 2>/dev/null; [ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
         for how in kill9 rm; do
                 new_sandbox id
@@ -228,12 +226,7 @@ test_exec_it_terminal_restored_after_kill_9_and_rm() {
 test_run_it_gives_the_command_a_terminal_with_job_control() {
         command -v tmux > /dev/null || skip "no tmux (quickstart.sh installs it)"
         local sock="$TEST_TMP/tmux.sock"
-        tmx() { TERM=xterm tmux -S "$sock" "$@"; }
-        pane() { tmx capture-pane -p -t r | grep -v '^$'; }
-        wait_pane() { # RE what
-                for _ in $(seq 100); do pane | grep -Eq -- "$1" && return 0; sleep 0.1; done
-                fail "$2: the pane never matched '$1': $(pane | tail -n 15)"
-        }
+        PANE=r
         trap 'tmux -S "'"$sock"'" kill-server 2>/dev/null' EXIT
         tmx new-session -d -s r -x 90 -y 30 "stty -a > $TEST_TMP/before; $NSBOX run -it -- env PS1='\$ ' bash --norc -i; echo status=\$?; stty -a > $TEST_TMP/after; sleep 60" ||
                 fail "tmux new-session"
