@@ -117,6 +117,7 @@ typedef struct create_req {
         int expiry; /* -1: the configuration's; 0 destroy; 1 pause */
         uint64_t wait_ms;
         bool close_with_client;
+        bool progress; /* progress events while its repository is cloned */
 } create_req;
 
 int seconds_param(json_t *params, const char *key, double max, bool *has, uint64_t *ret_ms, strbuf *why)
@@ -169,6 +170,14 @@ static int lifecycle_params(json_t *params, create_req *rq, strbuf *why)
                         return -EINVAL;
                 }
                 rq->close_with_client = json_is_true(cwc);
+        }
+        json_t *pg = json_object_get(params, "progress");
+        if (pg && !json_is_null(pg)) {
+                if (!json_is_boolean(pg)) {
+                        sb_appendf(why, "'progress' must be true or false");
+                        return -EINVAL;
+                }
+                rq->progress = json_is_true(pg);
         }
         return 0;
 }
@@ -641,6 +650,7 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
         s->req_start_ns = start_ns;
         set_lifetimes(d, s, &rq);
         s->bound_client = rq.close_with_client ? c->serial : 0;
+        s->create_progress = rq.progress;
         sandbox_start(d, s, c, id);
 out:
         sb_release(&why);

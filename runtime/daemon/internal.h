@@ -133,6 +133,8 @@ typedef struct sandbox {
         uint64_t expires_ns, ready_deadline_ns;
         uint64_t create_client;
         json_t *create_rpc_id;
+        bool create_progress;     /* its client asked for the clone's progress events */
+        uint64_t progress_ns;     /* when the last one was sent */
         uint32_t agent_events, sync_events, pid_events;
         /* snapshots and resets */
         nsbox_policy *policy;     /* kept to start it again */

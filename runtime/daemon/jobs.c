@@ -65,9 +65,23 @@ static int job_snapshot(sandbox *s, json_t **ret, nsbox_error *err)
         return 0;
 }
 
+/* The clone's progress, from the worker to nsboxd on the pipe its result goes on: lines
+ * "progress fetch|checkout DONE TOTAL BYTES\n" (at most every NSBOX_REPO_PROGRESS_MS), each one
+ * write of less than PIPE_BUF, before the result's JSON. */
+#define PROGRESS_LINE_MAX 96
+
+static void worker_progress(const nsbox_repo_progress *p, void *ud)
+{
+        char line[PROGRESS_LINE_MAX];
+        int n = snprintf(line, sizeof(line), "progress %s %llu %llu %llu\n", p->phase == NSBOX_REPO_FETCH ? "fetch" : "checkout",
+                         (unsigned long long)p->done, (unsigned long long)p->total, (unsigned long long)p->bytes);
+        if (n > 0 && (size_t)n < sizeof(line))
+                (void)!write_full(*(int *)ud, line, (size_t)n);
+}
+
 /* In the worker: clone the repository into a new layer (workdir/ inside it), owned by the
- * sandbox user, and bind it under its key. */
-static int job_repo(sandbox *s, json_t **ret, nsbox_error *err)
+ * sandbox user, and bind it under its key; its progress on out_fd. */
+static int job_repo(sandbox *s, int out_fd, json_t **ret, nsbox_error *err)
 {
         nsbox_store st = NSBOX_STORE_INIT;
         int r = nsbox_store_open(true, &st, err);
@@ -111,7 +125,8 @@ static int job_repo(sandbox *s, json_t **ret, nsbox_error *err)
         if (r == 0)
                 r = nsbox_repo_worker_limits(checkout_max, err);
         if (r == 0)
-                r = nsbox_repo_clone(s->repo_url, s->repo_commit, false, checkout_max, dir, last, sha, err);
+                r = nsbox_repo_clone_progress(s->repo_url, s->repo_commit, false, checkout_max, dir, last,
+                                              s->create_progress ? worker_progress : NULL, &out_fd, sha, err);
         _cleanup_close_ int layer = r == 0 ? openat(tmpfd, "layer", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
         if (r == 0)
                 r = layer < 0 ? nsbox_err(err, errno, "open the repository layer") : nsbox_tree_chown(layer, s->host_uid, s->host_gid, err);
@@ -158,7 +173,7 @@ int job_spawn(daemon_state *d, sandbox *s, int kind, client *c, json_t *rpc_id, 
                 s->job = kind;
                 json_t *res = NULL;
                 nsbox_error e = { 0 };
-                int r = kind == JOB_SNAPSHOT ? job_snapshot(s, &res, &e) : job_repo(s, &res, &e);
+                int r = kind == JOB_SNAPSHOT ? job_snapshot(s, &res, &e) : job_repo(s, pfd[1], &res, &e);
                 json_t *line = r < 0 ? json_pack("{sb ss ss}", "ok", 0, "code", nsbox_code_for_errno(r), "message", e.msg ? e.msg : strerror(-r))
                                      : json_pack("{sb so}", "ok", 1, "result", res ? res : json_object());
                 char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
@@ -250,6 +265,62 @@ static void job_done(daemon_state *d, sandbox *s)
         json_decref(line);
 }
 
+/* A number of the worker's progress line: digits only, at most 19 of them (no overflow). */
+static bool parse_count(const char *tok, uint64_t *ret)
+{
+        size_t n = strspn(tok, "0123456789");
+        if (n == 0 || n > 19 || tok[n])
+                return false;
+        *ret = strtoull(tok, NULL, 10);
+        return true;
+}
+
+/* One progress line of the worker, without its newline: to the create's client as an event, if
+ * it asked and one went out more than NSBOX_REPO_PROGRESS_MS ago (a phase's end goes always).
+ * The worker is nsboxd's own, but its line is read as data: a malformed one is dropped. */
+static void job_progress(daemon_state *d, sandbox *s, char *line)
+{
+        char *save = NULL, *tok[5] = { 0 };
+        for (size_t i = 0; i < 5; i++)
+                tok[i] = strtok_r(i ? NULL : line, " ", &save);
+        uint64_t done, total, bytes;
+        if (!tok[4] || strtok_r(NULL, " ", &save) || strcmp(tok[0], "progress") || (strcmp(tok[1], "fetch") && strcmp(tok[1], "checkout")) ||
+            !parse_count(tok[2], &done) || !parse_count(tok[3], &total) || !parse_count(tok[4], &bytes))
+                return;
+        client *c = s->job == JOB_REPO && s->create_progress && s->create_rpc_id ? client_by_serial(d, s->create_client) : NULL;
+        uint64_t now = now_ns();
+        if (!c || (now - s->progress_ns < (uint64_t)NSBOX_REPO_PROGRESS_MS * 1000000 && done != total))
+                return;
+        s->progress_ns = now;
+        json_t *params = json_pack("{sO ss ss sI sI sI}", "call", s->create_rpc_id, "event", "progress", "phase", tok[1], "done",
+                                   (json_int_t)(done > INT64_MAX ? INT64_MAX : done), "total", (json_int_t)(total > INT64_MAX ? INT64_MAX : total),
+                                   "bytes", (json_int_t)(bytes > INT64_MAX ? INT64_MAX : bytes));
+        if (params)
+                send_line(c, json_pack("{ss ss so}", "jsonrpc", "2.0", "method", "event", "params", params));
+}
+
+/* The worker's progress lines at the front of its output, taken out as they complete; what is
+ * left is the result's JSON (or the start of a line still coming). */
+static void job_lines(daemon_state *d, sandbox *s)
+{
+        static const char prefix[] = "progress ";
+        strbuf *o = &s->job_out;
+        while (o->len && o->buf[0] == 'p') {
+                char *nl = memchr(o->buf, '\n', o->len < PROGRESS_LINE_MAX ? o->len : PROGRESS_LINE_MAX);
+                if (!nl) {
+                        if (o->len >= PROGRESS_LINE_MAX || strncmp(o->buf, prefix, o->len < sizeof(prefix) - 1 ? o->len : sizeof(prefix) - 1))
+                                o->len = 0; /* nonsense: reported as a failure */
+                        return;
+                }
+                *nl = '\0';
+                job_progress(d, s, o->buf);
+                size_t used = (size_t)(nl + 1 - o->buf);
+                memmove(o->buf, nl + 1, o->len - used);
+                o->len -= used;
+                o->buf[o->len] = '\0';
+        }
+}
+
 void job_readable(daemon_state *d, sandbox *s)
 {
         char buf[4096];
@@ -262,6 +333,8 @@ void job_readable(daemon_state *d, sandbox *s)
                 if (n > 0) {
                         if (sb_append(&s->job_out, buf, (size_t)n) < 0)
                                 s->job_out.len = 0; /* nonsense: reported as a failure */
+                        else if (s->job == JOB_REPO)
+                                job_lines(d, s);
                         continue;
                 }
                 job_done(d, s);
