@@ -2,8 +2,9 @@
 /* A progress line on a terminal for work done at length (a repository's clone, a snapshot, an
  * image import): what is being done, how far when it is known, and for how long, redrawn each
  * second on stderr and erased when the work ends.  Nothing at all when stderr is not a terminal,
- * so logs and pipes stay clean.  A clone of a host repository reports how far (create's
- * "progress" events); snapshots and image imports say what and how long, not how much. */
+ * so logs and pipes stay clean.  How far: a clone of a host repository and a snapshot's copy from
+ * nsboxd's "progress" events (asked for only here, on a terminal), an image import from its own
+ * extraction. */
 #include "cli_session.h"
 
 #include <pthread.h>
@@ -134,5 +135,10 @@ void nsbox_cli_progress_event(json_t *params, void *ud)
                 nsbox_cli_progress_detail(ud, "objects %llu/%llu (%s)", d, t, size);
         } else if (!strcmp(phase, "checkout")) {
                 nsbox_cli_progress_detail(ud, "checking out %llu/%llu files", d, t);
+        } else if (!strcmp(phase, "copy")) {
+                char size[32];
+                json_int_t b = json_integer_value(json_object_get(params, "bytes"));
+                nsbox_cli_human_bytes(b > 0 ? (unsigned long long)b : 0, size, sizeof(size));
+                nsbox_cli_progress_detail(ud, "copied %llu files (%s)", d, size);
         }
 }

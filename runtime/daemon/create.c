@@ -89,6 +89,7 @@ static int sandbox_start(daemon_state *d, sandbox *s, client *c, json_t *id)
                         nsbox_layers_release(&s->base_layers);
                         return repo_ready(d, s, key);
                 }
+                s->job_progress = s->create_progress;
                 int r = job_spawn(d, s, JOB_REPO, NULL, NULL, &err);
                 if (r < 0) {
                         create_failed(d, s, nsbox_code_for_errno(r), err.msg ? err.msg : "cannot start a worker");
