@@ -457,8 +457,8 @@ EOF
         git -C "$1" symbolic-ref HEAD refs/heads/master
 }
 
-test_a_clone_on_a_terminal_shows_how_far_and_nothing_in_a_pipe() {
-        local repo="$TEST_TMP/big" id id2
+test_a_clone_and_a_snapshot_on_a_terminal_count_and_a_pipe_shows_nothing() {
+        local repo="$TEST_TMP/big" id id2 snap="cli-count-$$"
         command -v script > /dev/null || skip "no script(1) for a terminal"
         command -v git > /dev/null || skip "no git on the host to build a test repository"
         make_big_repo "$repo" 3000 || fail "make_big_repo"
@@ -471,10 +471,19 @@ test_a_clone_on_a_terminal_shows_how_far_and_nothing_in_a_pipe() {
         MY_SANDBOXES="$MY_SANDBOXES $id"
         assert_status 0 "$NSBOX" exec "$id" -- sh -c 'ls d7 | wc -l'
         assert_eq 60 "$OUT" "the checkout's files"
+        # a snapshot of a few thousand files: the line counts what is copied
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'mkdir w && cd w && seq 3000 | xargs touch && head -c 8000000 /dev/zero > z'
+        OUT=$(script -qec "'$NSBOX' snapshot $id $snap" /dev/null) || fail "snapshot on a terminal: $OUT"
+        printf '%s' "$OUT" | grep -qE "snapshotting $id as $snap\.\.\. copied [0-9]+ files \([0-9.]+ [KM]iB\), [0-9]+s" ||
+                fail "no file count in: $OUT"
+        assert_status 0 "$NSBOX" snapshot rm "$snap"
         # a pipe: nothing on stderr, and no event reached the client
         id2=$("$NSBOX" create --repo "$repo" --commit master 2> "$TEST_TMP/err") || fail "create --repo: $(cat "$TEST_TMP/err")"
         MY_SANDBOXES="$MY_SANDBOXES $id2"
         assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of create --repo into a file"
+        "$NSBOX" snapshot "$id" "$snap" > /dev/null 2> "$TEST_TMP/err" || fail "snapshot: $(cat "$TEST_TMP/err")"
+        assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of snapshot into a file"
+        assert_status 0 "$NSBOX" snapshot rm "$snap"
         assert_status 0 "$NSBOX" rm "$id" "$id2"
 }
 
