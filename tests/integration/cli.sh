@@ -458,7 +458,7 @@ EOF
 }
 
 test_a_clone_and_a_snapshot_on_a_terminal_count_and_a_pipe_shows_nothing() {
-        local repo="$TEST_TMP/big" id id2 snap="cli-count-$$"
+        local repo="$TEST_TMP/manyfiles" id id2 snap="cli-count-$$"
         command -v script > /dev/null || skip "no script(1) for a terminal"
         command -v git > /dev/null || skip "no git on the host to build a test repository"
         make_big_repo "$repo" 3000 || fail "make_big_repo"
