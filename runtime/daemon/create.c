@@ -213,7 +213,7 @@ static int parse_req(daemon_state *d, json_t *params, create_req *rq, strbuf *wh
                 }
                 json_object_foreach(params, k, v)
                         if (!is_lifecycle(k) && nsbox_param_given(v)) {
-                                sb_appendf(why, "'%.64s' cannot be given with a template (only labels, timeout, idle_timeout, on_expiry, close_with_client, wait)", k);
+                                sb_appendf(why, "'%.64s' cannot be given with a template (only labels, timeout, idle_timeout, on_expiry, close_with_client, progress, wait)", k);
                                 return -EINVAL;
                         }
                 rq->tpl = (int)(tp - d->conf->templates);
