@@ -60,6 +60,26 @@ static void human_size(uint64_t b, char *buf, size_t n)
                 snprintf(buf, n, "%.1fG", (double)b / (1 << 30));
 }
 
+/* The import's counts on the progress line, five times a second at most: this is called for
+ * each entry and each block of a file. */
+typedef struct import_line {
+        nsbox_cli_progress pr;
+        struct timespec last;
+} import_line;
+
+static void import_progress(uint64_t entries, uint64_t bytes, void *ud)
+{
+        import_line *l = ud;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - l->last.tv_sec) * 1000000000ll + (now.tv_nsec - l->last.tv_nsec) < 200000000ll)
+                return;
+        l->last = now;
+        char size[32];
+        nsbox_cli_human_bytes(bytes, size, sizeof(size));
+        nsbox_cli_progress_detail(&l->pr, "%llu entries (%s)", (unsigned long long)entries, size);
+}
+
 static int image_import(nsbox_store *st, int argc, char **argv)
 {
         const char *pos[2];
@@ -72,10 +92,10 @@ static int image_import(nsbox_store *st, int argc, char **argv)
                 return nsbox_cli_usage_error("image", "import: expected PATH [NAME]");
         nsbox_error err = { 0 };
         json_t *meta = NULL;
-        nsbox_cli_progress pr;
-        nsbox_cli_progress_start(&pr, "importing %s", pos[0]);
-        int r = nsbox_image_import(st, pos[0], n > 1 ? pos[1] : NULL, &meta, &err);
-        nsbox_cli_progress_stop(&pr);
+        import_line line = { 0 };
+        nsbox_cli_progress_start(&line.pr, "importing %s", pos[0]);
+        int r = nsbox_image_import_progress(st, pos[0], n > 1 ? pos[1] : NULL, line.pr.running ? import_progress : NULL, &line, &meta, &err);
+        nsbox_cli_progress_stop(&line.pr);
         if (r < 0)
                 return failed(r, &err);
         if (json)

@@ -175,11 +175,14 @@ int nsbox_cmd_create(int argc, char **argv)
         /* --count: one connection, one sandbox after the other; each id as soon as it exists */
         nsbox_client cl = { .fd = -1 };
         const char *repo = json_string_value(json_object_get(params, "repo"));
+        if (repo && isatty(2)) /* how far the clone is, for the line on the terminal */
+                json_object_set_new(params, "progress", json_true());
         for (uint64_t i = 0; i < o.count && status == 0; i++) {
                 nsbox_cli_progress pr = { 0 };
                 if (repo)
                         nsbox_cli_progress_start(&pr, "cloning %s", repo);
-                status = call_once("create", &cl, o.reuse ? "get_or_create" : "create", json_incref(params), NULL, NULL, &res, EXIT_NSBOX);
+                status = call_once("create", &cl, o.reuse ? "get_or_create" : "create", json_incref(params),
+                                   pr.running ? nsbox_cli_progress_event : NULL, &pr, &res, EXIT_NSBOX);
                 nsbox_cli_progress_stop(&pr);
                 if (status == 0) {
                         size_t k;

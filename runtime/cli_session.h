@@ -90,17 +90,24 @@ int nsbox_cli_unknown_option(const char *cmd, const char *arg);
 
 int nsbox_cmd_inspect(int argc, char **argv);
 
-/* cli_progress.c: "nsbox: WHAT... Ns" redrawn on stderr each second until stop, then erased;
- * nothing when stderr is not a terminal */
+/* cli_progress.c: "nsbox: WHAT... [HOW FAR, ]Ns" redrawn on stderr each second (and when how far
+ * changes) until stop, then erased; nothing when stderr is not a terminal */
 #include <pthread.h>
 typedef struct nsbox_cli_progress {
         pthread_t thread;
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        bool running, done;
+        bool running, done, changed;
         char what[256];
+        char detail[128];
 } nsbox_cli_progress;
 void nsbox_cli_progress_start(nsbox_cli_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* how far it is, e.g. "objects 12/40 (1.2 MiB)"; nothing when the line is not running */
+void nsbox_cli_progress_detail(nsbox_cli_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "812 KiB", "12.3 MiB", "1.5 GiB" */
+void nsbox_cli_human_bytes(unsigned long long n, char *buf, size_t size);
+/* a create's "progress" event (nsbox-protocol(7)) as the line's detail; ud is the line */
+void nsbox_cli_progress_event(json_t *params, void *ud);
 void nsbox_cli_progress_stop(nsbox_cli_progress *p); /* NULL: the one running, if any */
 
 /* cli_daemon.c: nsbox daemon status|stop|restart */

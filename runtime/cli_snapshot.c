@@ -176,8 +176,10 @@ int nsbox_cmd_snapshot(int argc, char **argv)
         json_t *res = NULL;
         nsbox_cli_progress pr;
         nsbox_cli_progress_start(&pr, "snapshotting %s as %s", pos[0], pos[1]);
-        int status = nsbox_cli_call("snapshot", &cl, "snapshot", json_pack("{ss ss}", "sandbox", pos[0], "name", pos[1]), NULL, NULL, &res,
-                                    EXIT_REFUSED);
+        json_t *params = json_pack("{ss ss}", "sandbox", pos[0], "name", pos[1]);
+        if (params && pr.running) /* how far the copy is, for the line on the terminal */
+                json_object_set_new(params, "progress", json_true());
+        int status = nsbox_cli_call("snapshot", &cl, "snapshot", params, pr.running ? nsbox_cli_progress_event : NULL, &pr, &res, EXIT_REFUSED);
         nsbox_cli_progress_stop(&pr);
         nsbox_client_close(&cl);
         if (status == 0) {

@@ -205,6 +205,8 @@ static int extract_file(extract_ctx *x, struct archive *a, int dir, const char *
         int r;
         while ((r = AR(archive_read_data_block)(a, &buf, &size, &off)) == ARCHIVE_OK) {
                 x->stats.bytes += size;
+                if (x->progress)
+                        x->progress(x->stats.entries, x->stats.bytes, x->progress_ud);
                 if (x->stats.bytes > x->max_bytes)
                         return nsbox_err_as(err, EFBIG, "%s: more than %llu bytes of files: refused", x->what, (unsigned long long)x->max_bytes);
                 for (size_t done = 0; done < size;) {
@@ -311,6 +313,8 @@ static int extract_entry(extract_ctx *x, struct archive *a, struct archive_entry
 {
         if (++x->stats.entries > x->max_entries)
                 return nsbox_err_as(err, EFBIG, "%s: more than %llu entries: refused", x->what, (unsigned long long)x->max_entries);
+        if (x->progress)
+                x->progress(x->stats.entries, x->stats.bytes, x->progress_ud);
         const char *name = clean_name(AR(archive_entry_pathname)(e), x->what, err);
         if (!name)
                 return -EINVAL;

@@ -22,6 +22,9 @@ typedef struct extract_ctx {
         bool skip_devices;  /* root: device nodes skipped with a warning; else refused */
         uint64_t max_entries, max_bytes; /* across the whole import */
         extract_stats stats;             /* likewise */
+        /* told stats.entries and stats.bytes as they grow (each entry, each block of a file) */
+        void (*progress)(uint64_t entries, uint64_t bytes, void *userdata);
+        void *progress_ud;
         char **dir_modes;                /* "MODE NAME" to apply last */
         int cache_fd;                    /* the last parent directory: -1, or cache_path's */
         size_t cache_len;

@@ -442,13 +442,20 @@ static int import_into(importer *im, const char *path, const char *given, json_t
 
 int nsbox_image_import(nsbox_store *s, const char *path, const char *name, json_t **ret_meta, nsbox_error *err)
 {
+        return nsbox_image_import_progress(s, path, name, NULL, NULL, ret_meta, err);
+}
+
+int nsbox_image_import_progress(nsbox_store *s, const char *path, const char *name, nsbox_image_progress_fn progress, void *userdata,
+                                json_t **ret_meta, nsbox_error *err)
+{
         if (name && nsbox_image_name_check(name, err) < 0)
                 return -EINVAL;
         bool root = geteuid() == 0;
         importer im = { .s = s, .src = -1, .held = NSBOX_LAYERS_INIT, .digests = json_array() };
         im.x = (extract_ctx){ .cache_fd = -1, .shift_owners = root, .keep_setid = root, .skip_devices = root,
                               .max_entries = env_limit("NSBOX_IMAGE_MAX_ENTRIES", NSBOX_IMAGE_MAX_ENTRIES),
-                              .max_bytes = env_limit("NSBOX_IMAGE_MAX_BYTES", NSBOX_IMAGE_MAX_BYTES) };
+                              .max_bytes = env_limit("NSBOX_IMAGE_MAX_BYTES", NSBOX_IMAGE_MAX_BYTES),
+                              .progress = progress, .progress_ud = userdata };
         im.tmpfd = nsbox_store_tmp(s, im.tmpname, err);
         int r = im.tmpfd < 0 ? im.tmpfd : im.digests ? import_into(&im, path, name, ret_meta, err) : -ENOMEM;
         if (im.src >= 0)

@@ -20,3 +20,8 @@
 
 /* Import PATH as image NAME (NULL: the name the archive gives).  *ret_meta: the image record. */
 int nsbox_image_import(nsbox_store *s, const char *path, const char *name, json_t **ret_meta, nsbox_error *err);
+/* The same, telling progress (when not NULL) the entries and bytes of files extracted so far,
+ * across the image's layers, as they grow: often, so it should be cheap. */
+typedef void (*nsbox_image_progress_fn)(uint64_t entries, uint64_t bytes, void *userdata);
+int nsbox_image_import_progress(nsbox_store *s, const char *path, const char *name, nsbox_image_progress_fn progress, void *userdata,
+                                json_t **ret_meta, nsbox_error *err);

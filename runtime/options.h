@@ -36,6 +36,7 @@ typedef struct nsbox_run_options {
         const char *on_expiry;     /* create: destroy or pause */
         bool reuse;                /* create: get_or_create by the labels */
         bool close_with_client;    /* create's JSON only */
+        bool progress;             /* create's JSON only: progress events while a repository is cloned */
         bool has_idle, has_wait;
         uint64_t idle_ms, wait_ms;
         bool has_timeout, has_disk, has_memory, has_pids, has_cpus;

@@ -260,6 +260,8 @@ const nsbox_param nsbox_params[] = {
           "wait up to seconds for room when nsboxd is at capacity" },
         { "close_with_client", NULL, 0, NSBOX_PARAM_FLAG, 0, LIFE, F(close_with_client), 0, 0, 0, NULL, NULL, NULL,
           "destroyed when the client's connection closes" },
+        { "progress", NULL, 0, NSBOX_PARAM_FLAG, 0, LIFE, F(progress), 0, 0, 0, NULL, NULL, NULL,
+          "progress events while a repository is cloned" },
         { NULL, "count", 0, NSBOX_PARAM_COUNT, NSBOX_CMD_CREATE | NSBOX_CMD_MCP, 0, F(count), 0, 1, 256, "expected a number from 1 to 256", NULL,
           NULL, "create N sandboxes" },
         { NULL, "reuse", 0, NSBOX_PARAM_FLAG, NSBOX_CMD_CREATE | NSBOX_CMD_MCP, 0, F(reuse), 0, 0, 0, NULL, NULL, NULL,

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <git2.h>
@@ -536,9 +537,55 @@ static int check_checkout_size(git_repository *repo, git_object *target, const c
         return 0;
 }
 
+/* ---- progress ---- */
+
+typedef struct progress_ctx {
+        nsbox_repo_progress_fn fn;
+        void *ud;
+        nsbox_repo_progress last;
+        uint64_t last_ns;
+        bool any;
+} progress_ctx;
+
+static uint64_t mono_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Pass p on: the first of a phase, the last (done == total), else at most every PROGRESS_MS. */
+static void progress_report(progress_ctx *pc, nsbox_repo_progress p)
+{
+        if (!pc->fn)
+                return;
+        uint64_t now = mono_ns();
+        bool first = !pc->any || pc->last.phase != p.phase;
+        bool complete = p.total && p.done == p.total && pc->last.done != p.done;
+        if (!first && !complete && now - pc->last_ns < (uint64_t)NSBOX_REPO_PROGRESS_MS * 1000000ull)
+                return;
+        pc->any = true;
+        pc->last = p;
+        pc->last_ns = now;
+        pc->fn(&p, pc->ud);
+}
+
+static int on_transfer(const git_indexer_progress *st, void *payload)
+{
+        progress_report(payload, (nsbox_repo_progress){ .phase = NSBOX_REPO_FETCH, .done = st->received_objects,
+                                                        .total = st->total_objects, .bytes = st->received_bytes });
+        return 0;
+}
+
+static void on_checkout(const char *path, size_t done, size_t total, void *payload)
+{
+        (void)path;
+        progress_report(payload, (nsbox_repo_progress){ .phase = NSBOX_REPO_CHECKOUT, .done = done, .total = total });
+}
+
 /* Clone source into the empty directory dir_fd and check commit out. */
 static int clone_into(const char *source, const char *url, const char *commit, uint64_t max_bytes, int dir_fd,
-                      char ret_commit[41], nsbox_error *err)
+                      progress_ctx *pc, char ret_commit[41], nsbox_error *err)
 {
         /* libgit2 takes paths; this one is the directory just made, whatever happens to its name. */
         char path[64];
@@ -551,6 +598,10 @@ static int clone_into(const char *source, const char *url, const char *commit, u
         /* The source belongs to someone else: its objects are copied, never shared as inodes. */
         opts.local = GIT_CLONE_LOCAL_NO_LINKS;
         opts.remote_cb = create_origin;
+        if (pc->fn) {
+                opts.fetch_opts.callbacks.transfer_progress = on_transfer;
+                opts.fetch_opts.callbacks.payload = pc;
+        }
         _cleanup_(git_repository_freep) git_repository *repo = NULL;
         int g = git_clone(&repo, source, path, &opts);
         if (g < 0)
@@ -565,6 +616,10 @@ static int clone_into(const char *source, const char *url, const char *commit, u
         git_checkout_options co;
         git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
         co.checkout_strategy = GIT_CHECKOUT_FORCE;
+        if (pc->fn) {
+                co.progress_cb = on_checkout;
+                co.progress_payload = pc;
+        }
         g = git_checkout_tree(repo, target, &co);
         if (g < 0)
                 return fail_git(err, g, url);
@@ -613,6 +668,13 @@ int nsbox_repo_commit_check(const char *commit, nsbox_error *err)
 int nsbox_repo_clone(const char *url, const char *commit, bool allow_network, uint64_t max_bytes, int dst_parent_fd,
                      const char *dst_name, char ret_commit[41], nsbox_error *err)
 {
+        return nsbox_repo_clone_progress(url, commit, allow_network, max_bytes, dst_parent_fd, dst_name, NULL, NULL, ret_commit, err);
+}
+
+int nsbox_repo_clone_progress(const char *url, const char *commit, bool allow_network, uint64_t max_bytes, int dst_parent_fd,
+                              const char *dst_name, nsbox_repo_progress_fn progress, void *userdata, char ret_commit[41],
+                              nsbox_error *err)
+{
         if (!url)
                 return bad_spec("", err);
         if (!dst_name || !*dst_name || strchr(dst_name, '/') || strcmp(dst_name, ".") == 0 ||
@@ -639,7 +701,7 @@ int nsbox_repo_clone(const char *url, const char *commit, bool allow_network, ui
         if (dir_fd < 0)
                 r = nsbox_err(err, errno, "clone '%s': open '%s'", url, dst_name);
         else
-                r = clone_into(source, url, commit, max_bytes, dir_fd, id, err);
+                r = clone_into(source, url, commit, max_bytes, dir_fd, &(progress_ctx){ .fn = progress, .ud = userdata }, id, err);
         if (r < 0) {
                 int rr = remove_tree_at(dst_parent_fd, dst_name);
                 if (rr < 0)

@@ -48,6 +48,23 @@ int nsbox_repo_commit_check(const char *commit, nsbox_error *err);
 int nsbox_repo_clone(const char *url, const char *commit, bool allow_network, uint64_t max_bytes, int dst_parent_fd,
                      const char *dst_name, char ret_commit[41], nsbox_error *err);
 
+/* How far a clone is: the objects received (a local clone copies its source's object directory
+ * whole first, which reports none) and the files checked out. */
+typedef enum { NSBOX_REPO_FETCH, NSBOX_REPO_CHECKOUT } nsbox_repo_phase;
+typedef struct nsbox_repo_progress {
+        nsbox_repo_phase phase;
+        uint64_t done, total; /* objects or files */
+        uint64_t bytes;       /* received, the fetch only */
+} nsbox_repo_progress;
+typedef void (*nsbox_repo_progress_fn)(const nsbox_repo_progress *p, void *userdata);
+
+/* nsbox_repo_clone, calling progress (when not NULL) at most every NSBOX_REPO_PROGRESS_MS, and
+ * once more when a phase is complete. */
+#define NSBOX_REPO_PROGRESS_MS 250
+int nsbox_repo_clone_progress(const char *url, const char *commit, bool allow_network, uint64_t max_bytes, int dst_parent_fd,
+                              const char *dst_name, nsbox_repo_progress_fn progress, void *userdata, char ret_commit[41],
+                              nsbox_error *err);
+
 /* In a process that only clones (nsboxd's worker): bound libgit2's pack windows and object cache,
  * and the address space to what it uses now + max_bytes + NSBOX_REPO_WORKER_ROOM, so that a blob
  * the size check missed cannot take the host's memory.  0 or -errno. */

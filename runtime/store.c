@@ -574,7 +574,7 @@ int nsbox_store_snapshot(nsbox_store *s, const char *name, int upper_fd, const n
                 return tmpfd;
         nsbox_copy_stats cs = { 0 };
         uint64_t t0 = now_ns();
-        r = nsbox_tree_copy_shifted(upper_fd, tmpfd, "layer", max_bytes, s->shift, &cs, err);
+        r = nsbox_tree_copy_progress(upper_fd, tmpfd, "layer", max_bytes, s->shift, s->progress, &cs, err);
         uint64_t t1 = now_ns();
         /* durable before it has a name: a crash after the rename must not find it half written */
         if (r == 0 && syncfs(tmpfd) < 0)

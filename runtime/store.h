@@ -35,8 +35,9 @@ typedef struct nsbox_store {
         char *dir;
         int dirfd;
         const nsbox_idshift *shift; /* snapshots: owners moved from a sandbox's own id range (treecopy.h) */
+        const nsbox_copy_progress *progress; /* snapshots: how far the copy is (treecopy.h), or NULL */
 } nsbox_store;
-#define NSBOX_STORE_INIT { .dir = NULL, .dirfd = -1, .shift = NULL }
+#define NSBOX_STORE_INIT { .dir = NULL, .dirfd = -1, .shift = NULL, .progress = NULL }
 
 /* Open the calling user's store, creating it (0700) when create is set.  The directory must be
  * the user's own and not writable by others. */

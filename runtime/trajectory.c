@@ -626,6 +626,7 @@ int nsbox_traj_load(const char *path, nsbox_trajectory *ret, nsbox_error *err)
 static const char *const replay_inside_keys[] = {
         "workdir", "hostname", "disk", "memory", "pids", "cpus", "timeout", "idle_timeout", "on_expiry", "wait",
         "env", "tmpfs", "labels", "from", "commit", "close_with_client",
+        "progress",
 };
 
 /* Absent, null, empty, or a value that reaches nothing of the host: "default" policy, no network. */

@@ -223,6 +223,7 @@ typedef struct copy_ctx {
         char *xlist, *xvalue, *xcheck;   /* XATTR_LIST_MAX, XATTR_SIZE_MAX, XATTR_SIZE_MAX */
         void *links;                     /* tsearch tree of link_entry */
         const nsbox_idshift *shift;      /* owners moved to another id range, or NULL */
+        const nsbox_copy_progress *progress; /* or NULL */
 } copy_ctx;
 
 static void copy_ctx_release(copy_ctx *c)
@@ -416,6 +417,8 @@ static int copy_data_segments(copy_ctx *c, int src, int dst, off_t size, bool co
                                 return changed(c, err); /* it shrank */
                 }
                 c->stats.bytes += len;
+                if (c->progress)
+                        c->progress->fn(&c->stats, c->progress->userdata);
                 off = data_end = hole;
         }
         /* A hole at the end has no data to write: only the size makes it. */
@@ -443,6 +446,8 @@ static NOINLINE int copy_file(copy_ctx *c, int src_dir, int dst_dir, const char 
         if (dst < 0)
                 return copy_fail(c, err, errno, "create");
         c->stats.files++;
+        if (c->progress)
+                c->progress->fn(&c->stats, c->progress->userdata);
 
         bool cloned = false;
         if (st.st_size > 0 && !c->no_clone) {
@@ -636,6 +641,12 @@ int nsbox_tree_copy(int src_dirfd, int dst_parent_fd, const char *dst_name, uint
 int nsbox_tree_copy_shifted(int src_dirfd, int dst_parent_fd, const char *dst_name, uint64_t max_bytes, const nsbox_idshift *shift,
                             nsbox_copy_stats *ret_stats, nsbox_error *err)
 {
+        return nsbox_tree_copy_progress(src_dirfd, dst_parent_fd, dst_name, max_bytes, shift, NULL, ret_stats, err);
+}
+
+int nsbox_tree_copy_progress(int src_dirfd, int dst_parent_fd, const char *dst_name, uint64_t max_bytes, const nsbox_idshift *shift,
+                             const nsbox_copy_progress *progress, nsbox_copy_stats *ret_stats, nsbox_error *err)
+{
         if (!is_file_name(dst_name))
                 return nsbox_err(err, EINVAL, "copy: destination '%s' is not a file name", dst_name ? dst_name : "");
         /* Our own open file description: reading must not move the caller's offset, and an O_PATH
@@ -647,7 +658,8 @@ int nsbox_tree_copy_shifted(int src_dirfd, int dst_parent_fd, const char *dst_na
         if (fstat(src, &st) < 0)
                 return nsbox_err(err, errno, "copy: open the source directory");
 
-        copy_ctx c = { .dev = st.st_dev, .euid = geteuid(), .max_bytes = max_bytes, .dst_top_fd = -1, .shift = shift };
+        copy_ctx c = { .dev = st.st_dev, .euid = geteuid(), .max_bytes = max_bytes, .dst_top_fd = -1, .shift = shift,
+                       .progress = progress && progress->fn ? progress : NULL };
         sb_init(&c.path, 0);
         int r = check_owner(&c, &st, err);
         if (r < 0)

@@ -53,6 +53,14 @@ typedef struct nsbox_idshift {
 /* nsbox_tree_copy, owners shifted by shift (NULL: none). */
 int nsbox_tree_copy_shifted(int src_dirfd, int dst_parent_fd, const char *dst_name, uint64_t max_bytes, const nsbox_idshift *shift,
                             nsbox_copy_stats *ret_stats, nsbox_error *err);
+/* Told the counts so far after each file and each extent of a file's data: often, so cheap. */
+typedef struct nsbox_copy_progress {
+        void (*fn)(const nsbox_copy_stats *so_far, void *userdata);
+        void *userdata;
+} nsbox_copy_progress;
+/* nsbox_tree_copy_shifted, telling progress (NULL: nothing) how far it is. */
+int nsbox_tree_copy_progress(int src_dirfd, int dst_parent_fd, const char *dst_name, uint64_t max_bytes, const nsbox_idshift *shift,
+                             const nsbox_copy_progress *progress, nsbox_copy_stats *ret_stats, nsbox_error *err);
 
 /* Remove name under parent_fd recursively: never follows symlinks, works on 0000/0555 directories
  * we own (chmod u+rwx before descending), does not cross into other mounts (st_dev differs ->

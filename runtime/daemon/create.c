@@ -89,6 +89,7 @@ static int sandbox_start(daemon_state *d, sandbox *s, client *c, json_t *id)
                         nsbox_layers_release(&s->base_layers);
                         return repo_ready(d, s, key);
                 }
+                s->job_progress = s->create_progress;
                 int r = job_spawn(d, s, JOB_REPO, NULL, NULL, &err);
                 if (r < 0) {
                         create_failed(d, s, nsbox_code_for_errno(r), err.msg ? err.msg : "cannot start a worker");
@@ -117,6 +118,7 @@ typedef struct create_req {
         int expiry; /* -1: the configuration's; 0 destroy; 1 pause */
         uint64_t wait_ms;
         bool close_with_client;
+        bool progress; /* progress events while its repository is cloned */
 } create_req;
 
 int seconds_param(json_t *params, const char *key, double max, bool *has, uint64_t *ret_ms, strbuf *why)
@@ -170,6 +172,14 @@ static int lifecycle_params(json_t *params, create_req *rq, strbuf *why)
                 }
                 rq->close_with_client = json_is_true(cwc);
         }
+        json_t *pg = json_object_get(params, "progress");
+        if (pg && !json_is_null(pg)) {
+                if (!json_is_boolean(pg)) {
+                        sb_appendf(why, "'progress' must be true or false");
+                        return -EINVAL;
+                }
+                rq->progress = json_is_true(pg);
+        }
         return 0;
 }
 
@@ -203,7 +213,7 @@ static int parse_req(daemon_state *d, json_t *params, create_req *rq, strbuf *wh
                 }
                 json_object_foreach(params, k, v)
                         if (!is_lifecycle(k) && nsbox_param_given(v)) {
-                                sb_appendf(why, "'%.64s' cannot be given with a template (only labels, timeout, idle_timeout, on_expiry, close_with_client, wait)", k);
+                                sb_appendf(why, "'%.64s' cannot be given with a template (only labels, timeout, idle_timeout, on_expiry, close_with_client, progress, wait)", k);
                                 return -EINVAL;
                         }
                 rq->tpl = (int)(tp - d->conf->templates);
@@ -641,6 +651,7 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
         s->req_start_ns = start_ns;
         set_lifetimes(d, s, &rq);
         s->bound_client = rq.close_with_client ? c->serial : 0;
+        s->create_progress = rq.progress;
         sandbox_start(d, s, c, id);
 out:
         sb_release(&why);

@@ -133,6 +133,7 @@ typedef struct sandbox {
         uint64_t expires_ns, ready_deadline_ns;
         uint64_t create_client;
         json_t *create_rpc_id;
+        bool create_progress;     /* its client asked for the clone's progress events */
         uint32_t agent_events, sync_events, pid_events;
         /* snapshots and resets */
         nsbox_policy *policy;     /* kept to start it again */
@@ -157,6 +158,8 @@ typedef struct sandbox {
         json_t *job_rpc_id;
         char job_name[NSBOX_SNAPSHOT_NAME_MAX + 1];
         bool job_thaw;
+        bool job_progress;        /* its client asked for progress events (create's clone, a snapshot) */
+        uint64_t progress_ns;     /* when the last one was sent */
         /* trajectory recording */
         int record_fd;
         char *record_path;

@@ -39,13 +39,52 @@ bool is_hex(const char *c, size_t len)
 
 bool full_sha(const char *c) { return is_hex(c, 40); }
 
+/* A worker's progress, to nsboxd on the pipe its result goes on: lines
+ * "progress fetch|checkout|copy DONE TOTAL BYTES\n" (at most every NSBOX_REPO_PROGRESS_MS), each
+ * one write of less than PIPE_BUF, before the result's JSON. */
+#define PROGRESS_LINE_MAX 96
+
+static void progress_line(int fd, const char *phase, uint64_t done, uint64_t total, uint64_t bytes)
+{
+        char line[PROGRESS_LINE_MAX];
+        int n = snprintf(line, sizeof(line), "progress %s %llu %llu %llu\n", phase, (unsigned long long)done, (unsigned long long)total,
+                         (unsigned long long)bytes);
+        if (n > 0 && (size_t)n < sizeof(line))
+                (void)!write_full(fd, line, (size_t)n);
+}
+
+static void worker_progress(const nsbox_repo_progress *p, void *ud)
+{
+        progress_line(*(int *)ud, p->phase == NSBOX_REPO_FETCH ? "fetch" : "checkout", p->done, p->total, p->bytes);
+}
+
+/* The snapshot's copy: files and bytes so far (no total: the tree is not counted first), the
+ * first at once and then every NSBOX_REPO_PROGRESS_MS at most. */
+typedef struct copy_line {
+        int fd;
+        uint64_t last_ns;
+} copy_line;
+
+static void worker_copy_progress(const nsbox_copy_stats *so_far, void *ud)
+{
+        copy_line *l = ud;
+        uint64_t now = now_ns();
+        if (l->last_ns && now - l->last_ns < (uint64_t)NSBOX_REPO_PROGRESS_MS * 1000000)
+                return;
+        l->last_ns = now;
+        progress_line(l->fd, "copy", so_far->files, 0, so_far->bytes);
+}
+
 /* In the worker: the snapshot's copy and commit. */
-static int job_snapshot(sandbox *s, json_t **ret, nsbox_error *err)
+static int job_snapshot(sandbox *s, int out_fd, json_t **ret, nsbox_error *err)
 {
         nsbox_store st = NSBOX_STORE_INIT;
         int r = nsbox_store_open(true, &st, err);
         if (r < 0)
                 return r;
+        copy_line line = { .fd = out_fd };
+        nsbox_copy_progress progress = { .fn = worker_copy_progress, .userdata = &line };
+        st.progress = s->job_progress ? &progress : NULL;
         _cleanup_close_ int upper = openat(s->sup.sb.stagefd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         nsbox_snapshot_stats stats = { 0 };
         /* its files, owned in its own id range, go to the shared one its forks will run in */
@@ -66,8 +105,8 @@ static int job_snapshot(sandbox *s, json_t **ret, nsbox_error *err)
 }
 
 /* In the worker: clone the repository into a new layer (workdir/ inside it), owned by the
- * sandbox user, and bind it under its key. */
-static int job_repo(sandbox *s, json_t **ret, nsbox_error *err)
+ * sandbox user, and bind it under its key; its progress on out_fd. */
+static int job_repo(sandbox *s, int out_fd, json_t **ret, nsbox_error *err)
 {
         nsbox_store st = NSBOX_STORE_INIT;
         int r = nsbox_store_open(true, &st, err);
@@ -111,7 +150,8 @@ static int job_repo(sandbox *s, json_t **ret, nsbox_error *err)
         if (r == 0)
                 r = nsbox_repo_worker_limits(checkout_max, err);
         if (r == 0)
-                r = nsbox_repo_clone(s->repo_url, s->repo_commit, false, checkout_max, dir, last, sha, err);
+                r = nsbox_repo_clone_progress(s->repo_url, s->repo_commit, false, checkout_max, dir, last,
+                                              s->job_progress ? worker_progress : NULL, &out_fd, sha, err);
         _cleanup_close_ int layer = r == 0 ? openat(tmpfd, "layer", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
         if (r == 0)
                 r = layer < 0 ? nsbox_err(err, errno, "open the repository layer") : nsbox_tree_chown(layer, s->host_uid, s->host_gid, err);
@@ -136,8 +176,16 @@ static int job_repo(sandbox *s, json_t **ret, nsbox_error *err)
 int job_spawn(daemon_state *d, sandbox *s, int kind, client *c, json_t *rpc_id, nsbox_error *err)
 {
         int pfd[2];
+        /* non-blocking: progress lines come before the result, and reading them must not wait
+         * for the rest (the loop would stall for the whole clone or copy) */
         if (pipe2(pfd, O_CLOEXEC) < 0)
                 return nsbox_err(err, errno, "pipe");
+        if (fcntl(pfd[0], F_SETFL, O_NONBLOCK) < 0) {
+                int e = errno;
+                close(pfd[0]);
+                close(pfd[1]);
+                return nsbox_err(err, e, "pipe");
+        }
         pid_t parent = getpid();
         pid_t pid = fork();
         if (pid < 0) {
@@ -158,7 +206,7 @@ int job_spawn(daemon_state *d, sandbox *s, int kind, client *c, json_t *rpc_id, 
                 s->job = kind;
                 json_t *res = NULL;
                 nsbox_error e = { 0 };
-                int r = kind == JOB_SNAPSHOT ? job_snapshot(s, &res, &e) : job_repo(s, &res, &e);
+                int r = kind == JOB_SNAPSHOT ? job_snapshot(s, pfd[1], &res, &e) : job_repo(s, pfd[1], &res, &e);
                 json_t *line = r < 0 ? json_pack("{sb ss ss}", "ok", 0, "code", nsbox_code_for_errno(r), "message", e.msg ? e.msg : strerror(-r))
                                      : json_pack("{sb so}", "ok", 1, "result", res ? res : json_object());
                 char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
@@ -171,6 +219,7 @@ int job_spawn(daemon_state *d, sandbox *s, int kind, client *c, json_t *rpc_id, 
         s->job_client = c ? c->serial : 0;
         s->job_rpc_id = rpc_id ? json_incref(rpc_id) : NULL;
         s->job_start_ns = now_ns();
+        s->progress_ns = 0;
         sb_init(&s->job_out, JOB_OUT_MAX);
         if (nsbox_epoll_add(d->epfd, s->job_fd, KEY(s->serial, K_JOB), &s->job_events, EPOLLIN) < 0)
                 return nsbox_err(err, errno, "watch a worker");
@@ -211,6 +260,7 @@ static void job_done(daemon_state *d, sandbox *s)
         dlog(LOG_INFO, "job.done", s->sup.id, "sandbox %s: %s worker done in %.1f ms, peak memory %ld KiB", s->sup.id,
              kind == JOB_SNAPSHOT ? "snapshot" : "repository", (double)(now_ns() - s->job_start_ns) / 1e6, ru.ru_maxrss);
         s->job = JOB_NONE;
+        s->job_progress = false;
         json_error_t je;
         json_t *line = s->job_out.buf ? json_loadb(s->job_out.buf, s->job_out.len, 0, &je) : NULL;
         sb_release(&s->job_out);
@@ -250,6 +300,67 @@ static void job_done(daemon_state *d, sandbox *s)
         json_decref(line);
 }
 
+/* A number of the worker's progress line: digits only, at most 19 of them (no overflow). */
+static bool parse_count(const char *tok, uint64_t *ret)
+{
+        size_t n = strspn(tok, "0123456789");
+        if (n == 0 || n > 19 || tok[n])
+                return false;
+        *ret = strtoull(tok, NULL, 10);
+        return true;
+}
+
+/* One progress line of the worker, without its newline: to the create's client as an event, if
+ * it asked and one went out more than NSBOX_REPO_PROGRESS_MS ago (a phase's end goes always).
+ * The worker is nsboxd's own, but its line is read as data: a malformed one is dropped. */
+static void job_progress(daemon_state *d, sandbox *s, char *line)
+{
+        char *save = NULL, *tok[5] = { 0 };
+        for (size_t i = 0; i < 5; i++)
+                tok[i] = strtok_r(i ? NULL : line, " ", &save);
+        uint64_t done, total, bytes;
+        if (!tok[4] || strtok_r(NULL, " ", &save) || strcmp(tok[0], "progress") || !parse_count(tok[2], &done) ||
+            !parse_count(tok[3], &total) || !parse_count(tok[4], &bytes))
+                return;
+        /* a clone's phases go to the create's client, a snapshot's copy to the snapshot's */
+        bool repo = s->job == JOB_REPO;
+        if (repo ? strcmp(tok[1], "fetch") && strcmp(tok[1], "checkout") : strcmp(tok[1], "copy"))
+                return;
+        json_t *call = repo ? s->create_rpc_id : s->job_rpc_id;
+        client *c = s->job_progress && call ? client_by_serial(d, repo ? s->create_client : s->job_client) : NULL;
+        uint64_t now = now_ns();
+        if (!c || (now - s->progress_ns < (uint64_t)NSBOX_REPO_PROGRESS_MS * 1000000 && (!total || done != total)))
+                return;
+        s->progress_ns = now;
+        json_t *params = json_pack("{sO ss ss sI sI sI}", "call", call, "event", "progress", "phase", tok[1], "done",
+                                   (json_int_t)(done > INT64_MAX ? INT64_MAX : done), "total", (json_int_t)(total > INT64_MAX ? INT64_MAX : total),
+                                   "bytes", (json_int_t)(bytes > INT64_MAX ? INT64_MAX : bytes));
+        if (params)
+                send_line(c, json_pack("{ss ss so}", "jsonrpc", "2.0", "method", "event", "params", params));
+}
+
+/* The worker's progress lines at the front of its output, taken out as they complete; what is
+ * left is the result's JSON (or the start of a line still coming). */
+static void job_lines(daemon_state *d, sandbox *s)
+{
+        static const char prefix[] = "progress ";
+        strbuf *o = &s->job_out;
+        while (o->len && o->buf[0] == 'p') {
+                char *nl = memchr(o->buf, '\n', o->len < PROGRESS_LINE_MAX ? o->len : PROGRESS_LINE_MAX);
+                if (!nl) {
+                        if (o->len >= PROGRESS_LINE_MAX || strncmp(o->buf, prefix, o->len < sizeof(prefix) - 1 ? o->len : sizeof(prefix) - 1))
+                                o->len = 0; /* nonsense: reported as a failure */
+                        return;
+                }
+                *nl = '\0';
+                job_progress(d, s, o->buf);
+                size_t used = (size_t)(nl + 1 - o->buf);
+                memmove(o->buf, nl + 1, o->len - used);
+                o->len -= used;
+                o->buf[o->len] = '\0';
+        }
+}
+
 void job_readable(daemon_state *d, sandbox *s)
 {
         char buf[4096];
@@ -262,6 +373,8 @@ void job_readable(daemon_state *d, sandbox *s)
                 if (n > 0) {
                         if (sb_append(&s->job_out, buf, (size_t)n) < 0)
                                 s->job_out.len = 0; /* nonsense: reported as a failure */
+                        else
+                                job_lines(d, s);
                         continue;
                 }
                 job_done(d, s);

@@ -35,6 +35,11 @@ void method_snapshot(daemon_state *d, client *c, json_t *id, json_t *params)
                 nsbox_error_clear(&err);
                 return;
         }
+        json_t *pg = json_object_get(params, "progress");
+        if (pg && !json_is_null(pg) && !json_is_boolean(pg)) {
+                reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "'progress' must be true or false");
+                return;
+        }
         if (!s->ready || s->job) {
                 reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is %s", s->sup.id, s->job ? "busy with a snapshot" : "still starting");
                 return;
@@ -54,6 +59,7 @@ void method_snapshot(daemon_state *d, client *c, json_t *id, json_t *params)
                 nsbox_error_clear(&e2);
         }
         snprintf(s->job_name, sizeof(s->job_name), "%s", name);
+        s->job_progress = json_is_true(pg); /* events while it copies */
         if (r == 0 && (r = job_spawn(d, s, JOB_SNAPSHOT, c, id ? id : json_null(), &err)) < 0 && s->job_thaw) {
                 nsbox_error e2 = { 0 };
                 nsbox_sandbox_freeze(&s->sup.sb, false, PAUSE_TIMEOUT_MS, &e2);

@@ -442,6 +442,51 @@ test_a_progress_line_on_a_terminal_and_none_in_a_pipe() {
         NSBOX_STORE="$TEST_TMP/store" "$NSBOX" image rm cli-progress:1 cli-progress:2 > /dev/null || fail "image rm"
 }
 
+# a repository of N small files in one commit, built by git fast-import in a moment
+make_big_repo() { # DIR N
+        git init -q "$1" || return 1
+        python3 - "$2" << 'EOF' | git -C "$1" fast-import --quiet || return 1
+import sys
+n = int(sys.argv[1])
+out = sys.stdout.buffer
+out.write(b"commit refs/heads/master\ncommitter t <t@t> 0 +0000\ndata 4\nbig\n")
+for i in range(n):
+    data = b"file %d\n" % i
+    out.write(b"M 644 inline d%d/f%d\ndata %d\n%s\n" % (i % 50, i, len(data), data))
+EOF
+        git -C "$1" symbolic-ref HEAD refs/heads/master
+}
+
+test_a_clone_and_a_snapshot_on_a_terminal_count_and_a_pipe_shows_nothing() {
+        local repo="$TEST_TMP/manyfiles" id id2 snap="cli-count-$$"
+        command -v script > /dev/null || skip "no script(1) for a terminal"
+        command -v git > /dev/null || skip "no git on the host to build a test repository"
+        make_big_repo "$repo" 3000 || fail "make_big_repo"
+        # a terminal: create asks nsboxd for progress events, and the line counts the files
+        OUT=$(script -qec "'$NSBOX' create --repo '$repo'" /dev/null) || fail "create --repo on a terminal: $OUT"
+        assert_contains "$OUT" "nsbox: cloning $repo... checking out "
+        printf '%s' "$OUT" | grep -qE 'checking out [0-9]+/3000 files, [0-9]+s' || fail "no file count in: $OUT"
+        id=$(printf '%s' "$OUT" | grep -oE '[0-9a-f]{32}' | tail -n 1)
+        [ -n "$id" ] || fail "no id in: $OUT"
+        MY_SANDBOXES="$MY_SANDBOXES $id"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'ls d7 | wc -l'
+        assert_eq 60 "$OUT" "the checkout's files"
+        # a snapshot of a few thousand files: the line counts what is copied
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'mkdir w && cd w && seq 3000 | xargs touch && head -c 8000000 /dev/zero > z'
+        OUT=$(script -qec "'$NSBOX' snapshot $id $snap" /dev/null) || fail "snapshot on a terminal: $OUT"
+        printf '%s' "$OUT" | grep -qE "snapshotting $id as $snap\.\.\. copied [0-9]+ files \([0-9.]+ [KM]iB\), [0-9]+s" ||
+                fail "no file count in: $OUT"
+        assert_status 0 "$NSBOX" snapshot rm "$snap"
+        # a pipe: nothing on stderr, and no event reached the client
+        id2=$("$NSBOX" create --repo "$repo" --commit master 2> "$TEST_TMP/err") || fail "create --repo: $(cat "$TEST_TMP/err")"
+        MY_SANDBOXES="$MY_SANDBOXES $id2"
+        assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of create --repo into a file"
+        "$NSBOX" snapshot "$id" "$snap" > /dev/null 2> "$TEST_TMP/err" || fail "snapshot: $(cat "$TEST_TMP/err")"
+        assert_eq "" "$(cat "$TEST_TMP/err")" "stderr of snapshot into a file"
+        assert_status 0 "$NSBOX" snapshot rm "$snap"
+        assert_status 0 "$NSBOX" rm "$id" "$id2"
+}
+
 # ---- cp -r ---------------------------------------------------------------------------------
 
 make_tree() { # DIR: a file, an executable, a private directory, links absolute and relative

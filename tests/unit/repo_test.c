@@ -500,6 +500,43 @@ START_TEST(test_clone_without_commit_gives_the_tip)
 }
 END_TEST
 
+typedef struct seen_progress {
+        unsigned calls, checkouts;
+        uint64_t last_done, last_total;
+        bool phase_back; /* a fetch after the checkout began */
+} seen_progress;
+
+static void count_progress(const nsbox_repo_progress *p, void *ud)
+{
+        seen_progress *s = ud;
+        s->calls++;
+        if (p->phase == NSBOX_REPO_CHECKOUT) {
+                s->checkouts++;
+                s->last_done = p->done;
+                s->last_total = p->total;
+        } else if (s->checkouts) {
+                s->phase_back = true;
+        }
+}
+
+/* The checkout's files are counted to the last one, and the phases come in order. */
+START_TEST(test_clone_reports_its_progress)
+{
+        fixture f;
+        FIXTURE_OPEN(&f);
+        seen_progress seen = { 0 };
+        nsbox_error e = { 0 };
+        char id[41];
+        UNIT_ASSERT_OK(nsbox_repo_clone_progress(f.src, NULL, false, 0, f.base_fd, "clone", count_progress, &seen, id, &e), &e);
+        ck_assert_str_eq(id, f.ids[2]);
+        ck_assert_uint_ge(seen.checkouts, 1);
+        ck_assert_uint_gt(seen.last_total, 0);
+        ck_assert_uint_eq(seen.last_done, seen.last_total);
+        ck_assert(!seen.phase_back);
+        FIXTURE_CLOSE(&f);
+}
+END_TEST
+
 START_TEST(test_clone_at_tag_and_at_other_branch)
 {
         fixture f;
@@ -851,6 +888,7 @@ Suite *repo_suite(void)
         unit_add(tc, test_clone_at_middle_commit_by_full_id);
         unit_add(tc, test_clone_at_abbreviated_id);
         unit_add(tc, test_clone_without_commit_gives_the_tip);
+        unit_add(tc, test_clone_reports_its_progress);
         unit_add(tc, test_clone_at_tag_and_at_other_branch);
         unit_add(tc, test_clone_from_file_url);
         unit_add(tc, test_clone_from_bare_repository);
