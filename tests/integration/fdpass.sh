@@ -245,13 +245,29 @@ test_python_client_files_use_the_pipe() {
 import hashlib, os, sys
 import nsbox
 sid, tmp = sys.argv[1], sys.argv[2]
-c = nsbox.Client()
-sb = c.sandbox(sid) if hasattr(c, "sandbox") else nsbox.Sandbox.connect(sid)
+sb = nsbox.Sandbox.connect(sid)
+assert sb._conn.passes_fds
 for n in (0, 1, 4096, (16 << 20) + 1):
     data = os.urandom(n)
     sb.files.write(f"/workspace/p{n}", data)
     back = sb.files.read(f"/workspace/p{n}", format="bytes")
     assert hashlib.sha256(back).digest() == hashlib.sha256(data).digest(), n
+    assert sb.files.read(f"/workspace/p{n}", format="stream") is not None
+# a sparse file made inside reads back as zeros of its size
+sb.commands.run("truncate -s 5M /workspace/holes")
+assert sb.files.read("/workspace/holes", format="bytes") == bytearray(5 << 20)
+# the old base64 path, for comparison
+os.environ["NSBOX_NO_FD"] = "1"
+sb.files.write("/workspace/old", b"\x00\xffold")
+assert sb.files.read("/workspace/old", format="bytes") == b"\x00\xffold"
+del os.environ["NSBOX_NO_FD"]
+assert sb.files.read("/workspace/old", format="bytes") == b"\x00\xffold"
+assert sb.files.read("/workspace/old") == "\x00\ufffdold"
+try:
+    sb.files.read("/workspace/missing", format="bytes")
+    raise SystemExit("no error for a missing file")
+except nsbox.NotFoundException:
+    pass
 print("ok")
 PY
 }
