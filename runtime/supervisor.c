@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "../tools/registry.h"
 #include "base64.h"
@@ -223,6 +224,40 @@ int nsbox_sup_send_bytes(nsbox_supervisor *s, const char *tool, json_t *params, 
                          nsbox_sup_call **ret, const char **ret_code, strbuf *why)
 {
         return send_call(s, tool, params, false, bytes, len, raw, -1, data, ret, ret_code, why);
+}
+
+int nsbox_sup_check_fd(const char *tool, json_t *params, int fd, json_t **ret, const char **ret_code, strbuf *why)
+{
+        const char *canon = tool_canonical_name(tool);
+        bool write = canon && !strcmp(canon, "write_file"), read = canon && !strcmp(canon, "read_file");
+        *ret_code = "invalid_argument";
+        if (!json_is_true(json_object_get(params, "fd"))) {
+                sb_appendf(why, "%.100s: 'fd' must be true", tool ? tool : "");
+                return -EINVAL;
+        }
+        if (!write && !read) {
+                sb_appendf(why, "%.100s: 'fd' goes with write_file and read_file only", tool ? tool : "");
+                return -EINVAL;
+        }
+        if (fd < 0) {
+                sb_appendf(why, "%s: 'fd' is true but no descriptor came with the request (SCM_RIGHTS)", canon);
+                return -EINVAL;
+        }
+        struct stat st;
+        int fl = fcntl(fd, F_GETFL);
+        if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || fl < 0 || (fl & O_ACCMODE) != (write ? O_RDONLY : O_WRONLY)) {
+                sb_appendf(why, "%s: the descriptor must be a pipe's %s end", canon, write ? "read" : "write");
+                return -EINVAL;
+        }
+        if (!(*ret = json_copy(params)) || json_object_del(*ret, "fd") < 0) {
+                json_decref(*ret);
+                *ret = NULL;
+                *ret_code = "internal";
+                sb_appendf(why, "%s: out of memory", canon);
+                return -ENOMEM;
+        }
+        fcntl(fd, F_SETPIPE_SZ, 1 << 20); /* fewer rounds; a caller past its pipe quota keeps the default */
+        return 0;
 }
 
 /* A request of nsbox's own about call c ("cancel", "pause"), which the agent does not answer

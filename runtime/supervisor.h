@@ -97,6 +97,13 @@ int nsbox_sup_send_bytes(nsbox_supervisor *s, const char *tool, json_t *params, 
  * NSBOX_SUP_MAX_FDS descriptors not yet sent. */
 int nsbox_sup_send_fd(nsbox_supervisor *s, const char *tool, json_t *params, int fd, void *data, nsbox_sup_call **ret,
                       const char **ret_code, strbuf *why);
+/* A call with "fd": true in params checked, as nsboxd and libnsbox in process both do: tool is
+ * write_file or read_file and fd (-1: none came) a pipe of its direction, its read end for
+ * write_file, its write end for read_file.  Only pipes cross into a sandbox: a regular file's
+ * descriptor could be reopened read-write through /proc/self/fd by the sandbox's user, who maps
+ * to the caller's uid.  0 with *ret the params without "fd" (the caller's), or -EINVAL/-ENOMEM
+ * with a code and why.  fd is left open either way. */
+int nsbox_sup_check_fd(const char *tool, json_t *params, int fd, json_t **ret, const char **ret_code, strbuf *why);
 /* Whoever asked is gone: no more events, and a command is killed (its result still comes). */
 void nsbox_sup_cancel(nsbox_supervisor *s, nsbox_sup_call *c);
 /* Hold or release a streaming call's output in the agent (its reader is behind). */

@@ -153,43 +153,17 @@ static const char *busy(const sandbox *s, char *buf, size_t n)
         return buf;
 }
 
-/* A call with "fd": true: the oldest descriptor the client passed, which must be a pipe of the
- * call's direction (its bytes go through it: a write_file's come from its read end, a
- * read_file's go to its write end).  Only pipes cross into the sandbox: a regular file's
- * descriptor could be reopened read-write through /proc/self/fd by the sandbox's user, who maps
- * to the caller's uid.  *ret: the tool's params without "fd".  The descriptor, or -EINVAL. */
+/* A call with "fd": true: the oldest descriptor the client passed, checked
+ * (nsbox_sup_check_fd); *ret: the tool's params without "fd".  The descriptor, or -errno. */
 static int take_call_fd(client *c, const char *tool, json_t *tp, json_t **ret, const char **code, strbuf *why)
 {
-        const char *canon = tool_canonical_name(tool);
-        bool write = canon && !strcmp(canon, "write_file"), read = canon && !strcmp(canon, "read_file");
-        *code = "invalid_argument";
-        if (!json_is_true(json_object_get(tp, "fd"))) {
-                sb_appendf(why, "%s: 'fd' must be true", tool);
-                return -EINVAL;
+        int fd = json_is_true(json_object_get(tp, "fd")) ? client_take_fd(c) : -1;
+        int r = nsbox_sup_check_fd(tool, tp, fd, ret, code, why);
+        if (r < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return r;
         }
-        if (!write && !read) {
-                sb_appendf(why, "%s: 'fd' goes with write_file and read_file only", tool);
-                return -EINVAL;
-        }
-        int fd = client_take_fd(c);
-        if (fd < 0) {
-                sb_appendf(why, "%s: 'fd' is true but no descriptor came with the request (SCM_RIGHTS)", canon);
-                return -EINVAL;
-        }
-        struct stat st;
-        int fl = fcntl(fd, F_GETFL);
-        if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || fl < 0 || (fl & O_ACCMODE) != (write ? O_RDONLY : O_WRONLY)) {
-                close(fd);
-                sb_appendf(why, "%s: the descriptor must be a pipe's %s end", canon, write ? "read" : "write");
-                return -EINVAL;
-        }
-        if (!(*ret = json_copy(tp)) || json_object_del(*ret, "fd") < 0) {
-                close(fd);
-                *code = "internal";
-                sb_appendf(why, "%s: out of memory", canon);
-                return -ENOMEM;
-        }
-        fcntl(fd, F_SETPIPE_SZ, 1 << 20); /* fewer rounds; an unprivileged caller past its quota keeps the default */
         return fd;
 }
 

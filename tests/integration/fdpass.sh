@@ -272,4 +272,20 @@ print("ok")
 PY
 }
 
+test_libnsbox_call_fd_in_both_modes() {
+        local san mode
+        nm -D "$NSBOX_BUILD/libnsbox.so" 2> /dev/null | grep -q ' U __asan_init' && san=address,undefined
+        cc -Wall -Wextra -Werror -pthread ${san:+-fsanitize=$san} -I"$NSBOX_SRC/include" -o "$TEST_TMP/libfd" \
+                "$NSBOX_SRC/tests/integration/libnsbox-fd.c" -L"$NSBOX_BUILD" -lnsbox -Wl,-rpath,"$NSBOX_BUILD" > "$TEST_TMP/cc.log" 2>&1 ||
+                fail "cc libnsbox-fd.c: $(cat "$TEST_TMP/cc.log")"
+        "$NSBOX" ls > /dev/null # nsboxd up (the library would look for an installed one)
+        for mode in daemon --in-process; do
+                OUT=$(cd / && timeout 120 "$TEST_TMP/libfd" $mode 2>&1)
+                assert_eq 0 "$?" "libnsbox-fd ($mode) exit status; output: $OUT"
+                assert_eq "write: 0 bytes_written ok
+read: 0 16777217 bytes same
+regular file: -22 invalid_argument" "$OUT" "nsbox_call_fd ($mode)"
+        done
+}
+
 run_tests
