@@ -298,6 +298,8 @@ static ssize_t send_some(nsbox_supervisor *s)
                         n = (size_t)(s->out_fds[0].at - s->out_sent);
                 return send(s->sb.agentfd, q->data + q->start, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         }
+        if (s->n_out_fds > 1 && s->out_fds[1].at - s->out_sent < n) /* the next one goes with its own frame */
+                n = (size_t)(s->out_fds[1].at - s->out_sent);
         union {
                 char b[CMSG_SPACE(sizeof(int))];
                 struct cmsghdr align;

@@ -25,7 +25,7 @@
 #include "ids.h"
 
 #define NSBOX_SUP_MAX_CALLS 1024 /* calls in flight to one sandbox */
-#define NSBOX_SUP_MAX_FDS 16     /* descriptors queued for the agent, not yet sent */
+#define NSBOX_SUP_MAX_FDS 64     /* descriptors queued for the agent, not yet sent */
 
 typedef struct nsbox_sup_call {
         struct nsbox_sup_call *next;

@@ -42,15 +42,17 @@ def send(tool, params, fds=()):
         s.sendmsg([line], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
     else:
         s.sendall(line)
+buf = b""
 def reply():
-    buf = b""
+    global buf
     s.settimeout(30)
     while b"\n" not in buf:
         c = s.recv(65536)
         if not c:
             break
         buf += c
-    return buf.split(b"\n")[0].decode()
+    line, _, buf = buf.partition(b"\n")
+    return line.decode()
 target = {"path": arg, "size": 1, "fd": True}
 if case == "regular":
     f = os.open("/etc/hostname" if os.path.exists("/etc/hostname") else "/etc/passwd", os.O_RDONLY)
@@ -96,6 +98,23 @@ elif case == "killed":
         os.write(w, b"k" * 65536)
     time.sleep(0.3)
     os.kill(os.getpid(), 9)
+elif case == "many":
+    # 17 transfers at once on one connection, each pipe held open with nothing written: the 17th
+    # is refused (conflict); once the pipes close, each of the 16 ends with a one-line error
+    ws = []
+    for i in range(17):
+        r, w = os.pipe()
+        send("write_file", {"path": f"{arg}{i}", "size": 10, "fd": True}, [r])
+        os.close(r)
+        ws.append(w)
+    first = reply()
+    time.sleep(0.5)
+    for w in ws:
+        os.close(w)
+    print(first)
+    for i in range(16):
+        print(reply())
+    sys.exit(0)
 elif case == "stall":
     # a reader that stops: read 64 KiB, then hold the pipe for 3 s; print when done
     r, w = os.pipe()
@@ -230,6 +249,9 @@ print(json.loads(s.makefile().readline())["result"]["pid"])')
                 r=$(rss "$dpid"); [ "$r" -gt "$max_d" ] && max_d=$r
                 r=$(rss "$apid"); [ "$r" -gt "$max_a" ] && max_a=$r
         done
+        # the agent serves other calls meanwhile: the transfer waits in its loop, not in it
+        OUT=$(timeout 5 "$NSBOX" exec "$id" -- echo served 2>&1) || fail "exec during a stalled transfer: $OUT"
+        assert_eq served "$OUT" "exec during a stalled transfer"
         wait "$client"
         [ $((max_d - base_d)) -lt 16384 ] || fail "nsboxd grew from $base_d kB to $max_d kB"
         [ $((max_a - base_a)) -lt 16384 ] || fail "the agent grew from $base_a kB to $max_a kB"
@@ -270,6 +292,21 @@ except nsbox.NotFoundException:
     pass
 print("ok")
 PY
+}
+
+test_sixteen_transfers_at_once_and_a_full_disk() {
+        local id out
+        new_sandbox id --disk 64M
+        out=$(fdcall "$id" many /workspace/m)
+        assert_eq 17 "$(printf '%s\n' "$out" | grep -c .)" "answers to 17 transfers: $out"
+        assert_contains "$(printf '%s\n' "$out" | head -1)" '"conflict"' "the 17th transfer"
+        assert_eq 16 "$(printf '%s\n' "$out" | grep -c 'the pipe ended after 0 of 10 bytes')" "the 16 when their pipes closed"
+        head -c $((100 << 20)) /dev/urandom > "$TEST_TMP/big"
+        assert_status 125 "$NSBOX" cp "$TEST_TMP/big" "$id:/workspace/big"
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" too_large "cp onto a full disk"
+        assert_status 0 "$NSBOX" exec "$id" -- ls -A /workspace
+        assert_eq "" "$OUT" "the workspace after a full disk and cut transfers"
 }
 
 test_libnsbox_call_fd_in_both_modes() {
