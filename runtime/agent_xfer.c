@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "serve.h"
@@ -73,6 +74,40 @@ static void xfer_fail_errno(agent *a, struct xfer *x, int err)
         xfer_free(a, x);
 }
 
+/* read_file's file opened for a transfer: the range [*ret_offset, + *ret_len) of a file of
+ * *ret_size bytes ('byte_offset', 'byte_limit'; no size limit); *ret_abs the path as asked. */
+static int read_begin(const tool_ctx *ctx, const tool_in *in, int *ret_fd, uint64_t *ret_offset, uint64_t *ret_len, uint64_t *ret_size,
+                      char **ret_abs, tool_error *e)
+{
+        static const char tool[] = "read_file";
+        _cleanup_free_ char *abs = NULL;
+        const char *encoding = "raw";
+        uint64_t off = 0, limit = UINT64_MAX;
+        if (tool_param_path(ctx, in, tool, "path", NULL, &abs, e) < 0 || tool_param_string(in, tool, "encoding", false, &encoding, e) < 0 ||
+            tool_param_uint(in, tool, "byte_offset", INT64_MAX, &off, e) < 0 ||
+            tool_param_uint(in, tool, "byte_limit", UINT64_MAX, &limit, e) < 0)
+                return -1;
+        if (strcmp(encoding, "raw"))
+                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: with a descriptor, 'encoding' is \"raw\" (or absent)", tool);
+        _cleanup_close_ int fd = -1;
+        if (tool_open(ctx, abs, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd, e) < 0)
+                return tool_fail_wrap(e, tool);
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return tool_fail_errno(e, errno, "%s: stat '%s'", tool, abs);
+        if (S_ISDIR(st.st_mode))
+                return tool_fail(e, TOOL_IS_DIRECTORY, "%s: '%s' is a directory", tool, abs);
+        if (!S_ISREG(st.st_mode))
+                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s' is not a regular file", tool, abs);
+        uint64_t size = (uint64_t)st.st_size, rest = size > off ? size - off : 0;
+        *ret_offset = off;
+        *ret_len = limit < rest ? limit : rest;
+        *ret_size = size;
+        *ret_abs = steal_pointer(&abs);
+        *ret_fd = steal_fd(&fd);
+        return 0;
+}
+
 void handle_xfer(agent *a, const request *rq, int pipefd)
 {
         tool_error e = { 0 };
@@ -92,7 +127,7 @@ void handle_xfer(agent *a, const request *rq, int pipefd)
         *x = (struct xfer){ .call_id = rq->id, .serial = ++a->next_serial, .write = !strcmp(rq->tool, "write_file"), .pipe = pipefd,
                             .file = -1, .last_ns = now_ns() };
         int r = x->write ? tool_write_fd_begin(&a->tctx, &rq->in, &x->w, &e)
-                         : tool_read_fd_begin(&a->tctx, &rq->in, &x->file, &x->off, &x->total, &x->size, &x->abs, &e);
+                         : read_begin(&a->tctx, &rq->in, &x->file, &x->off, &x->total, &x->size, &x->abs, &e);
         if (r == 0 && x->write) {
                 x->total = x->w.size;
                 x->abs = strdup(x->w.abs);

@@ -727,38 +727,6 @@ void tool_write_fd_abort(tool_fd_write *w)
         *w = (tool_fd_write){ .dirfd = -1, .fd = -1 };
 }
 
-int tool_read_fd_begin(const tool_ctx *ctx, const tool_in *in, int *ret_fd, uint64_t *ret_offset, uint64_t *ret_len,
-                       uint64_t *ret_size, char **ret_abs, tool_error *e)
-{
-        static const char tool[] = "read_file";
-        _cleanup_free_ char *abs = NULL;
-        const char *encoding = "raw";
-        uint64_t off = 0, limit = UINT64_MAX;
-        if (tool_param_path(ctx, in, tool, "path", NULL, &abs, e) < 0 || tool_param_string(in, tool, "encoding", false, &encoding, e) < 0 ||
-            tool_param_uint(in, tool, "byte_offset", INT64_MAX, &off, e) < 0 ||
-            tool_param_uint(in, tool, "byte_limit", UINT64_MAX, &limit, e) < 0)
-                return -1;
-        if (strcmp(encoding, "raw"))
-                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: with a descriptor, 'encoding' is \"raw\" (or absent)", tool);
-        _cleanup_close_ int fd = -1;
-        if (tool_open(ctx, abs, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd, e) < 0)
-                return tool_fail_wrap(e, tool);
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return tool_fail_errno(e, errno, "%s: stat '%s'", tool, abs);
-        if (S_ISDIR(st.st_mode))
-                return tool_fail(e, TOOL_IS_DIRECTORY, "%s: '%s' is a directory", tool, abs);
-        if (!S_ISREG(st.st_mode))
-                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s' is not a regular file", tool, abs);
-        uint64_t size = (uint64_t)st.st_size, rest = size > off ? size - off : 0;
-        *ret_offset = off;
-        *ret_len = limit < rest ? limit : rest;
-        *ret_size = size;
-        *ret_abs = steal_pointer(&abs);
-        *ret_fd = steal_fd(&fd);
-        return 0;
-}
-
 typedef struct file_entry {
         char *abs;
         strbuf b64;

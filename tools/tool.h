@@ -114,7 +114,7 @@ int tool_read_dir(int dirfd, char ***ret_names);
 /* write_file and read_file with a pipe ("fd": true, the agent's transfers): the checks and the
  * files here, the bytes moved by the caller (splice).  Writing goes to the same hidden
  * temporary file as write_file's, renamed into place by commit once all 'size' bytes came;
- * abort removes it, the target unchanged. */
+ * abort removes it, the target unchanged.  (read_file's side: runtime/agent_xfer.c.) */
 typedef struct tool_fd_write {
         int dirfd, fd;       /* the target's directory; the temporary file, at offset 0 */
         char tmp[NAME_MAX + 1];
@@ -127,10 +127,6 @@ typedef struct tool_fd_write {
 int tool_write_fd_begin(const tool_ctx *ctx, const tool_in *in, tool_fd_write *w, tool_error *e);
 int tool_write_fd_commit(tool_fd_write *w, json_t **ret_result, tool_error *e);
 void tool_write_fd_abort(tool_fd_write *w);
-/* read_file's file opened for a transfer: the range [*ret_offset, + *ret_len) of a file of
- * *ret_size bytes ('byte_offset', 'byte_limit'; no size limit); *ret_abs the path as asked. */
-int tool_read_fd_begin(const tool_ctx *ctx, const tool_in *in, int *ret_fd, uint64_t *ret_offset, uint64_t *ret_len,
-                       uint64_t *ret_size, char **ret_abs, tool_error *e);
 
 /* The handlers.  Each validates every parameter before touching anything. */
 int tool_read_file(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
