@@ -153,11 +153,10 @@ static const char *busy(const sandbox *s, char *buf, size_t n)
         return buf;
 }
 
-/* A call with "fd": true: the oldest descriptor the client passed, checked
- * (nsbox_sup_check_fd); *ret: the tool's params without "fd".  The descriptor, or -errno. */
-static int take_call_fd(client *c, const char *tool, json_t *tp, json_t **ret, const char **code, strbuf *why)
+/* A call with "fd": true: fd, the oldest descriptor the client passed (-1: none), checked
+ * (nsbox_sup_check_fd); *ret: the tool's params without "fd".  fd, or -errno (fd closed). */
+static int check_call_fd(int fd, const char *tool, json_t *tp, json_t **ret, const char **code, strbuf *why)
 {
-        int fd = json_is_true(json_object_get(tp, "fd")) ? client_take_fd(c) : -1;
         int r = nsbox_sup_check_fd(tool, tp, fd, ret, code, why);
         if (r < 0) {
                 if (fd >= 0)
@@ -169,6 +168,9 @@ static int take_call_fd(client *c, const char *tool, json_t *tp, json_t **ret, c
 
 static void call_send(daemon_state *d, client *c, json_t *id, json_t *params, const void *bytes, size_t len, bool raw)
 {
+        /* taken at once: a call refused early must not leave its pipe to the next one */
+        bool wants_fd = !bytes && !raw && json_is_true(json_object_get(json_object_get(params, "params"), "fd"));
+        _cleanup_close_ int fd = wants_fd ? client_take_fd(c) : -1;
         sandbox *s = find_sandbox(d, c, id, params);
         if (!s)
                 return;
@@ -214,9 +216,9 @@ static void call_send(daemon_state *d, client *c, json_t *id, json_t *params, co
         json_t *tp = json_is_object(tparams) ? tparams : NULL;
         json_auto_t *fdp = NULL;
         int r;
-        if (tp && json_object_get(tp, "fd") && !bytes && !raw) {
-                int fd = take_call_fd(c, json_string_value(tool), tp, &fdp, &code, &why);
-                r = fd < 0 ? fd : nsbox_sup_send_fd(&s->sup, json_string_value(tool), fdp, fd, p, &call, &code, &why);
+        if (wants_fd) {
+                int mine = check_call_fd(steal_fd(&fd), json_string_value(tool), tp, &fdp, &code, &why);
+                r = mine < 0 ? mine : nsbox_sup_send_fd(&s->sup, json_string_value(tool), fdp, mine, p, &call, &code, &why);
         } else if (bytes || raw) {
                 r = nsbox_sup_send_bytes(&s->sup, json_string_value(tool), tp, bytes, len, raw, p, &call, &code, &why);
         } else {

@@ -98,6 +98,16 @@ elif case == "killed":
         os.write(w, b"k" * 65536)
     time.sleep(0.3)
     os.kill(os.getpid(), 9)
+elif case == "nosandbox":
+    # refused before its pipe is looked at: the pipe goes with it, the connection stays clean
+    r, w = os.pipe()
+    sid = "ffffffffffffffffffffffffffffffff"
+    send("write_file", target, [r])
+    first = reply()
+    s.sendall(b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+    print(first)
+    print(reply())
+    sys.exit(0)
 elif case == "many":
     # 17 transfers at once on one connection, each pipe held open with nothing written: the 17th
     # is refused (conflict); once the pipes close, each of the 16 ends with a one-line error
@@ -207,6 +217,9 @@ test_bad_descriptors_get_one_line_errors_and_change_nothing() {
                 assert_contains "$out" 'invalid_argument' "$c"
                 assert_eq 1 "$(printf '%s\n' "$out" | grep -c .)" "lines of the answer to $c"
         done
+        out=$(fdcall "$id" nosandbox /workspace/t)
+        assert_contains "$(printf '%s\n' "$out" | head -1)" '"not_found"' "an fd call to no sandbox"
+        assert_contains "$(printf '%s\n' "$out" | tail -1)" '"id":2,"result"' "the next request on that connection: $out"
         assert_status 0 "$NSBOX" exec "$id" -- sh -c 'cat /workspace/t; echo; ls -A /workspace'
         assert_eq "old
 t" "$OUT" "the target and its directory after bad calls"
