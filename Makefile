@@ -98,7 +98,7 @@ override CFLAGS += -std=gnu11 -D_GNU_SOURCE -fPIE $(WARNINGS) $(HARDEN) -MMD -MP
 	-DNSBOX_AGENTDIR='"$(AGENTDIR)"' $(PKG_CFLAGS) $(GIT_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS) $(ARCHIVE_CFLAGS)
 override LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SAN_LDFLAGS)
 
-CLI_SRCS := runtime/cli.c runtime/cli_complete.c runtime/cli_session.c runtime/cli_cp.c runtime/cli_exec.c runtime/cli_daemon.c runtime/cli_progress.c runtime/cli_snapshot.c runtime/cli_service.c runtime/cli_mcp.c runtime/cli_procs.c runtime/cli_image.c runtime/image_import.c runtime/image_extract.c
+CLI_SRCS := runtime/cli.c runtime/cli_complete.c runtime/cli_session.c runtime/cli_cp.c runtime/cli_cp_fd.c runtime/cli_exec.c runtime/cli_daemon.c runtime/cli_progress.c runtime/cli_snapshot.c runtime/cli_service.c runtime/cli_mcp.c runtime/cli_procs.c runtime/cli_image.c runtime/image_import.c runtime/image_extract.c
 # nsboxd's own files are in runtime/daemon/ (daemon.h is its public header).
 DAEMON_SRCS := $(wildcard runtime/daemon/*.c)
 LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c runtime/agent_main.c,$(wildcard runtime/*.c)) $(DAEMON_SRCS) rootfs/hostview.c $(wildcard tools/*.c)

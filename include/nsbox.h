@@ -74,6 +74,14 @@ NSBOX_API int nsbox_destroy(nsbox *nb, const char *id);
  * "file_not_found") is an error like any other. */
 NSBOX_API int nsbox_call(nsbox *nb, const char *id, const char *tool, const char *params_json, char **ret_result);
 
+/* write_file or read_file with its bytes through a pipe, never as JSON or base64, any size
+ * (nsbox-protocol(7), call): fd is a pipe's read end for write_file (params need "size", the
+ * bytes that will come; write them, then close your write end) or its write end for read_file
+ * (read until the end of the pipe); "fd": true is added to params.  The call returns once the
+ * transfer is done, so feed or drain the pipe from another thread.  fd stays yours (close it
+ * once this returns).  Anything but a pipe of that direction: -EINVAL, "invalid_argument". */
+NSBOX_API int nsbox_call_fd(nsbox *nb, const char *id, const char *tool, const char *params_json, int fd, char **ret_result);
+
 /* Output of a running command: stream is 1 (stdout, or the terminal of a command run with
  * "pty") or 2 (stderr); data is not NUL-terminated. */
 typedef void (*nsbox_output_fn)(int stream, const char *data, size_t len, void *userdata);

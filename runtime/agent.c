@@ -264,7 +264,7 @@ static void handle_cancel(agent *a, const request *rq)
                                 break;
                         }
         }
-        if (watch_cancel(a, (json_int_t)id) || code_cancel(a, (json_int_t)id))
+        if (watch_cancel(a, (json_int_t)id) || code_cancel(a, (json_int_t)id) || xfer_cancel(a, (json_int_t)id))
                 found = true;
         send_result(a, rq->id, json_pack("{sb}", "cancelled", found), NULL, 0);
 }
@@ -346,8 +346,14 @@ static void handle_frame(agent *a, nsbox_frame *f)
                 rq.in.payload = NULL;
         const char *name = json_string_value(tool);
         rq.tool = !strcmp(name, "cancel") || !strcmp(name, "pause") ? name : tool_canonical_name(name);
+        bool with_fd = json_is_true(json_object_get(f->json, "fd"));
+        int pipefd = with_fd ? nsbox_frame_reader_take_fd(&a->rd) : -1;
         if (!rq.tool) {
                 send_error(a, id, "not_found", "unknown tool '%.100s'", name);
+        } else if (with_fd && (pipefd < 0 || (strcmp(rq.tool, "write_file") && strcmp(rq.tool, "read_file")))) {
+                send_error(a, id, "invalid_argument", "%s: a descriptor goes with write_file and read_file, and must come with the frame", rq.tool);
+        } else if (with_fd) {
+                handle_xfer(a, &rq, steal_fd(&pipefd));
         } else if (strcmp(rq.tool, "exec") == 0) {
                 handle_exec(a, &rq);
         } else if (strncmp(rq.tool, "process_", 8) == 0) {
@@ -363,6 +369,8 @@ static void handle_frame(agent *a, nsbox_frame *f)
         } else {
                 handle_tool(a, &rq);
         }
+        if (pipefd >= 0)
+                close(pipefd);
         json_decref(empty);
 }
 
@@ -415,6 +423,9 @@ static int run_deadlines(agent *a)
                         if (cand[i] && (!next || cand[i] < next))
                                 next = cand[i];
         }
+        uint64_t xfer_next = xfer_deadlines(a, now);
+        if (xfer_next && (!next || xfer_next < next))
+                next = xfer_next;
         uint64_t code_next = code_deadlines(a, now);
         if (code_next && (!next || code_next < next))
                 next = code_next;
@@ -442,6 +453,7 @@ static void update_interest(agent *a)
         }
         watch_update_interest(a, high);
         code_update_interest(a, high);
+        xfer_update_interest(a, high);
 }
 
 static void handle_signals(agent *a, int sfd)
@@ -459,6 +471,7 @@ static _Noreturn void agent_serve(const nsbox_agent_config *c, int sfd)
 {
         static agent a; /* static: large, and there is exactly one */
         a.c = c;
+        a.rd.take_fds = true; /* write_file's and read_file's pipes come with their frames */
         a.tctx.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         a.tctx.root_path = "/";
         a.tctx.cwd = c->policy->workdir;
@@ -503,6 +516,7 @@ static _Noreturn void agent_serve(const nsbox_agent_config *c, int sfd)
                         if ((key & 3) == WATCH_INOTIFY) {
                                 watch_ready(&a, key >> 2);
                                 code_ready(&a, key >> 2, ev[i].events);
+                                xfer_ready(&a, key >> 2, ev[i].events);
                                 continue;
                         }
                         proc *p = NULL;

@@ -225,8 +225,43 @@ static int send_failed(nsbox_client *c, int r, nsbox_error *err)
         return nsbox_err(err, -r, "send to nsboxd");
 }
 
+/* The request's first bytes with fd attached (SCM_RIGHTS): nsboxd queues it for the request. */
+static int send_with_fd(int sock, const char *buf, size_t n, int fd)
+{
+        union {
+                char b[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u = { 0 };
+        struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        *cm = (struct cmsghdr){ .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS, .cmsg_len = CMSG_LEN(sizeof(int)) };
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        ssize_t k;
+        while ((k = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+                ;
+        if (k < 0)
+                return -errno;
+        return send_full(sock, buf + k, n - (size_t)k);
+}
+
+static int call_impl(nsbox_client *c, const char *method, json_t *params, int pass_fd, nsbox_client_event_fn on_event, void *userdata,
+                     json_t **ret_result, const char **ret_code, nsbox_error *err);
+
 int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox_client_event_fn on_event, void *userdata,
                       json_t **ret_result, const char **ret_code, nsbox_error *err)
+{
+        return call_impl(c, method, params, -1, on_event, userdata, ret_result, ret_code, err);
+}
+
+int nsbox_client_call_fd(nsbox_client *c, const char *method, json_t *params, int fd, json_t **ret_result, const char **ret_code,
+                         nsbox_error *err)
+{
+        return call_impl(c, method, params, fd, NULL, NULL, ret_result, ret_code, err);
+}
+
+static int call_impl(nsbox_client *c, const char *method, json_t *params, int pass_fd, nsbox_client_event_fn on_event, void *userdata,
+                     json_t **ret_result, const char **ret_code, nsbox_error *err)
 {
         long long id = c->next_id++;
         json_t *req = json_pack("{ss sI ss so}", "jsonrpc", "2.0", "id", (json_int_t)id, "method", method, "params",
@@ -236,7 +271,7 @@ int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox
         json_decref(req);
         if (!text)
                 return nsbox_err(err, ENOMEM, "%s", method);
-        int r = send_full(c->fd, text, len);
+        int r = pass_fd >= 0 ? send_with_fd(c->fd, text, len, pass_fd) : send_full(c->fd, text, len);
         if (r == 0)
                 r = send_full(c->fd, "\n", 1);
         free(text);

@@ -34,3 +34,7 @@ typedef void (*nsbox_client_event_fn)(json_t *params, void *userdata);
  * the next call) to its stable code ("file_not_found", ...). */
 int nsbox_client_call(nsbox_client *c, const char *method, json_t *params, nsbox_client_event_fn on_event, void *userdata,
                       json_t **ret_result, const char **ret_code, nsbox_error *err);
+/* The same with fd passed along with the request (SCM_RIGHTS; the caller keeps its copy): for a
+ * "call" of write_file or read_file with "fd": true, whose bytes go through that pipe. */
+int nsbox_client_call_fd(nsbox_client *c, const char *method, json_t *params, int fd, json_t **ret_result, const char **ret_code,
+                         nsbox_error *err);

@@ -183,8 +183,24 @@ static int poll_round(nsbox_supervisor *sup, int wakefd, waiter *w)
         return p[0].revents ? nsbox_sup_poll(sup, 0) : 0;
 }
 
+static int local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, int fd, bool stream, nsbox_local_event_fn on_event,
+                      void *userdata, int wakefd, json_t **ret, const char **ret_code, nsbox_error *err);
+
 int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_event_fn on_event,
                      void *userdata, int wakefd, json_t **ret, const char **ret_code, nsbox_error *err)
+{
+        return local_call(l, id, tool, params, -1, stream, on_event, userdata, wakefd, ret, ret_code, err);
+}
+
+int nsbox_local_call_fd(nsbox_local *l, const char *id, const char *tool, json_t *params, int fd, json_t **ret, const char **ret_code,
+                        nsbox_error *err)
+{
+        return local_call(l, id, tool, params, fd < 0 ? -2 : fd, false, NULL, NULL, -1, ret, ret_code, err);
+}
+
+/* fd: -1 no descriptor, -2 one was asked for but none given, else the caller's pipe */
+static int local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, int fd, bool stream, nsbox_local_event_fn on_event,
+                      void *userdata, int wakefd, json_t **ret, const char **ret_code, nsbox_error *err)
 {
         nsbox_local_sandbox *s = find(l, id, ret_code, err);
         if (!s)
@@ -202,7 +218,21 @@ int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *p
                 params = mapped;
         strbuf why;
         sb_init(&why, 256);
-        int r = nsbox_sup_send(&s->sup, tool, params, stream, &w, &c, ret_code, &why);
+        int r;
+        json_auto_t *fdparams = NULL;
+        if (fd != -1) {
+                r = nsbox_sup_check_fd(tool, params, fd, &fdparams, ret_code, &why);
+                int mine = r == 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+                if (r == 0 && mine < 0) {
+                        *ret_code = "internal";
+                        sb_appendf(&why, "%s: dup: %s", tool, strerror(errno));
+                        r = -EMFILE;
+                }
+                if (r == 0)
+                        r = nsbox_sup_send_fd(&s->sup, tool, fdparams, mine, &w, &c, ret_code, &why);
+        } else {
+                r = nsbox_sup_send(&s->sup, tool, params, stream, &w, &c, ret_code, &why);
+        }
         if (r < 0)
                 r = nsbox_err_as(err, -r, "%s", why.buf ? why.buf : "out of memory");
         sb_release(&why);

@@ -38,6 +38,10 @@ int nsbox_local_create(nsbox_local *l, json_t *params, char ret_id[NSBOX_ID_SIZE
  * wakefd (-1: none): readable means stop too (another thread's nsbox_cancel). */
 int nsbox_local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, bool stream, nsbox_local_event_fn on_event,
                      void *userdata, int wakefd, json_t **ret, const char **ret_code, nsbox_error *err);
+/* The same for write_file or read_file with "fd": true in params and fd the pipe its bytes go
+ * through (nsbox_sup_check_fd; the caller keeps fd: a copy goes to the agent). */
+int nsbox_local_call_fd(nsbox_local *l, const char *id, const char *tool, json_t *params, int fd, json_t **ret, const char **ret_code,
+                        nsbox_error *err);
 /* Kill everything in the sandbox, reap its agent, remove its cgroup; *ret_id gets its full id. */
 int nsbox_local_destroy(nsbox_local *l, const char *id, char ret_id[NSBOX_ID_SIZE], const char **ret_code, nsbox_error *err);
 /* Destroy every sandbox of l. */

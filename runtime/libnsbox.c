@@ -341,6 +341,40 @@ NSBOX_API int nsbox_call(nsbox *nb, const char *id, const char *tool, const char
         return r;
 }
 
+NSBOX_API int nsbox_call_fd(nsbox *nb, const char *id, const char *tool, const char *params_json, int fd, char **ret_result)
+{
+        if (!nb)
+                return -EINVAL;
+        CHECK_ARG(nb, id, "id");
+        CHECK_ARG(nb, tool, "tool");
+        CHECK_ARG(nb, ret_result, "ret_result");
+        if (fd < 0)
+                return fail(nb, EINVAL, "invalid_argument", "%s: fd must be a pipe", tool);
+        json_t *params = NULL, *res = NULL;
+        int r = parse_object(nb, tool, params_json, &params);
+        if (r == 0 && json_object_set_new(params, "fd", json_true()) < 0)
+                r = fail(nb, ENOMEM, "internal", "%s: out of memory", tool);
+        if (r == 0 && nb->in_process) {
+                nsbox_error err = { 0 };
+                const char *code = NULL;
+                r = nsbox_local_call_fd(&nb->local, id, tool, params, fd, &res, &code, &err);
+                r = r < 0 ? local_failed(nb, r, code, &err) : (clear_error(nb), 0);
+        } else if (r == 0 && nb->cl.fd < 0) {
+                r = not_connected(nb, "call");
+        } else if (r == 0) {
+                nsbox_error err = { 0 };
+                const char *code = NULL;
+                r = nsbox_client_call_fd(&nb->cl, "call", json_pack("{ss ss sO}", "sandbox", id, "tool", tool, "params", params), fd, &res,
+                                         &code, &err);
+                r = r < 0 ? call_failed(nb, "call", r, code, &err) : (clear_error(nb), 0);
+        }
+        json_decref(params);
+        if (r == 0)
+                r = dump(nb, res, ret_result);
+        json_decref(res);
+        return r;
+}
+
 struct exec_stream {
         nsbox_output_fn fn;
         void *userdata;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -108,14 +109,53 @@ void nsbox_frame_release(nsbox_frame *f)
 
 void nsbox_frame_reader_release(nsbox_frame_reader *r)
 {
+        for (unsigned i = 0; i < r->n_fds; i++)
+                close(r->fds[i]);
         free(r->body);
         *r = (nsbox_frame_reader){ 0 };
 }
 
-static ssize_t read_some(int fd, void *buf, size_t n)
+int nsbox_frame_reader_take_fd(nsbox_frame_reader *r)
+{
+        if (!r->n_fds)
+                return -1;
+        int fd = r->fds[0];
+        memmove(r->fds, r->fds + 1, --r->n_fds * sizeof(int));
+        return fd;
+}
+
+/* recvmsg: the descriptors that come with the bytes are queued (past the queue's room: closed) */
+static ssize_t recv_fds(nsbox_frame_reader *r, int fd, void *buf, size_t n)
+{
+        union {
+                char b[CMSG_SPACE(8 * sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { .iov_base = buf, .iov_len = n };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+        ssize_t k = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+        if (k < 0)
+                return k;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < nfd; i++) {
+                        int got;
+                        memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                        if (r->n_fds < NSBOX_FRAME_MAX_FDS)
+                                r->fds[r->n_fds++] = got;
+                        else
+                                close(got);
+                }
+        }
+        return k;
+}
+
+static ssize_t read_some(nsbox_frame_reader *r, int fd, void *buf, size_t n)
 {
         for (;;) {
-                ssize_t k = read(fd, buf, n);
+                ssize_t k = r->take_fds ? recv_fds(r, fd, buf, n) : read(fd, buf, n);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
@@ -159,7 +199,7 @@ int nsbox_frame_read(nsbox_frame_reader *r, int fd, nsbox_frame *ret)
         for (;;) {
                 if (r->skip > 0) {
                         char sink[65536];
-                        ssize_t k = read_some(fd, sink, r->skip < sizeof(sink) ? (size_t)r->skip : sizeof(sink));
+                        ssize_t k = read_some(r, fd, sink, r->skip < sizeof(sink) ? (size_t)r->skip : sizeof(sink));
                         if (k <= 0)
                                 return (int)k;
                         r->skip -= (uint64_t)k;
@@ -171,7 +211,7 @@ int nsbox_frame_read(nsbox_frame_reader *r, int fd, nsbox_frame *ret)
                         continue;
                 }
                 if (r->header_got < NSBOX_FRAME_HEADER) {
-                        ssize_t k = read_some(fd, r->header + r->header_got, NSBOX_FRAME_HEADER - r->header_got);
+                        ssize_t k = read_some(r, fd, r->header + r->header_got, NSBOX_FRAME_HEADER - r->header_got);
                         if (k <= 0)
                                 return (int)k;
                         r->header_got += (size_t)k;
@@ -197,7 +237,7 @@ int nsbox_frame_read(nsbox_frame_reader *r, int fd, nsbox_frame *ret)
                         /* the NUL slot after the JSON is skipped over */
                         size_t at = r->body_got < r->json_len ? r->body_got : r->body_got + 1;
                         size_t want = r->body_got < r->json_len ? r->json_len - r->body_got : total - r->body_got;
-                        ssize_t k = read_some(fd, r->body + at, want);
+                        ssize_t k = read_some(r, fd, r->body + at, want);
                         if (k <= 0)
                                 return (int)k;
                         r->body_got += (size_t)k;

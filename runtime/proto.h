@@ -19,6 +19,7 @@
 #define NSBOX_FRAME_HEADER 8u
 #define NSBOX_FRAME_MAX_JSON (32u << 20)    /* base64 of a 16 MiB file fits, with room */
 #define NSBOX_FRAME_MAX_PAYLOAD (16u << 20) /* = TOOL_MAX_CONTENT */
+#define NSBOX_FRAME_MAX_FDS 32u /* descriptors received ahead of their frames; more are closed */
 
 /* A byte queue: data[start, start+len) is pending.  Appends never fail for lack of a limit:
  * callers bound it by not producing (not reading requests or output) above their high-water
@@ -51,7 +52,15 @@ typedef struct nsbox_frame_reader {
         size_t json_len, payload_len, body_got;
         uint64_t skip;     /* bytes of an oversized frame still to discard */
         bool oversized;    /* the frame being skipped was too large: report it once skipped */
+        bool take_fds;     /* read with recvmsg: descriptors passed (SCM_RIGHTS) are queued in fds */
+        int fds[NSBOX_FRAME_MAX_FDS];
+        unsigned n_fds;
 } nsbox_frame_reader;
+
+/* The oldest descriptor received and not yet taken, or -1.  A request frame with "fd": true
+ * takes one: the sender attaches it to the sendmsg that starts that frame, so it has always
+ * arrived once the frame is complete. */
+int nsbox_frame_reader_take_fd(nsbox_frame_reader *r);
 
 typedef struct nsbox_frame {
         json_t *json;          /* parsed object (owned), or NULL when the text was not a JSON object */

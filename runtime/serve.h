@@ -82,6 +82,7 @@ typedef struct agent {
         struct watch_call *watches; /* watch calls streaming (agent_watch.c) */
         unsigned n_watches;
         struct code_call *codes;    /* code tools' calls to the code interpreter (agent_code.c) */
+        struct xfer *xfers;         /* write_file and read_file through a pipe (agent_xfer.c) */
         unsigned n_codes;
         tool_ctx tctx;
 } agent;
@@ -136,6 +137,13 @@ void watch_ready(agent *a, uint64_t serial);
 bool watch_cancel(agent *a, json_int_t id);
 void watch_pause(agent *a, json_int_t id, bool pause);
 void watch_update_interest(agent *a, bool high);
+
+/* agent_xfer.c: write_file and read_file with a pipe passed (SCM_RIGHTS); pipefd is taken */
+void handle_xfer(agent *a, const request *rq, int pipefd);
+void xfer_ready(agent *a, uint64_t serial, uint32_t events);
+bool xfer_cancel(agent *a, json_int_t id);
+void xfer_update_interest(agent *a, bool high);
+uint64_t xfer_deadlines(agent *a, uint64_t now);
 
 /* agent_code.c: run_code and the *_code_context tools */
 bool code_tool(const char *tool);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "../tools/registry.h"
 #include "base64.h"
@@ -25,6 +26,10 @@ void nsbox_sup_init(nsbox_supervisor *s, const char *id, const nsbox_sup_ops *op
 
 static void release_link(nsbox_supervisor *s)
 {
+        for (unsigned i = 0; i < s->n_out_fds; i++)
+                close(s->out_fds[i].fd);
+        s->n_out_fds = 0;
+        s->out_sent = 0;
         nsbox_frame_reader_release(&s->rd);
         nsbox_queue_release(&s->out);
 }
@@ -124,11 +129,18 @@ nomem:
         return -ENOMEM;
 }
 
-static int queue_request(nsbox_supervisor *s, nsbox_sup_call *c, json_t *p, const void *payload, size_t len, const char **ret_code,
+static int queue_request(nsbox_supervisor *s, nsbox_sup_call *c, json_t *p, const void *payload, size_t len, int fd, const char **ret_code,
                          strbuf *why)
 {
         json_t *req = json_pack("{sI ss sO}", "id", c->agent_id, "tool", c->tool, "params", p);
+        if (req && fd >= 0 && json_object_set_new(req, "fd", json_true()) < 0) {
+                json_decref(req);
+                req = NULL;
+        }
+        uint64_t at = s->out_sent + s->out.len;
         int r = req ? nsbox_frame_append(&s->out, req, payload ? payload : "", len) : -ENOMEM;
+        if (r == 0 && fd >= 0) /* room checked by the caller */
+                s->out_fds[s->n_out_fds++] = (typeof(s->out_fds[0])){ .at = at, .fd = fd };
         json_decref(req);
         if (r == -E2BIG) {
                 *ret_code = "too_large";
@@ -143,7 +155,7 @@ static int queue_request(nsbox_supervisor *s, nsbox_sup_call *c, json_t *p, cons
 
 /* nsbox_sup_send and nsbox_sup_send_bytes: bytes non-NULL are the payload as given. */
 static int send_call(nsbox_supervisor *s, const char *tool, json_t *params, bool stream, const void *bytes, size_t len, bool raw,
-                     void *data, nsbox_sup_call **ret, const char **ret_code, strbuf *why)
+                     int fd, void *data, nsbox_sup_call **ret, const char **ret_code, strbuf *why)
 {
         const char *canon = tool_canonical_name(tool);
         if (!canon) {
@@ -156,6 +168,11 @@ static int send_call(nsbox_supervisor *s, const char *tool, json_t *params, bool
                 sb_appendf(why, "sandbox %s has %d calls in flight", s->id, NSBOX_SUP_MAX_CALLS);
                 return -EBUSY;
         }
+        if (fd >= 0 && s->n_out_fds >= NSBOX_SUP_MAX_FDS) {
+                *ret_code = "conflict";
+                sb_appendf(why, "sandbox %s has %d descriptors waiting to be sent", s->id, NSBOX_SUP_MAX_FDS);
+                return -EBUSY;
+        }
         nsbox_sup_call *c = calloc(1, sizeof(*c));
         json_t *p = params ? json_copy(params) : json_object();
         strbuf payload;
@@ -166,11 +183,12 @@ static int send_call(nsbox_supervisor *s, const char *tool, json_t *params, bool
                 sb_appendf(why, "%s: out of memory", canon);
         } else {
                 *c = (nsbox_sup_call){ .agent_id = s->next_id + 1, .tool = canon, .stream = stream, .exec = !strcmp(canon, "exec"),
-                                       .raw = raw, .data = data };
-                r = to_agent(c, p, bytes != NULL, len, &payload, ret_code, why);
+                                       .raw = raw, .data = data, .fd = fd >= 0 };
+                r = fd >= 0 ? 0 : to_agent(c, p, bytes != NULL, len, &payload, ret_code, why);
         }
         if (r == 0)
-                r = bytes ? queue_request(s, c, p, bytes, len, ret_code, why) : queue_request(s, c, p, payload.buf, payload.len, ret_code, why);
+                r = bytes ? queue_request(s, c, p, bytes, len, -1, ret_code, why)
+                          : queue_request(s, c, p, payload.buf, payload.len, fd, ret_code, why);
         json_decref(p);
         sb_release(&payload);
         if (r < 0) {
@@ -190,13 +208,56 @@ static int send_call(nsbox_supervisor *s, const char *tool, json_t *params, bool
 int nsbox_sup_send(nsbox_supervisor *s, const char *tool, json_t *params, bool stream, void *data, nsbox_sup_call **ret,
                    const char **ret_code, strbuf *why)
 {
-        return send_call(s, tool, params, stream, NULL, 0, false, data, ret, ret_code, why);
+        return send_call(s, tool, params, stream, NULL, 0, false, -1, data, ret, ret_code, why);
+}
+
+int nsbox_sup_send_fd(nsbox_supervisor *s, const char *tool, json_t *params, int fd, void *data, nsbox_sup_call **ret,
+                      const char **ret_code, strbuf *why)
+{
+        int r = send_call(s, tool, params, false, NULL, 0, false, fd, data, ret, ret_code, why);
+        if (r < 0)
+                close(fd);
+        return r;
 }
 
 int nsbox_sup_send_bytes(nsbox_supervisor *s, const char *tool, json_t *params, const void *bytes, size_t len, bool raw, void *data,
                          nsbox_sup_call **ret, const char **ret_code, strbuf *why)
 {
-        return send_call(s, tool, params, false, bytes, len, raw, data, ret, ret_code, why);
+        return send_call(s, tool, params, false, bytes, len, raw, -1, data, ret, ret_code, why);
+}
+
+int nsbox_sup_check_fd(const char *tool, json_t *params, int fd, json_t **ret, const char **ret_code, strbuf *why)
+{
+        const char *canon = tool_canonical_name(tool);
+        bool write = canon && !strcmp(canon, "write_file"), read = canon && !strcmp(canon, "read_file");
+        *ret_code = "invalid_argument";
+        if (!json_is_true(json_object_get(params, "fd"))) {
+                sb_appendf(why, "%.100s: 'fd' must be true", tool ? tool : "");
+                return -EINVAL;
+        }
+        if (!write && !read) {
+                sb_appendf(why, "%.100s: 'fd' goes with write_file and read_file only", tool ? tool : "");
+                return -EINVAL;
+        }
+        if (fd < 0) {
+                sb_appendf(why, "%s: 'fd' is true but no descriptor came with the request (SCM_RIGHTS)", canon);
+                return -EINVAL;
+        }
+        struct stat st;
+        int fl = fcntl(fd, F_GETFL);
+        if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || fl < 0 || (fl & O_ACCMODE) != (write ? O_RDONLY : O_WRONLY)) {
+                sb_appendf(why, "%s: the descriptor must be a pipe's %s end", canon, write ? "read" : "write");
+                return -EINVAL;
+        }
+        if (!(*ret = json_copy(params)) || json_object_del(*ret, "fd") < 0) {
+                json_decref(*ret);
+                *ret = NULL;
+                *ret_code = "internal";
+                sb_appendf(why, "%s: out of memory", canon);
+                return -ENOMEM;
+        }
+        fcntl(fd, F_SETPIPE_SZ, 1 << 20); /* fewer rounds; a caller past its pipe quota keeps the default */
+        return 0;
 }
 
 /* A request of nsbox's own about call c ("cancel", "pause"), which the agent does not answer
@@ -215,7 +276,7 @@ void nsbox_sup_cancel(nsbox_supervisor *s, nsbox_sup_call *c)
         /* a command the caller waits for is killed, a watch ends, a cell is interrupted; a
          * process_connect or process_wait call only lets go of the process */
         if (c->exec || !strcmp(c->tool, "watch") || !strcmp(c->tool, "process_connect") || !strcmp(c->tool, "process_wait") ||
-            !strcmp(c->tool, "run_code"))
+            !strcmp(c->tool, "run_code") || c->fd)
                 control(s, "cancel", json_pack("{sI}", "id", c->agent_id));
 }
 
@@ -227,17 +288,47 @@ void nsbox_sup_pause_stream(nsbox_supervisor *s, nsbox_sup_call *c, bool pause)
         c->paused = pause;
 }
 
+/* Send from the queue: up to the next descriptor's frame, or that frame's start with the descriptor. */
+static ssize_t send_some(nsbox_supervisor *s)
+{
+        nsbox_queue *q = &s->out;
+        size_t n = q->len;
+        if (!s->n_out_fds || s->out_fds[0].at > s->out_sent) {
+                if (s->n_out_fds && s->out_fds[0].at - s->out_sent < n)
+                        n = (size_t)(s->out_fds[0].at - s->out_sent);
+                return send(s->sb.agentfd, q->data + q->start, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+        if (s->n_out_fds > 1 && s->out_fds[1].at - s->out_sent < n) /* the next one goes with its own frame */
+                n = (size_t)(s->out_fds[1].at - s->out_sent);
+        union {
+                char b[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u = { 0 };
+        struct iovec iov = { .iov_base = q->data + q->start, .iov_len = n };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        *cm = (struct cmsghdr){ .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS, .cmsg_len = CMSG_LEN(sizeof(int)) };
+        memcpy(CMSG_DATA(cm), &s->out_fds[0].fd, sizeof(int));
+        ssize_t k = sendmsg(s->sb.agentfd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k > 0) { /* the agent has its copy */
+                close(s->out_fds[0].fd);
+                memmove(s->out_fds, s->out_fds + 1, --s->n_out_fds * sizeof(s->out_fds[0]));
+        }
+        return k;
+}
+
 int nsbox_sup_flush(nsbox_supervisor *s)
 {
         nsbox_queue *q = &s->out;
         while (q->len > 0) {
-                ssize_t k = send(s->sb.agentfd, q->data + q->start, q->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t k = send_some(s);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
                         return errno == EAGAIN ? 0 : -errno;
                 q->start += (size_t)k;
                 q->len -= (size_t)k;
+                s->out_sent += (uint64_t)k;
         }
         q->start = 0;
         if (q->alloc > (1u << 20)) { /* an idle queue keeps no multi-megabyte buffer of one large call */
@@ -375,7 +466,7 @@ int nsbox_sup_poll(nsbox_supervisor *s, int timeout_ms)
         return 0;
 }
 
-bool nsbox_sup_link_idle(const nsbox_supervisor *s) { return !s->out.len && !s->rd.header_got && !s->rd.body; }
+bool nsbox_sup_link_idle(const nsbox_supervisor *s) { return !s->out.len && !s->n_out_fds && !s->rd.header_got && !s->rd.body; }
 
 /* ---- ids ------------------------------------------------------------------------------------ */
 

@@ -25,6 +25,7 @@
 #include "ids.h"
 
 #define NSBOX_SUP_MAX_CALLS 1024 /* calls in flight to one sandbox */
+#define NSBOX_SUP_MAX_FDS 64     /* descriptors queued for the agent, not yet sent */
 
 typedef struct nsbox_sup_call {
         struct nsbox_sup_call *next;
@@ -35,6 +36,7 @@ typedef struct nsbox_sup_call {
         bool raw;             /* the answer's payload goes to done as bytes (payload), not as base64 */
         bool exec;
         bool paused;          /* its output is held in the agent (nsbox_sup_pause_stream) */
+        bool fd;              /* a descriptor went with it (nsbox_sup_send_fd): cancelled when its caller goes */
         uint64_t pids_before; /* exec: the cgroup's pids.events max when it was sent */
         void *data;           /* the caller's */
         char *payload;        /* raw: the answer's payload, during done (done may take it: set NULL) */
@@ -59,6 +61,9 @@ typedef struct nsbox_supervisor {
         uint64_t memory_limit; /* for the message when the OOM killer took the sandbox */
         nsbox_frame_reader rd; /* the agent's frames; kept between reads, a frame may span them */
         nsbox_queue out;       /* requests not yet taken by the socket */
+        uint64_t out_sent;     /* bytes of out sent so far, for out_fds' positions */
+        struct { uint64_t at; int fd; } out_fds[NSBOX_SUP_MAX_FDS]; /* to send with the frame starting at byte at */
+        unsigned n_out_fds;
         json_int_t next_id;
         nsbox_sup_call *calls;
         unsigned n_calls;
@@ -87,6 +92,18 @@ int nsbox_sup_send(nsbox_supervisor *s, const char *tool, json_t *params, bool s
  * handed to ops->done as c->payload rather than base64 in the result.  bytes NULL: none. */
 int nsbox_sup_send_bytes(nsbox_supervisor *s, const char *tool, json_t *params, const void *bytes, size_t len, bool raw, void *data,
                          nsbox_sup_call **ret, const char **ret_code, strbuf *why);
+/* The same with a descriptor (a pipe, file bytes: read_file, write_file) that goes with the call's
+ * frame over the link (SCM_RIGHTS); fd is taken (closed here, on failure too).  -EBUSY past
+ * NSBOX_SUP_MAX_FDS descriptors not yet sent. */
+int nsbox_sup_send_fd(nsbox_supervisor *s, const char *tool, json_t *params, int fd, void *data, nsbox_sup_call **ret,
+                      const char **ret_code, strbuf *why);
+/* A call with "fd": true in params checked, as nsboxd and libnsbox in process both do: tool is
+ * write_file or read_file and fd (-1: none came) a pipe of its direction, its read end for
+ * write_file, its write end for read_file.  Only pipes cross into a sandbox: a regular file's
+ * descriptor could be reopened read-write through /proc/self/fd by the sandbox's user, who maps
+ * to the caller's uid.  0 with *ret the params without "fd" (the caller's), or -EINVAL/-ENOMEM
+ * with a code and why.  fd is left open either way. */
+int nsbox_sup_check_fd(const char *tool, json_t *params, int fd, json_t **ret, const char **ret_code, strbuf *why);
 /* Whoever asked is gone: no more events, and a command is killed (its result still comes). */
 void nsbox_sup_cancel(nsbox_supervisor *s, nsbox_sup_call *c);
 /* Hold or release a streaming call's output in the agent (its reader is behind). */

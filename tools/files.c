@@ -638,6 +638,95 @@ int tool_write_file(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_
         return out->result ? 0 : oom(e);
 }
 
+/* ---- write_file and read_file with a pipe (tool.h) ---- */
+
+int tool_write_fd_begin(const tool_ctx *ctx, const tool_in *in, tool_fd_write *w, tool_error *e)
+{
+        static const char tool[] = "write_file";
+        *w = (tool_fd_write){ .dirfd = -1, .fd = -1 };
+        write_opts o = { .parents = true };
+        static const char *const refused[] = { "content", "content_b64", "data" };
+        for (size_t i = 0; i < ARRAY_SIZE(refused); i++)
+                if (json_object_get(in->params, refused[i]))
+                        return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: the bytes come through the descriptor: no '%s'", tool, refused[i]);
+        json_t *sz = json_object_get(in->params, "size");
+        if (!sz || json_is_null(sz))
+                return tool_fail(e, TOOL_INVALID_ARGUMENT,
+                                 "%s: 'size' is required with a descriptor (a transfer cut short must not look complete)", tool);
+        if (tool_param_path(ctx, in, tool, "path", NULL, &w->abs, e) < 0 || tool_param_uint(in, tool, "size", INT64_MAX, &w->size, e) < 0 ||
+            param_mode(in, tool, &o.mode_given, &o.mode, e) < 0 || tool_param_bool(in, tool, "append", &o.append, e) < 0 ||
+            tool_param_bool(in, tool, "parents", &o.parents, e) < 0)
+                goto fail;
+        if (o.append) {
+                tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: 'append' does not go with a descriptor", tool);
+                goto fail;
+        }
+        if (follow_final_symlinks(ctx, w->abs, &w->target, e) < 0 || open_parent(ctx, w->target, o.parents, &w->dirfd, &w->name, e) < 0)
+                goto wrap;
+        struct stat st;
+        bool existed = fstatat(w->dirfd, w->name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        if (!existed && errno != ENOENT) {
+                tool_fail_errno(e, errno, "stat '%s'", w->target);
+                goto wrap;
+        }
+        if (existed && S_ISDIR(st.st_mode)) {
+                tool_fail(e, TOOL_IS_DIRECTORY, "'%s' is a directory", w->target);
+                goto wrap;
+        }
+        if (existed && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+                tool_fail(e, TOOL_INVALID_ARGUMENT, "'%s' is not a regular file", w->target);
+                goto wrap;
+        }
+        mode_t mode = o.mode_given ? o.mode : existed && S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0644;
+        w->created = !existed;
+        w->fd = create_temp(w->dirfd, w->name, w->tmp);
+        if (w->fd < 0) {
+                tool_fail_errno(e, w->fd, "create a temporary file next to '%s'", w->target);
+                w->fd = -1;
+                goto wrap;
+        }
+        if (fchmod(w->fd, mode) < 0) {
+                tool_fail_errno(e, errno, "set the mode of a temporary file next to '%s'", w->target);
+                goto wrap;
+        }
+        return 0;
+wrap:
+        tool_fail_wrap(e, tool);
+fail:
+        tool_write_fd_abort(w);
+        return -1;
+}
+
+int tool_write_fd_commit(tool_fd_write *w, json_t **ret_result, tool_error *e)
+{
+        int r = close(w->fd) < 0 ? -errno : 0;
+        w->fd = -1;
+        if (r == 0 && renameat(w->dirfd, w->tmp, w->dirfd, w->name) < 0)
+                r = -errno;
+        if (r < 0) {
+                tool_fail_errno(e, r, "write_file: write '%s'", w->target);
+                tool_write_fd_abort(w);
+                return -1;
+        }
+        w->tmp[0] = '\0';
+        *ret_result = json_pack("{s:o, s:I, s:b}", "path", path_json(w->abs), "bytes_written", (json_int_t)w->size, "created", w->created);
+        tool_write_fd_abort(w);
+        return *ret_result ? 0 : oom(e);
+}
+
+void tool_write_fd_abort(tool_fd_write *w)
+{
+        if (w->fd >= 0)
+                close(w->fd);
+        if (w->dirfd >= 0 && w->tmp[0])
+                unlinkat(w->dirfd, w->tmp, 0);
+        if (w->dirfd >= 0)
+                close(w->dirfd);
+        free(w->target);
+        free(w->abs);
+        *w = (tool_fd_write){ .dirfd = -1, .fd = -1 };
+}
+
 typedef struct file_entry {
         char *abs;
         strbuf b64;

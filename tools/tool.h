@@ -12,6 +12,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -109,6 +110,23 @@ bool tool_is_agent_proc(int fd);
 /* The names in directory dirfd (dirfd itself stays open and unmoved) except "." and "..", sorted
  * bytewise, as a NULL-terminated vector for strv_free; 0 or -errno. */
 int tool_read_dir(int dirfd, char ***ret_names);
+
+/* write_file and read_file with a pipe ("fd": true, the agent's transfers): the checks and the
+ * files here, the bytes moved by the caller (splice).  Writing goes to the same hidden
+ * temporary file as write_file's, renamed into place by commit once all 'size' bytes came;
+ * abort removes it, the target unchanged.  (read_file's side: runtime/agent_xfer.c.) */
+typedef struct tool_fd_write {
+        int dirfd, fd;       /* the target's directory; the temporary file, at offset 0 */
+        char tmp[NAME_MAX + 1];
+        char *target;        /* symlinks followed: what is replaced */
+        const char *name;    /* its last component, in target */
+        char *abs;           /* the path as asked, for the result */
+        uint64_t size;       /* 'size': the bytes that must come */
+        bool created;
+} tool_fd_write;
+int tool_write_fd_begin(const tool_ctx *ctx, const tool_in *in, tool_fd_write *w, tool_error *e);
+int tool_write_fd_commit(tool_fd_write *w, json_t **ret_result, tool_error *e);
+void tool_write_fd_abort(tool_fd_write *w);
 
 /* The handlers.  Each validates every parameter before touching anything. */
 int tool_read_file(const tool_ctx *, const tool_in *, tool_out *, tool_error *);

@@ -6,6 +6,8 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -151,8 +153,24 @@ static const char *busy(const sandbox *s, char *buf, size_t n)
         return buf;
 }
 
+/* A call with "fd": true: fd, the oldest descriptor the client passed (-1: none), checked
+ * (nsbox_sup_check_fd); *ret: the tool's params without "fd".  fd, or -errno (fd closed). */
+static int check_call_fd(int fd, const char *tool, json_t *tp, json_t **ret, const char **code, strbuf *why)
+{
+        int r = nsbox_sup_check_fd(tool, tp, fd, ret, code, why);
+        if (r < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return r;
+        }
+        return fd;
+}
+
 static void call_send(daemon_state *d, client *c, json_t *id, json_t *params, const void *bytes, size_t len, bool raw)
 {
+        /* taken at once: a call refused early must not leave its pipe to the next one */
+        bool wants_fd = !bytes && !raw && json_is_true(json_object_get(json_object_get(params, "params"), "fd"));
+        _cleanup_close_ int fd = wants_fd ? client_take_fd(c) : -1;
         sandbox *s = find_sandbox(d, c, id, params);
         if (!s)
                 return;
@@ -196,8 +214,16 @@ static void call_send(daemon_state *d, client *c, json_t *id, json_t *params, co
         }
         tparams = am == 0 ? mapped : tparams;
         json_t *tp = json_is_object(tparams) ? tparams : NULL;
-        int r = bytes || raw ? nsbox_sup_send_bytes(&s->sup, json_string_value(tool), tp, bytes, len, raw, p, &call, &code, &why)
-                             : nsbox_sup_send(&s->sup, json_string_value(tool), tp, json_is_true(stream), p, &call, &code, &why);
+        json_auto_t *fdp = NULL;
+        int r;
+        if (wants_fd) {
+                int mine = check_call_fd(steal_fd(&fd), json_string_value(tool), tp, &fdp, &code, &why);
+                r = mine < 0 ? mine : nsbox_sup_send_fd(&s->sup, json_string_value(tool), fdp, mine, p, &call, &code, &why);
+        } else if (bytes || raw) {
+                r = nsbox_sup_send_bytes(&s->sup, json_string_value(tool), tp, bytes, len, raw, p, &call, &code, &why);
+        } else {
+                r = nsbox_sup_send(&s->sup, json_string_value(tool), tp, json_is_true(stream), p, &call, &code, &why);
+        }
         if (r < 0) {
                 free(p);
                 reply_error(c, id, r == -EINVAL || r == -E2BIG ? RPC_INVALID_PARAMS : RPC_SERVER_ERROR, code, "%s",

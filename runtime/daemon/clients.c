@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include "../dlog.h"
 #include "../peer.h"
@@ -153,6 +154,60 @@ uint64_t client_deadlines(daemon_state *d, uint64_t now)
         return next;
 }
 
+static void drop_fds(client *c)
+{
+        while (c->n_fds)
+                close(c->fds[--c->n_fds]);
+}
+
+int client_take_fd(client *c)
+{
+        if (!c->n_fds)
+                return -1;
+        int fd = c->fds[0];
+        memmove(c->fds, c->fds + 1, --c->n_fds * sizeof(int));
+        return fd;
+}
+
+/* read(2), with the descriptors a client passes (SCM_RIGHTS) queued for its "fd": true calls.
+ * More than one with one message, more than CLIENT_MAX_FDS queued, or a truncated control
+ * message: which request they were for cannot be told: -EPROTO (the connection is closed). */
+static ssize_t client_recv(client *c, char *buf, size_t n)
+{
+        union {
+                char b[CMSG_SPACE(8 * sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { .iov_base = buf, .iov_len = n };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+        ssize_t k = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+        if (k < 0)
+                return k;
+        bool bad = mh.msg_flags & MSG_CTRUNC;
+        unsigned got = 0;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < nfd; i++, got++) {
+                        int fd;
+                        memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                        if (c->n_fds < CLIENT_MAX_FDS)
+                                c->fds[c->n_fds++] = fd;
+                        else {
+                                close(fd);
+                                bad = true;
+                        }
+                }
+        }
+        if (bad || got > 1) {
+                drop_fds(c);
+                errno = EPROTO;
+                return -1;
+        }
+        return k;
+}
+
 void client_remove(daemon_state *d, client *c)
 {
         for (client **pp = &d->clients; *pp; pp = &(*pp)->next)
@@ -176,6 +231,7 @@ void client_remove(daemon_state *d, client *c)
                 epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
                 close(c->fd);
         }
+        drop_fds(c);
         sb_release(&c->in);
         nsbox_queue_release(&c->out);
         free(c);
@@ -185,11 +241,17 @@ void client_readable(daemon_state *d, client *c)
 {
         char buf[65536];
         for (int round = 0; round < 64 && c->out.len < CLIENT_HIGH; round++) {
-                ssize_t n = read(c->fd, buf, sizeof(buf));
+                ssize_t n = client_recv(c, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && errno == EAGAIN)
                         return;
+                if (n < 0 && errno == EPROTO) {
+                        reply_error(c, json_null(), RPC_INVALID_REQUEST, "invalid_argument",
+                                    "descriptors: one at most with each request, %u at most queued: closing the connection", CLIENT_MAX_FDS);
+                        c->eof = true;
+                        return;
+                }
                 if (n <= 0) {
                         c->eof = true;
                         return;
@@ -237,6 +299,11 @@ void client_readable(daemon_state *d, client *c)
                 }
                 if ((c->in.len || c->discarding) && !c->partial_since_ns)
                         c->partial_since_ns = now_ns();
+                if (c->n_fds && !c->in.len && !c->discarding) { /* sent with requests that did not ask for them */
+                        drop_fds(c);
+                        reply_error(c, json_null(), RPC_INVALID_REQUEST, "invalid_argument",
+                                    "a descriptor came with a request without \"fd\": true: closed");
+                }
         }
 }
 

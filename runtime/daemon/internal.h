@@ -75,6 +75,8 @@ typedef struct call_bytes {
         size_t len;
 } call_bytes;
 
+#define CLIENT_MAX_FDS 4 /* descriptors a client may have queued for its requests */
+
 typedef struct client {
         struct client *next;
         uint64_t serial;
@@ -93,6 +95,8 @@ typedef struct client {
         size_t counted;            /* of its uid's buffered request bytes (uid_use) */
         struct hreq *http;         /* an HTTP request's client: no socket (fd -1), http.h */
         call_bytes *bytes;         /* its raw calls' answers' bytes (calls.c, method_call_bytes) */
+        int fds[CLIENT_MAX_FDS];   /* descriptors received (SCM_RIGHTS), oldest first, for "fd": true calls */
+        unsigned n_fds;
 } client;
 
 /* What one uid holds of the connections and of the request bytes buffered (nsboxd(8), LIMITS). */
@@ -407,4 +411,5 @@ sandbox *sandbox_new(void);
 client *client_by_serial(daemon_state *d, uint64_t serial);
 void send_line(client *c, json_t *msg);
 void reply_result(client *c, json_t *id, json_t *result);
+int client_take_fd(client *c); /* the oldest descriptor queued, or -1 (clients.c) */
 void reply_error(client *c, json_t *id, int rpc_code, const char *code, const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -333,6 +333,74 @@ START_TEST(several_calls_in_flight_each_get_their_own_answer)
 }
 END_TEST
 
+/* Pipes passed with calls (nsbox_sup_send_fd), several queued at once: each arrives with its
+ * own frame (the agent's reader, take_fds, has it once the frame is complete), in order; and
+ * what is not a pipe of the call's direction is refused before anything is sent. */
+START_TEST(descriptors_travel_each_with_its_own_frame)
+{
+        fixture f;
+        fixture_init(&f);
+        int pipes[3][2], ino[3];
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_eq(pipe2(pipes[i], O_CLOEXEC), 0);
+                struct stat st;
+                ck_assert_int_eq(fstat(pipes[i][0], &st), 0);
+                ino[i] = (int)st.st_ino;
+                json_t *p = json_pack("{ss sI sb}", "path", "f", "size", (json_int_t)i, "fd", 1), *clean = NULL;
+                const char *code = NULL;
+                strbuf why;
+                sb_init(&why, 256);
+                ck_assert_int_eq(nsbox_sup_check_fd("write_file", p, pipes[i][0], &clean, &code, &why), 0);
+                ck_assert_ptr_null(json_object_get(clean, "fd"));
+                ck_assert_int_eq(nsbox_sup_send_fd(&f.sup, "write_file", clean, dup(pipes[i][0]), NULL, NULL, &code, &why), 0);
+                json_decref(clean);
+                json_decref(p);
+                sb_release(&why);
+        }
+        ck_assert_int_eq(nsbox_sup_flush(&f.sup), 1);
+        nsbox_frame_reader rd = { .take_fds = true };
+        for (int i = 0; i < 3; i++) {
+                nsbox_frame fr = { 0 };
+                int r;
+                while ((r = nsbox_frame_read(&rd, f.agent, &fr)) == 0)
+                        ;
+                ck_assert_int_eq(r, 1);
+                ck_assert(json_is_true(json_object_get(fr.json, "fd")));
+                ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(fr.json, "params"), "size")), i);
+                int fd = nsbox_frame_reader_take_fd(&rd);
+                ck_assert_int_ge(fd, 0);
+                struct stat st;
+                ck_assert_int_eq(fstat(fd, &st), 0);
+                ck_assert_int_eq((int)st.st_ino, ino[i]);
+                ck_assert_int_eq(nsbox_frame_reader_take_fd(&rd), -1);
+                close(fd);
+                nsbox_frame_release(&fr);
+        }
+        nsbox_frame_reader_release(&rd);
+        /* a wrong direction, a regular file, none: refused */
+        json_t *p = json_pack("{ss sI sb}", "path", "f", "size", 1, "fd", 1), *clean = NULL;
+        const char *code = NULL;
+        strbuf why;
+        sb_init(&why, 256);
+        ck_assert_int_eq(nsbox_sup_check_fd("write_file", p, pipes[0][1], &clean, &code, &why), -EINVAL);
+        ck_assert_str_eq(code, "invalid_argument");
+        int reg = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        ck_assert_int_eq(nsbox_sup_check_fd("write_file", p, reg, &clean, &code, &why), -EINVAL);
+        ck_assert_int_eq(nsbox_sup_check_fd("write_file", p, -1, &clean, &code, &why), -EINVAL);
+        ck_assert_int_eq(nsbox_sup_check_fd("exec", p, pipes[0][0], &clean, &code, &why), -EINVAL);
+        ck_assert_int_eq(nsbox_sup_check_fd("read_file", p, pipes[0][1], &clean, &code, &why), 0);
+        json_decref(clean);
+        close(reg);
+        json_decref(p);
+        sb_release(&why);
+        for (int i = 0; i < 3; i++) {
+                close(pipes[i][0]);
+                close(pipes[i][1]);
+        }
+        fixture_release(&f);
+}
+END_TEST
+
 START_TEST(an_agent_error_keeps_its_code_and_an_unknown_code_is_internal)
 {
         fixture f;
@@ -686,6 +754,7 @@ Suite *supervisor_suite(void)
         unit_add(tc, bytes_given_travel_as_payload_and_a_raw_answer_comes_back_as_bytes);
         unit_add(tc, streamed_exec_events_reach_the_caller_and_unstreamed_do_not);
         unit_add(tc, several_calls_in_flight_each_get_their_own_answer);
+        unit_add(tc, descriptors_travel_each_with_its_own_frame);
         unit_add(tc, an_agent_error_keeps_its_code_and_an_unknown_code_is_internal);
         unit_add(tc, the_agent_dying_mid_call_answers_every_call);
         unit_add(tc, an_oom_kill_gives_running_commands_their_result_and_the_rest_an_error);

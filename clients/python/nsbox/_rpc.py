@@ -5,6 +5,7 @@ requests are sent at once and matched to their replies by id; whichever caller i
 the socket for everyone, so a long call (a command, a process_wait) does not hold the others up.
 """
 
+import array
 import errno
 import json
 import os
@@ -214,9 +215,17 @@ class Connection:
 
     # ---- requests --------------------------------------------------------------------------
 
+    @property
+    def passes_fds(self) -> bool:
+        """Whether descriptors can go with requests (SCM_RIGHTS): a unix socket."""
+        return self._sock.family == socket.AF_UNIX and hasattr(socket, "SCM_RIGHTS")
+
     def send(self, method: str, params: Optional[dict] = None,
-             on_event: Optional[Callable[[dict], None]] = None) -> int:
-        """Send a request; returns its id for wait().  on_event gets its notifications' params."""
+             on_event: Optional[Callable[[dict], None]] = None, fd: Optional[int] = None) -> int:
+        """Send a request; returns its id for wait().  on_event gets its notifications' params.
+
+        fd: a descriptor passed with the request (SCM_RIGHTS), for a call with "fd": true.
+        """
         with self._cond:
             if self._closed:
                 raise UnavailableException(f"nsboxd at '{self.path}': {self._closed}")
@@ -227,7 +236,11 @@ class Connection:
                           separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
         try:
             with self._send_lock:
-                self._sock.sendall(line)
+                if fd is None:
+                    self._sock.sendall(line)
+                else:
+                    n = self._sock.sendmsg([line], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+                    self._sock.sendall(line[n:])
         except OSError as e:
             with self._cond:
                 self._handlers.pop(rid, None)
