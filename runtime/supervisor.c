@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 
 #include "../tools/registry.h"
 #include "base64.h"
@@ -243,10 +245,14 @@ int nsbox_sup_check_fd(const char *tool, json_t *params, int fd, json_t **ret, c
                 sb_appendf(why, "%s: 'fd' is true but no descriptor came with the request (SCM_RIGHTS)", canon);
                 return -EINVAL;
         }
+        /* an anonymous pipe (pipefs): a named FIFO is S_ISFIFO too, but an inode of a host file
+         * system, which the sandbox's user (the caller's uid) could fchmod or reopen */
         struct stat st;
+        struct statfs sfs;
         int fl = fcntl(fd, F_GETFL);
-        if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || fl < 0 || (fl & O_ACCMODE) != (write ? O_RDONLY : O_WRONLY)) {
-                sb_appendf(why, "%s: the descriptor must be a pipe's %s end", canon, write ? "read" : "write");
+        if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || fstatfs(fd, &sfs) < 0 || sfs.f_type != PIPEFS_MAGIC || fl < 0 ||
+            (fl & O_ACCMODE) != (write ? O_RDONLY : O_WRONLY)) {
+                sb_appendf(why, "%s: the descriptor must be a pipe's %s end (pipe(2), not a named FIFO)", canon, write ? "read" : "write");
                 return -EINVAL;
         }
         if (!(*ret = json_copy(params)) || json_object_del(*ret, "fd") < 0) {

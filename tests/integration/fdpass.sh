@@ -60,6 +60,12 @@ if case == "regular":
 elif case == "socket":
     a, b = socket.socketpair()
     send("write_file", target, [a.fileno()])
+elif case == "fifo":  # a named FIFO: S_ISFIFO, but an inode of a host file system
+    path = os.path.join(os.environ.get("TEST_TMP", "/tmp"), "fifo.%d" % os.getpid())
+    os.mkfifo(path)
+    f = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    os.unlink(path)
+    send("write_file", target, [f])
 elif case == "wrongdir":
     r, w = os.pipe()
     send("write_file", target, [w])
@@ -211,7 +217,7 @@ test_bad_descriptors_get_one_line_errors_and_change_nothing() {
         local id c out
         new_sandbox id
         assert_status 0 "$NSBOX" call "$id" write_file '{"path": "/workspace/t", "content": "old"}'
-        for c in regular socket wrongdir wrongdir_read missing nosize two short long; do
+        for c in regular socket fifo wrongdir wrongdir_read missing nosize two short long; do
                 out=$(fdcall "$id" "$c" /workspace/t)
                 assert_contains "$out" '"error"' "$c"
                 assert_contains "$out" 'invalid_argument' "$c"
