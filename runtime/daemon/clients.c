@@ -237,6 +237,10 @@ void client_readable(daemon_state *d, client *c)
                 }
                 if ((c->in.len || c->discarding) && !c->partial_since_ns)
                         c->partial_since_ns = now_ns();
+                /* a short read emptied the socket: epoll (level-triggered) says when more comes,
+                 * without a read that fails with EAGAIN on every call */
+                if ((size_t)n < sizeof(buf))
+                        return;
         }
 }
 
