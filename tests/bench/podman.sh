@@ -37,7 +37,8 @@ for _ in $(seq 500); do
         sleep 0.02
 done
 [ -n "$id" ] || { echo "bench: nsbox create failed: $(tail -n 5 "$dir/nsboxd.log")" >&2; exit 1; }
-podman import -q "$out/podman-image.tar" nsbox-bench-min >/dev/null
+# (its stderr is said only on failure: rootless podman warns at each start that / is not shared)
+podman import -q "$out/podman-image.tar" nsbox-bench-min >/dev/null 2> "$dir/import.err" || { cat "$dir/import.err" >&2; exit 1; }
 ctr=$(podman run -d --rm nsbox-bench-min /bin/sleep infinity 2>/dev/null)
 echo "== warm exec, CLI against CLI: $runs runs each, interleaved, as $(id -un)"
 echo "   nsbox:  $NSBOX exec SANDBOX -- /bin/true (nsboxd on a private socket)"
