@@ -185,8 +185,10 @@ else
         done
         tar -C "$img" -cf "$out/podman-image.tar" . && chmod 0644 "$out/podman-image.tar"
         p="podman run --rm nsbox-bench-min /bin/true"
-        as_user=""
+        as_user="" # both read through eval below
+        # shellcheck disable=SC2034
         [ "$(id -u)" = 0 ] && [ "$user" != root ] && as_user="setpriv --reuid=$user --regid=$user --init-groups --reset-env"
+        # shellcheck disable=SC2034  # pcmd is read through eval
         if [ -n "$pview" ] && [ "$(id -u)" != 0 ]; then
                 skip podman "crun (under podman) refuses this host's hybrid cgroup layout; as root the bench runs it in a mount namespace without /sys/fs/cgroup/unified"
         elif err=$(pcmd="podman import -q $out/podman-image.tar nsbox-bench-min >/dev/null && $p 2>&1; s=\$?; podman system migrate 2>/dev/null; exit \$s" &&
