@@ -251,13 +251,41 @@ json_t *nsbox_json_loadb(const char *text, size_t len, json_error_t *je)
         return j;
 }
 
-/* A string jansson would write as it is (JSON_COMPACT, no JSON_ENSURE_ASCII). */
+/* True when none of the 8 bytes at s needs a look: no control character, '"', '\\', DEL or
+ * non-ASCII byte (a word at a time: base64 is all such bytes). */
+static inline bool plain_json8(const unsigned char *s)
+{
+        uint64_t w;
+        memcpy(&w, s, sizeof(w));
+        const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
+#define HAS_ZERO(v) (((v) - ones) & ~(v) & high)
+        uint64_t bad = (w & high) | ((w - 0x20 * ones) & ~w & high) | HAS_ZERO(w ^ ('"' * ones)) | HAS_ZERO(w ^ ('\\' * ones)) |
+                       HAS_ZERO(w ^ (0x7f * ones));
+#undef HAS_ZERO
+        return !bad;
+}
+
+/* A string jansson would write as it is (JSON_COMPACT, no JSON_ENSURE_ASCII): nothing to escape
+ * and valid UTF-8 (invalid UTF-8 is left to jansson, which refuses to dump it). */
 static bool needs_no_escape(const char *s, size_t n)
 {
-        for (size_t i = 0; i < n; i++) {
-                unsigned char c = (unsigned char)s[i];
-                if (c < 0x20 || c == '"' || c == '\\' || c == 0x7f)
+        const unsigned char *u = (const unsigned char *)s;
+        for (size_t i = 0; i < n;) {
+                if (n - i >= 8 && plain_json8(u + i)) {
+                        i += 8;
+                        continue;
+                }
+                unsigned char c = u[i];
+                if (c < 0x80) {
+                        if (c < 0x20 || c == '"' || c == '\\' || c == 0x7f)
+                                return false;
+                        i++;
+                        continue;
+                }
+                size_t k = nsbox_utf8_seq(u + i, n - i);
+                if (k == 0)
                         return false;
+                i += k;
         }
         return true;
 }

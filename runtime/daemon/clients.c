@@ -304,6 +304,10 @@ void client_readable(daemon_state *d, client *c)
                         reply_error(c, json_null(), RPC_INVALID_REQUEST, "invalid_argument",
                                     "a descriptor came with a request without \"fd\": true: closed");
                 }
+                /* a short read emptied the socket: epoll (level-triggered) says when more comes,
+                 * without a read that fails with EAGAIN on every call */
+                if ((size_t)n < sizeof(buf))
+                        return;
         }
 }
 

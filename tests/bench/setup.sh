@@ -2,7 +2,7 @@
 # make bench, setup step: the peers nsbox is measured against, and what they need.
 #   tests/bench/setup.sh OUTDIR USER
 # As root, installs the missing ones from apt (bubblewrap, firejail, crun, systemd-container,
-# gnuplot-nox); as anyone else, names what is missing and how to get it (the bench then skips that
+# podman, gnuplot-nox); as anyone else, names what is missing and how to get it (the bench then skips that
 # peer with the same reason).  Writes an OCI bundle for crun equivalent to nsbox's default policy
 # into OUTDIR/crun-bundle, and OUTDIR/peers.env: one line PEER_<name>="command" or
 # SKIP_<name>="reason" per peer, read by tests/bench/run.
@@ -17,6 +17,7 @@ command -v bwrap >/dev/null || pkgs="$pkgs bubblewrap"
 command -v firejail >/dev/null || pkgs="$pkgs firejail"
 command -v crun >/dev/null || pkgs="$pkgs crun"
 command -v systemd-nspawn >/dev/null || pkgs="$pkgs systemd-container"
+command -v podman >/dev/null || pkgs="$pkgs podman uidmap"
 command -v gnuplot >/dev/null || pkgs="$pkgs gnuplot-nox"
 if [ -n "$pkgs" ]; then
         if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -158,6 +159,45 @@ elif [ -d "$out/crun-bundle/rootfs" ]; then
         fi
 else
         skip nspawn "no root directory for it (crun's bundle was not made)"
+fi
+
+# podman (Debian's, with crun), rootless as the bench's user, on an image imported offline (no
+# registry): the host's true, sleep, libc and loader, nothing else.  Like crun it needs the
+# mount namespace without /sys/fs/cgroup/unified here (PODMAN_VIEW).  Its pause process is
+# stopped (podman system migrate) by podman.sh after each use.
+if ! command -v podman >/dev/null; then
+        skip podman "podman is not installed"
+else
+        pview=""
+        if [ "$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)" = tmpfs ] &&
+                [ -n "$(tr -d ' \n' < /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null)" ]; then
+                pview="unshare -m --propagation private sh -c 'umount -l /sys/fs/cgroup/unified && exec \"\$@\"' sh"
+        fi
+        img=$out/podman-image
+        rm -rf "$img" && mkdir -p "$img/etc" "$img/proc" "$img/dev" "$img/sys" "$img/tmp"
+        for l in bin sbin lib lib64; do
+                if [ -L /$l ]; then
+                        mkdir -p "$img/$(readlink /$l)" && ln -s "$(readlink /$l)" "$img/$l"
+                fi
+        done
+        for f in /usr/bin/true /usr/bin/sleep $(ldd /usr/bin/sleep | awk '/\// { print $(NF - 1) }'); do
+                mkdir -p "$img$(dirname "$f")" && cp -L "$f" "$img$f"
+        done
+        tar -C "$img" -cf "$out/podman-image.tar" . && chmod 0644 "$out/podman-image.tar"
+        p="podman run --rm nsbox-bench-min /bin/true"
+        as_user="" # both read through eval below
+        # shellcheck disable=SC2034
+        [ "$(id -u)" = 0 ] && [ "$user" != root ] && as_user="setpriv --reuid=$user --regid=$user --init-groups --reset-env"
+        # shellcheck disable=SC2034  # pcmd is read through eval
+        if [ -n "$pview" ] && [ "$(id -u)" != 0 ]; then
+                skip podman "crun (under podman) refuses this host's hybrid cgroup layout; as root the bench runs it in a mount namespace without /sys/fs/cgroup/unified"
+        elif err=$(pcmd="podman import -q $out/podman-image.tar nsbox-bench-min >/dev/null && $p 2>&1; s=\$?; podman system migrate 2>/dev/null; exit \$s" &&
+                eval "$pview"' $as_user /bin/sh -c "$pcmd"' 2>&1 </dev/null); then
+                peer podman "$p 2>/dev/null"
+                printf 'PODMAN_VIEW=%q\n' "$pview" >> "$env_file"
+        else
+                skip podman "'$p' fails here as $user: $(printf '%s' "$err" | tr '\n' ' ' | cut -c1-300)"
+        fi
 fi
 
 if command -v unshare >/dev/null; then

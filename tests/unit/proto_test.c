@@ -189,6 +189,37 @@ START_TEST(test_big_strings_load_and_dump_like_jansson)
 }
 END_TEST
 
+/* The splice's check, a word at a time, against jansson's own dump: each byte that needs an
+ * escape (or is not UTF-8) at each place in a word, in strings past NSBOX_JSON_BIG. */
+START_TEST(test_dump_fast_path_matches_jansson_byte_by_byte)
+{
+        static const char *odd[] = { "\x01", "\x1f", "\"", "\\", "\x7f", "\xc3\xa9", "\xe2\x82\xac", "\xff", "\xc3", " ", "~" };
+        size_t n = NSBOX_JSON_BIG + 17;
+        char *s = malloc(n + 8);
+        for (size_t k = 0; k < sizeof(odd) / sizeof(*odd); k++) {
+                for (size_t at = 0; at < 16; at++) {
+                        memset(s, 'Q', n);
+                        size_t l = strlen(odd[k]);
+                        memcpy(s + n - 16 + at - (at + l > 16 ? l : 0), odd[k], l);
+                        memcpy(s + at, odd[k], l);
+                        json_t *v = json_pack("{s:o}", "content", json_stringn_nocheck(s, n));
+                        size_t len = 0;
+                        char *fast = nsbox_json_dumps(v, &len);
+                        char *slow = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(17));
+                        ck_assert_msg(!fast == !slow, "odd %zu at %zu: one dump failed, not the other", k, at);
+                        if (slow) {
+                                ck_assert_uint_eq(len, strlen(slow));
+                                ck_assert_msg(memcmp(fast, slow, len) == 0, "odd %zu at %zu: another text", k, at);
+                        }
+                        free(fast);
+                        free(slow);
+                        json_decref(v);
+                }
+        }
+        free(s);
+}
+END_TEST
+
 START_TEST(test_base64_round_trips_and_rejects_garbage)
 {
         unsigned char in[256];
@@ -228,6 +259,7 @@ Suite *proto_suite(void)
         tc = unit_tcase(s, "json");
         unit_add(tc, test_json_text_replaces_invalid_utf8_and_says_so);
         unit_add(tc, test_big_strings_load_and_dump_like_jansson);
+        unit_add(tc, test_dump_fast_path_matches_jansson_byte_by_byte);
         unit_add(tc, test_base64_round_trips_and_rejects_garbage);
         return s;
 }
