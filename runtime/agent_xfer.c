@@ -90,15 +90,9 @@ static int read_begin(const tool_ctx *ctx, const tool_in *in, int *ret_fd, uint6
         if (strcmp(encoding, "raw"))
                 return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: with a descriptor, 'encoding' is \"raw\" (or absent)", tool);
         _cleanup_close_ int fd = -1;
-        if (tool_open(ctx, abs, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd, e) < 0)
-                return tool_fail_wrap(e, tool);
         struct stat st;
-        if (fstat(fd, &st) < 0)
-                return tool_fail_errno(e, errno, "%s: stat '%s'", tool, abs);
-        if (S_ISDIR(st.st_mode))
-                return tool_fail(e, TOOL_IS_DIRECTORY, "%s: '%s' is a directory", tool, abs);
-        if (!S_ISREG(st.st_mode))
-                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s' is not a regular file", tool, abs);
+        if (tool_open_regular(ctx, tool, abs, &fd, &st, e) < 0)
+                return -1;
         uint64_t size = (uint64_t)st.st_size, rest = size > off ? size - off : 0;
         *ret_offset = off;
         *ret_len = limit < rest ? limit : rest;

@@ -569,6 +569,21 @@ static int read_raw(int fd, const char *abs, const struct stat *st, uint64_t byt
         return out->result ? 0 : oom(e);
 }
 
+int tool_open_regular(const tool_ctx *ctx, const char *tool, const char *abs, int *ret_fd, struct stat *ret_st, tool_error *e)
+{
+        _cleanup_close_ int fd = -1;
+        if (tool_open(ctx, abs, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd, e) < 0)
+                return tool_fail_wrap(e, "%s", tool);
+        if (fstat(fd, ret_st) < 0)
+                return tool_fail_errno(e, errno, "%s: stat '%s'", tool, abs);
+        if (S_ISDIR(ret_st->st_mode))
+                return tool_fail(e, TOOL_IS_DIRECTORY, "%s: '%s' is a directory", tool, abs);
+        if (!S_ISREG(ret_st->st_mode))
+                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s' is not a regular file", tool, abs);
+        *ret_fd = steal_fd(&fd);
+        return 0;
+}
+
 int tool_read_file(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_error *e)
 {
         static const char tool[] = "read_file";
@@ -597,17 +612,10 @@ int tool_read_file(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_e
         if (limit_given && byte_limit > TOOL_MAX_CONTENT)
                 return tool_fail(e, TOOL_TOO_LARGE, "%s: 'byte_limit' is more than %u bytes", tool, TOOL_MAX_CONTENT);
 
-        /* O_NONBLOCK: opening a FIFO must not hang the agent (it is refused below). */
         _cleanup_close_ int fd = -1;
-        if (tool_open(ctx, abs, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd, e) < 0)
-                return tool_fail_wrap(e, tool);
         struct stat st;
-        if (fstat(fd, &st) < 0)
-                return tool_fail_errno(e, errno, "%s: stat '%s'", tool, abs);
-        if (S_ISDIR(st.st_mode))
-                return tool_fail(e, TOOL_IS_DIRECTORY, "%s: '%s' is a directory", tool, abs);
-        if (!S_ISREG(st.st_mode))
-                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s' is not a regular file", tool, abs);
+        if (tool_open_regular(ctx, tool, abs, &fd, &st, e) < 0)
+                return -1;
         int r = raw ? read_raw(fd, abs, &st, byte_offset, limit_given, byte_limit, skip_holes, out, e)
                     : read_text(fd, abs, &st, offset, limit, out, e);
         return r < 0 ? tool_fail_wrap(e, tool) : 0;

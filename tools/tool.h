@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -103,6 +104,10 @@ size_t tool_utf8_cut(const char *s, size_t n, size_t max);
 int tool_path_normalize(const tool_ctx *ctx, const char *path, char **ret_abs, tool_error *e);
 int tool_open(const tool_ctx *ctx, const char *abs, int flags, mode_t mode, int *ret_fd, tool_error *e);
 int tool_open_parent(const tool_ctx *ctx, const char *abs, int *ret_dirfd, const char **ret_name, tool_error *e);
+/* A regular file to read, for tool (read_file, by bytes or by descriptor): opened O_NONBLOCK, so
+ * that a FIFO cannot hang the agent; a directory is is_directory, anything else not regular
+ * invalid_argument.  *ret_st is its stat. */
+int tool_open_regular(const tool_ctx *ctx, const char *tool, const char *abs, int *ret_fd, struct stat *ret_st, tool_error *e);
 /* Whether fd is a /proc entry of the agent's own process (its pid, pid 1, a thread of its): its
  * memory layout, fds and environment, which no tool shows.  tool_open refuses these with
  * permission_denied; directory walks (grep, glob, list_dir) skip them. */
