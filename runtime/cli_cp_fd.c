@@ -52,6 +52,30 @@ static bool all_zero(const char *b, size_t n)
         return n == 0 || (b[0] == 0 && !memcmp(b, b + 1, n - 1));
 }
 
+/* buf's bytes at offset off of fd, its blocks of zeros left as holes (the file already has its
+ * full size): each run of non-zero blocks is one pwrite, not one per block.  0 or -errno. */
+static int pwrite_nonzero(int fd, const char *buf, size_t n, uint64_t off)
+{
+        for (size_t at = 0; at < n;) {
+                size_t end = at;
+                while (end < n) { /* the run of non-zero blocks from at */
+                        size_t b = n - end < ZERO_BLOCK ? n - end : ZERO_BLOCK;
+                        if (all_zero(buf + end, b))
+                                break;
+                        end += b;
+                }
+                while (at < end) {
+                        ssize_t q = pwrite(fd, buf + at, end - at, (off_t)(off + at));
+                        if (q < 0 && errno != EINTR)
+                                return -errno;
+                        at += q > 0 ? (size_t)q : 0;
+                }
+                if (at < n) /* skip the block of zeros that ended the run */
+                        at += n - at < ZERO_BLOCK ? n - at : ZERO_BLOCK;
+        }
+        return 0;
+}
+
 static void *drain(void *arg)
 {
         pump *p = arg;
@@ -68,21 +92,9 @@ static void *drain(void *arg)
                         p->err = k < 0 ? errno : 0;
                         break;
                 }
-                for (size_t at = 0; at < (size_t)k && !p->err;) {
-                        size_t n = (size_t)k - at < ZERO_BLOCK ? (size_t)k - at : ZERO_BLOCK;
-                        int r = 0;
-                        if (!p->sparse)
-                                r = write_full(p->to, buf + at, n);
-                        else if (!all_zero(buf + at, n))
-                                for (size_t w = 0; w < n && r == 0;) {
-                                        ssize_t q = pwrite(p->to, buf + at + w, n - w, (off_t)(p->moved + at + w));
-                                        r = q < 0 && errno != EINTR ? -errno : 0;
-                                        w += q > 0 ? (size_t)q : 0;
-                                }
-                        if (r < 0)
-                                p->err = -r;
-                        at += n;
-                }
+                int r = p->sparse ? pwrite_nonzero(p->to, buf, (size_t)k, p->moved) : write_full(p->to, buf, (size_t)k);
+                if (r < 0)
+                        p->err = -r;
                 p->moved += (uint64_t)k;
                 if (p->err)
                         break;
