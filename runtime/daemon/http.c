@@ -545,7 +545,7 @@ static enum MHD_Result respond(hreq *r)
                 if (r->upgrade)
                         resp = MHD_create_response_for_upgrade(r->upgrade, r->upgrade_cls);
                 else if (r->streaming)
-                        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, r->stream_block ? r->stream_block : 64 * 1024,
+                        resp = MHD_create_response_from_callback(r->stream_sized ? r->stream_size : MHD_SIZE_UNKNOWN, r->stream_block ? r->stream_block : 64 * 1024,
                                                                  stream_read, r, NULL);
                 else {
                         resp = MHD_create_response_from_buffer(r->answer_len, r->answer, MHD_RESPMEM_MUST_FREE);

@@ -66,6 +66,11 @@ struct hreq {
         bool streaming, stream_end;
         const char *stream_type;
         size_t stream_block;            /* bytes MHD takes from sout at a time (0: 64 KiB) */
+        /* its length, when known before it begins (Content-Length, not chunked: MHD sends from
+         * a stream_block buffer of its own rather than its connection's memory); ended short,
+         * the connection is closed */
+        bool stream_sized;
+        uint64_t stream_size;
         nsbox_queue sout;               /* bytes not yet taken by MHD */
         bool counted_stream;
         uint64_t deadline_ns;           /* Connect-Timeout-Ms: the call is cancelled then */

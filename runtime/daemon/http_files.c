@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* envd's GET and POST /files: a download is read_file calls (FILES_CHUNK bytes each,
- * FILES_INFLIGHT in flight) streamed out as raw bytes; an upload (application/octet-stream, or
- * multipart/form-data parsed by libmicrohttpd's post processor; either may be gzip) is
- * write_file calls of FILES_CHUNK bytes each to a hidden temporary beside the file (the first
- * creates it and its parents, the next append), then a rename onto the file, so that a failed
- * or interrupted upload leaves no half file.  Neither holds a whole file in memory: an upload
- * takes the body's bytes only while its buffer has room (http.h, on_body).  The bytes are never
- * base64 or JSON in nsboxd: they travel beside the calls (http_call_bytes). */
+ * FILES_INFLIGHT in flight) streamed out as raw bytes of a known length; an upload
+ * (application/octet-stream, or multipart/form-data parsed by libmicrohttpd's post processor;
+ * either may be gzip) is write_file calls of FILES_CHUNK bytes each to a hidden temporary beside
+ * the file (the first creates it and its parents, the next append), then a rename onto the file,
+ * so that a failed or interrupted upload leaves no half file.  Neither holds a whole file in
+ * memory: an upload takes the body's bytes only while its buffer has room (http.h, on_body).
+ * The bytes are never base64 or JSON in nsboxd: they travel beside the calls (http_call_bytes). */
 #include "http.h"
 
 #include <errno.h>
@@ -170,17 +170,23 @@ static void files_free(void *p)
 
 static void read_next(files_state *st)
 {
+        uint64_t limit = FILES_CHUNK;
+        if (st->r->stream_sized && st->r->stream_size - st->asked < limit)
+                limit = st->r->stream_size - st->asked;
         st->inflight++;
         (void)http_call_bytes(st->r, "read_file",
                               json_pack("{ss ss sI sI}", "path", st->files[0].path, "encoding", "base64", "byte_offset",
-                                        (json_int_t)st->asked, "byte_limit", (json_int_t)FILES_CHUNK),
+                                        (json_int_t)st->asked, "byte_limit", (json_int_t)limit),
                               NULL, 0, true);
-        st->asked += FILES_CHUNK;
+        st->asked += limit;
 }
 
 /* A chunk came: out it goes, and the next are asked, FILES_INFLIGHT at most (the agent answers
  * in order; on_msg is called only while the stream has room below HTTP_STREAM_HIGH: that is the
- * backpressure). */
+ * backpressure).  The first fixes the length (Content-Length, as envd's): the file's size at
+ * that read, or the chunk's own length when it was the whole file (a file of /proc's says 0).
+ * What grows after is not sent; a file that shrinks under it cuts the answer short (the
+ * connection is closed: the client sees an incomplete body, never a short file as whole). */
 static void download_msg(hreq *r, json_t *msg)
 {
         files_state *st = r->state;
@@ -199,23 +205,26 @@ static void download_msg(hreq *r, json_t *msg)
                 files_fail(st, 500, "read_file answered without its bytes");
                 return;
         }
-        /* a short chunk is the end too (the file shrank): what was asked after it is dropped */
-        bool eof = json_is_true(json_object_get(res, "eof")) || len < FILES_CHUNK;
-        uint64_t size = (uint64_t)json_integer_value(json_object_get(res, "size"));
-        if (!r->streaming && http_stream_begin(r, 200, "application/octet-stream") < 0) {
-                files_fail(st, 429, "too many streams of this user");
-                return;
+        bool eof = json_is_true(json_object_get(res, "eof"));
+        if (!r->streaming) {
+                r->stream_sized = true;
+                r->stream_size = eof ? len : (uint64_t)json_integer_value(json_object_get(res, "size"));
+                if (http_stream_begin(r, 200, "application/octet-stream") < 0) {
+                        files_fail(st, 429, "too many streams of this user");
+                        return;
+                }
         }
+        uint64_t want = r->stream_size - st->offset < FILES_CHUNK ? r->stream_size - st->offset : FILES_CHUNK;
+        if (len > want)
+                len = (size_t)want; /* never past the length told */
         int e = len ? http_stream_write(r, bytes, len) : 0;
         st->offset += len;
-        if (e < 0 || eof) {
+        if (e < 0 || st->offset >= r->stream_size || len < want) { /* the end, or cut short */
                 st->answered = true;
                 http_stream_end(r);
                 return;
         }
-        while (st->inflight < FILES_INFLIGHT && st->asked < size)
-                read_next(st);
-        if (!st->inflight) /* the file grew: on to its size at the first chunk's read */
+        while (st->inflight < FILES_INFLIGHT && st->asked < r->stream_size)
                 read_next(st);
 }
 

@@ -93,6 +93,41 @@ test_octet_stream_round_trip_64mib() {
         assert_eq "200 0" "$CODE $(stat -c %s e.out)" "an empty download"
 }
 
+# hdr NAME: a header's value in the headers curl dumped into hdrs
+hdr() { tr -d '\r' < hdrs | sed -n "s/^$1: //Ip" | tail -n 1; }
+
+test_download_has_the_files_length() {
+        new_sandbox
+        head -c 3000001 /dev/urandom > odd
+        up "path=odd.bin" odd
+        assert_eq 200 "$CODE" "the upload ($OUT)"
+        CODE=$(curl -sS -m 60 "${H[@]}" -D hdrs -o odd.out -w '%{http_code}' "$URL/files?path=odd.bin")
+        assert_eq "200 3000001 " "$CODE $(hdr Content-Length) $(hdr Transfer-Encoding)" "a download's status, Content-Length, Transfer-Encoding"
+        cmp odd odd.out || fail "the file came back different"
+        : > empty
+        up "path=empty.bin" empty
+        CODE=$(curl -sS -m 60 "${H[@]}" -D hdrs -o e.out -w '%{http_code}' "$URL/files?path=empty.bin")
+        assert_eq "200 0 0" "$CODE $(hdr Content-Length) $(stat -c %s e.out)" "an empty file's download"
+        # a file of /proc says it has 0 bytes: its length is what was read
+        CODE=$(curl -sS -m 60 "${H[@]}" -D hdrs -o p.out -w '%{http_code}' "$URL/files?path=/proc/cpuinfo")
+        assert_eq "200 $(stat -c %s p.out)" "$CODE $(hdr Content-Length)" "/proc/cpuinfo's download"
+        assert_contains "$(cat p.out)" "processor" "/proc/cpuinfo's bytes"
+}
+
+test_download_of_a_file_that_shrinks_is_cut_short() {
+        new_sandbox
+        head -c $((64 << 20)) /dev/zero > big
+        up "path=big.bin" big
+        assert_eq 200 "$CODE" "the upload ($OUT)"
+        curl -sS -m 120 "${H[@]}" --limit-rate 2M -D hdrs -o big.out "$URL/files?path=big.bin" 2> curl.err &
+        local cpid=$! rc=0
+        sleep 1
+        "$NSBOX" call "$ID" write_file '{"path": "/home/user/big.bin", "content": "x"}' > /dev/null || fail "write_file"
+        wait "$cpid" || rc=$?
+        assert_eq "18 67108864" "$rc $(hdr Content-Length)" "curl's exit (18: the body ended short) and the length told"
+        [ "$(stat -c %s big.out)" -lt $((64 << 20)) ] || fail "the whole file came"
+}
+
 test_multipart_two_files_relative_path_and_parents() {
         new_sandbox
         printf 'one\n' > one
