@@ -936,14 +936,17 @@ static json_t *merge_patch(json_t *base, json_t *patch)
 }
 
 /* What a policy document says once inheritance is applied: the built-in default with the policy
- * merged onto it, or, with "inherit": false, the policy alone (its nulls dropped the same way). */
-static int inherit_default(pctx *c, json_t *policy, json_t **ret)
+ * merged onto it, or, with "inherit": false, the policy alone (its nulls dropped the same way).
+ * A policy whose text is the built-in default's (`default.json` as installed) is merged onto
+ * nothing: the default merged onto itself is itself without its nulls, which is what merging it
+ * onto nothing gives, and parsing the same text twice was a third of `nsbox run`'s own work. */
+static int inherit_default(pctx *c, json_t *policy, bool is_default, json_t **ret)
 {
         json_t *inherit = json_object_get(policy, "inherit");
         if (inherit && !json_is_boolean(inherit))
                 return bad(c, "inherit", "expected true or false");
         json_t *base = NULL;
-        if (!inherit || json_is_true(inherit)) {
+        if ((!inherit || json_is_true(inherit)) && !is_default) {
                 json_error_t jerr;
                 base = json_loads(nsbox_default_policy_json, JSON_REJECT_DUPLICATES, &jerr);
                 if (!json_is_object(base)) {
@@ -1007,7 +1010,8 @@ int nsbox_policy_parse(const char *text, size_t len, const char *source, nsbox_p
         if (r == 0)
                 r = check_keys(&c, doc, "", keys);
         if (r == 0)
-                r = inherit_default(&c, doc, &root);
+                r = inherit_default(&c, doc, len == strlen(nsbox_default_policy_json) && !memcmp(text, nsbox_default_policy_json, len),
+                                    &root);
         /* asked here, before the default's "capabilities": [] is merged in */
         bool caps_given = json_is_object(doc) && json_object_get(doc, "capabilities");
         json_decref(doc);

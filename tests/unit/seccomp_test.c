@@ -41,6 +41,22 @@ START_TEST(test_default_policy_compiles_to_a_small_filter)
 }
 END_TEST
 
+/* The default policy's own text is parsed once (not merged onto a second parse of itself): its
+ * filter is byte for byte the one of "{}", which is the built-in default merged the long way. */
+START_TEST(test_default_text_gives_the_filter_of_an_empty_policy)
+{
+        nsbox_error err = { 0 };
+        nsbox_bpf own = { 0 }, merged = { 0 };
+        UNIT_ASSERT_OK(compile_json(nsbox_default_policy_json, &own, &err), &err);
+        UNIT_ASSERT_OK(compile_json("{}", &merged, &err), &err);
+        ck_assert_uint_gt(own.len, 0);
+        ck_assert_uint_eq(own.len, merged.len);
+        ck_assert(memcmp(own.insns, merged.insns, own.len * sizeof(*own.insns)) == 0);
+        nsbox_bpf_release(&own);
+        nsbox_bpf_release(&merged);
+}
+END_TEST
+
 START_TEST(test_policy_without_rules_compiles)
 {
         nsbox_error err = { 0 };
@@ -124,6 +140,7 @@ Suite *seccomp_suite(void)
         TCase *tc = unit_tcase(s, "seccomp_compile");
         tcase_add_unchecked_fixture(tc, seccomp_api_setup, NULL);
         unit_add(tc, test_default_policy_compiles_to_a_small_filter);
+        unit_add(tc, test_default_text_gives_the_filter_of_an_empty_policy);
         unit_add(tc, test_policy_without_rules_compiles);
         unit_add(tc, test_policy_without_seccomp_section_compiles);
         unit_add(tc, test_deny_by_default_policy_compiles);
