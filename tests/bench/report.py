@@ -61,9 +61,12 @@ res = {"machine": machine(), "runs": runs, "user": user, "peers": peers, "skippe
 targets = []
 
 
-def target(what, goal, value, unit, ok):
-    targets.append({"target": what, "goal": goal, "measured": None if value is None else round(value, 3), "unit": unit,
-                    "met": None if value is None else bool(ok)})
+def target(what, goal, value, unit, ok, note=None, into=targets):
+    t = {"target": what, "goal": goal, "measured": None if value is None else round(value, 3), "unit": unit,
+         "met": None if value is None else bool(ok)}
+    if note:
+        t["note"] = note
+    into.append(t)
 
 
 def cold(results, name):
@@ -109,18 +112,14 @@ res["targets"] = targets
 targets26 = []
 
 
-def target26(what, goal, value, unit, ok, note=None):
-    t = {"target": what, "goal": goal, "measured": None if value is None else round(value, 3), "unit": unit,
-         "met": None if value is None else bool(ok)}
-    if note:
-        t["note"] = note
-    targets26.append(t)
+def target26(*args, **kw):
+    target(*args, into=targets26, **kw)
 
 
 v = w.get("read_file_4k", {}).get("median_us")
 target26("read_file 4 KiB through nsboxd (median)", "<= 50 us", v, "us", v is not None and v <= 50)
 target26("64 MiB write and read, fd path", ">= 1 GB/s each", None, "MB/s", False,
-         "not measured by make bench: tests/bench/fdpass.sh")
+         note="not measured by make bench: tests/bench/fdpass.sh")
 v = w.get("exec_true_vs_native")
 target26("exec [true] round trip / native posix_spawn+wait", "<= 1.2x", v, "x", v is not None and v <= 1.2)
 v = med_ms("pool_acquire_to_first_exec")
@@ -142,16 +141,19 @@ for name, r in (("as " + user, cold_user), ("as root", cold_root)):
         continue
     print("   cold start %s, %d runs each: %s" % (name, r["runs"], ", ".join(
         "%s %.2f ms (%.2fx)" % (x["name"], x["median_ms"], x["ratio"]) for x in r["results"])))
-for t in targets:
-    m = "-" if t["measured"] is None else "%g %s" % (t["measured"], t["unit"])
-    verdict = "not measured" if t["met"] is None else ("met" if t["met"] else "MISSED")
-    print("   %-50s %-36s %-22s %s" % (t["target"], t["goal"], m, verdict))
+
+
+def print_targets(ts):
+    for t in ts:
+        m = "-" if t["measured"] is None else "%g %s" % (t["measured"], t["unit"])
+        verdict = t.get("note") or ("not measured" if t["met"] is None else ("met" if t["met"] else "MISSED"))
+        print("   %-50s %-36s %-22s %s" % (t["target"], t["goal"], m, verdict))
+
+
+print_targets(targets)
 
 print("== summary against the targets of issue 26, same run")
-for t in targets26:
-    m = "-" if t["measured"] is None else "%g %s" % (t["measured"], t["unit"])
-    verdict = t.get("note") or ("not measured" if t["met"] is None else ("met" if t["met"] else "MISSED"))
-    print("   %-50s %-36s %-22s %s" % (t["target"], t["goal"], m, verdict))
+print_targets(targets26)
 
 # gnuplot: cold-start distributions (one CDF per tool and user) and latency against concurrency
 plots = []
