@@ -138,9 +138,29 @@ static int parse_clients(cctx *c, json_t *v, nsbox_dconfig *ret)
         return 0;
 }
 
+/* A template's "warmup": the argv run once in each of its pooled sandboxes, [] for none. */
+static int parse_warmup(cctx *c, json_t *w, const char *full, nsbox_template *tp)
+{
+        if (!w)
+                return 0;
+        char key[160];
+        snprintf(key, sizeof(key), "%s.warmup", full);
+        if (!json_is_array(w) || json_array_size(w) > NSBOX_DCONFIG_MAX_WARMUP_ARGS)
+                return bad(c, key, "expected an array of at most %u strings (a command and its arguments; [] for none)",
+                           NSBOX_DCONFIG_MAX_WARMUP_ARGS);
+        size_t i;
+        json_t *a;
+        json_array_foreach(w, i, a)
+                if (!json_is_string(a) || json_string_length(a) == 0 || json_string_length(a) > 1024 ||
+                    strlen(json_string_value(a)) != json_string_length(a))
+                        return bad(c, key, "entry %zu: expected a string of 1-1024 bytes without NUL", i);
+        tp->warmup = json_deep_copy(w);
+        return tp->warmup ? 0 : nsbox_err(c->err, ENOMEM, "config");
+}
+
 static int parse_templates(cctx *c, json_t *v, nsbox_dconfig *ret)
 {
-        static const char *const known[] = { "create", "pool", "max", NULL };
+        static const char *const known[] = { "create", "pool", "max", "warmup", NULL };
         if (!json_is_object(v) || json_object_size(v) > NSBOX_DCONFIG_MAX_TEMPLATES)
                 return bad(c, "templates", "expected an object of at most %u templates", NSBOX_DCONFIG_MAX_TEMPLATES);
         ret->templates = calloc(json_object_size(v) + 1, sizeof(nsbox_template));
@@ -181,6 +201,8 @@ static int parse_templates(cctx *c, json_t *v, nsbox_dconfig *ret)
                 tp->create = cr ? json_deep_copy(cr) : json_object();
                 if (!tp->create)
                         return nsbox_err(c->err, ENOMEM, "config");
+                if ((r = parse_warmup(c, json_object_get(t, "warmup"), full, tp)) < 0)
+                        return r;
                 pooled += tp->pool;
         }
         if (pooled > ret->max_sandboxes)
@@ -446,8 +468,10 @@ char *nsbox_dconfig_default_path(void)
 
 void nsbox_dconfig_release(nsbox_dconfig *c)
 {
-        for (size_t i = 0; i < c->n_templates; i++)
+        for (size_t i = 0; i < c->n_templates; i++) {
                 json_decref(c->templates[i].create);
+                json_decref(c->templates[i].warmup);
+        }
         free(c->templates);
         free(c->client_uids);
         free(c->client_gids);

@@ -15,6 +15,7 @@
 #define NSBOX_DCONFIG_MAX_SANDBOXES 4096u
 #define NSBOX_DCONFIG_MAX_POOL 1024u
 #define NSBOX_DCONFIG_MAX_TEMPLATES 64u
+#define NSBOX_DCONFIG_MAX_WARMUP_ARGS 16u /* a template's warmup: strings of at most 1024 bytes */
 #define NSBOX_DCONFIG_MAX_CLIENTS 256u
 #define NSBOX_TEMPLATE_NAME_MAX 64
 #define NSBOX_DCONFIG_MAX_CONNECTIONS 1024u /* connections at once, every uid together */
@@ -25,6 +26,7 @@ typedef struct nsbox_template {
         json_t *create; /* create's params, checked by the daemon (nsbox_daemon_load_config) */
         unsigned pool;  /* kept started and idle */
         unsigned max;   /* of this template at once, pooled ones included */
+        json_t *warmup; /* argv run once in each new pooled sandbox before it is handed out; NULL: the default, []: none */
 } nsbox_template;
 
 typedef struct nsbox_dconfig {

@@ -100,6 +100,14 @@ static void on_done(void *ctx, nsbox_sup_call *call, json_t *result, const char 
                 pending_free(p);
                 return;
         }
+        if (p->internal == PENDING_WARMUP) {
+                pending_free(p);
+                json_t *ec = json_object_get(result, "exit_code");
+                char why[64];
+                snprintf(why, sizeof(why), "exit code %lld", (long long)json_integer_value(ec));
+                pool_warmed(s->d, s, !result ? (msg ? msg : code ? code : "failed") : json_is_integer(ec) && json_integer_value(ec) == 0 ? NULL : why);
+                return;
+        }
         if (p->internal == PENDING_REPO_CLONE) {
                 pending_free(p);
                 repo_clone_done(s->d, s, result, code, msg);
@@ -317,7 +325,7 @@ void agents_update_interest(daemon_state *d)
                                 nsbox_sup_pause_stream(&s->sup, call, false);
                 }
                 nsbox_epoll_set(d->epfd, s->sup.sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events,
-                                (s->ready || s->cloning ? EPOLLIN : 0) | (s->sup.out.len ? EPOLLOUT : 0));
+                                (s->ready || s->cloning || s->warming ? EPOLLIN : 0) | (s->sup.out.len ? EPOLLOUT : 0));
         }
 }
 

@@ -821,6 +821,7 @@ void pool_fill(daemon_state *d)
 }
 
 static void reply_created(daemon_state *d, sandbox *s, bool reset);
+static int pool_warm(daemon_state *d, sandbox *s);
 static bool awaited(daemon_state *d, const sandbox *s);
 
 /* git in the sandbox, as its user, through its own network and allow-list: the host never
@@ -917,16 +918,55 @@ void sync_readable(daemon_state *d, sandbox *s)
                 repo_clone_start(d, s);
                 return;
         }
+        if (s->pooled && pool_warm(d, s) == 0)
+                return; /* ready once its warm-up is done (pool_warmed) */
         s->ready = true;
         s->last_active_ns = now_ns();
         if (s->pooled) { /* waits in its pool for a create; another may start */
-                d->tpl[s->tpl].fails = 0;
-                d->pool_dirty = true;
-                if (d->pool_ready)
-                        d->pool_ready(d, s);
+                pool_warmed(d, s, NULL);
                 return;
         }
         reply_created(d, s, reset);
+}
+
+/* A new pooled sandbox runs its template's warm-up once, before it is handed out: the first
+ * lookups of ld.so, libc and the command in its fresh overlay, and the agent's first spawn, are
+ * then paid at pool-fill time instead of by the first caller.  Foreground, answered to nobody,
+ * recorded nowhere: nothing of it stays.  The default: `true` (through PATH, as a client's exec
+ * [true]); with the HTTP API, `/bin/bash -l -c true`, as E2B's SDKs run every command. */
+static int pool_warm(daemon_state *d, sandbox *s)
+{
+        const json_t *w = d->conf->templates[s->tpl].warmup;
+        json_t *argv = w ? json_deep_copy(w)
+                         : d->conf->http_listen[0] ? json_pack("[ssss]", "/bin/bash", "-l", "-c", "true") : json_pack("[s]", "true");
+        if (!argv || json_array_size(argv) == 0) {
+                json_decref(argv);
+                return -ENOENT;
+        }
+        json_t *p = json_pack("{so si}", "cmd", argv, "timeout", (int)(WARMUP_TIMEOUT_NS / 1000000000));
+        s->ready_deadline_ns = now_ns() + WARMUP_TIMEOUT_NS + READY_TIMEOUT_NS;
+        s->warming = p && calls_internal(d, s, "exec", p, PENDING_WARMUP) == 0;
+        return s->warming ? 0 : -EIO;
+}
+
+/* s's warm-up is done (result NULL: none was run, or it failed: only logged, the sandbox is as
+ * good as one without): it waits in its pool for a create; another may start. */
+void pool_warmed(daemon_state *d, sandbox *s, const char *failed)
+{
+        const sandbox *in = d->sandboxes;
+        while (in && in != s)
+                in = in->next;
+        s->warming = false;
+        if (!in) /* being removed (its calls failed by sandbox_remove): not ready, not warmed */
+                return;
+        if (failed)
+                dlog(LOG_DEBUG, "pool.warmup_failed", s->sup.id, "sandbox %s: its warm-up failed: %s", s->sup.id, failed);
+        s->ready = true;
+        s->last_active_ns = now_ns();
+        d->tpl[s->tpl].fails = 0;
+        d->pool_dirty = true;
+        if (d->pool_ready)
+                d->pool_ready(d, s);
 }
 
 /* Whether anyone still waits for s's create: its creator or a waiter. */

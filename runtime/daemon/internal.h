@@ -39,6 +39,7 @@
 #define MAX_SANDBOXES NSBOX_DCONFIG_MAX_SANDBOXES
 #define MAX_CALLS_PER_SANDBOX 1024
 #define READY_TIMEOUT_NS (30ull * 1000000000)
+#define WARMUP_TIMEOUT_NS (10ull * 1000000000) /* a pooled sandbox's warm-up (create.c, pool_warm) */
 #define PAUSE_TIMEOUT_MS 5000
 #define REPO_TIMEOUT_NS (600ull * 1000000000) /* a clone, before the sandbox starts */
 #define JOB_OUT_MAX 65536
@@ -115,7 +116,7 @@ typedef struct pending {
         char tool[32];
         int internal;            /* nsboxd's own call, no client: what its answer is for (PENDING_*) */
 } pending;
-enum { PENDING_CLIENT, PENDING_INTERP_START, PENDING_REPO_CLONE };
+enum { PENDING_CLIENT, PENDING_INTERP_START, PENDING_REPO_CLONE, PENDING_WARMUP };
 
 typedef struct sandbox {
         struct sandbox *next;
@@ -150,6 +151,7 @@ typedef struct sandbox {
          * is ready and before create is answered (create.c); then the commit checked out */
         char *clone_url, *clone_commit;
         bool cloning, clone_reset; /* its clone runs (not ready yet); for a reset */
+        bool warming;              /* pooled, its warm-up runs (not ready yet): create.c, pool_warm */
         uid_t host_uid;           /* the sandbox user's host ids, owner of a repository layer */
         gid_t host_gid;
         /* the worker running for it */
@@ -405,6 +407,7 @@ void tpl_start_failed(daemon_state *d, int t, const char *why);
 void create_failed(daemon_state *d, sandbox *s, const char *code, const char *msg);
 /* The clone of s->clone_url inside s ended (calls.c): create is answered, or fails and s goes. */
 void repo_clone_done(daemon_state *d, sandbox *s, json_t *result, const char *code, const char *msg);
+void pool_warmed(daemon_state *d, sandbox *s, const char *failed);
 sandbox *sandbox_new(void);
 
 /* reply.c */

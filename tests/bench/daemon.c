@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,8 @@
 #define CHUNK (16u << 20)
 #define POOL 4
 #define MAX_CLIENTS 16
+
+extern char **environ;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -632,6 +635,21 @@ static void wait_pool_full(conn *c)
         }
 }
 
+/* posix_spawn + waitpid of /bin/true from this process, in ns: the floor of an exec round trip */
+static uint64_t native_true(void)
+{
+        char *argv[] = { "true", NULL };
+        pid_t pid;
+        uint64_t t0 = now_ns();
+        int r = posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ);
+        if (r != 0)
+                die("posix_spawn /bin/true: %s", strerror(r));
+        int st;
+        if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                die("/bin/true did not exit 0");
+        return now_ns() - t0;
+}
+
 static void bench_warm(const char *nsboxd, int runs, int big_runs, char *big)
 {
         char cfg[256];
@@ -706,15 +724,21 @@ static void bench_warm(const char *nsboxd, int runs, int big_runs, char *big)
         char *id = create(&c, json_object(), &e);
         if (!id)
                 die("%s", e);
-        samples ex = { 0 }, rd = { 0 }, wb = { 0 }, rb = { 0 };
-        for (int i = 0; i < runs; i++) {
+        samples ex = { 0 }, nat = { 0 }, rd = { 0 }, wb = { 0 }, rb = { 0 };
+        for (int i = 0; i < runs; i++) { /* interleaved with the native spawn it is compared to */
                 uint64_t t0 = now_ns();
                 if (!exec_true(&c, id, &e))
                         die("%s", e);
                 add(&ex, now_ns() - t0);
+                add(&nat, native_true());
         }
         row("exec [true] round trip", &ex, NULL);
+        double ratio = pct_us(&ex, 0.5) / pct_us(&nat, 0.5);
+        snprintf(extra, sizeof(extra), "exec round trip / this: %.2fx", ratio);
+        row("  native posix_spawn + waitpid of /bin/true", &nat, extra);
         json_object_set_new(w, "exec_true", dist(&ex));
+        json_object_set_new(w, "native_spawn_true", dist(&nat));
+        json_object_set_new(w, "exec_true_vs_native", json_real(ratio));
         char *enc = malloc(b64_encoded_len(CHUNK) + 1);
         if (!enc)
                 die("out of memory");
@@ -776,7 +800,7 @@ static void bench_warm(const char *nsboxd, int runs, int big_runs, char *big)
         destroy(&c, id);
         free(id);
         free(enc);
-        samples *all[] = { &acq, &acq_create, &cold, &quiet, &ex, &rd, &wb, &rb };
+        samples *all[] = { &acq, &acq_create, &cold, &quiet, &ex, &nat, &rd, &wb, &rb };
         for (size_t k = 0; k < sizeof(all) / sizeof(*all); k++)
                 free(all[k]->v);
         conn_close(&c);

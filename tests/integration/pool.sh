@@ -206,6 +206,47 @@ check(wait_for(lambda: c.ok("stats")["templates"]["default"]["ready"] == 8, 20),
         assert_eq "[]" "$(rpc "$NSBOX_SOCKET" list | jget 'd["result"]["sandboxes"]')" "list after the creates, with a full pool"
 }
 
+# Each pooled sandbox runs its template's warm-up once before it is handed out (nsboxd(8), POOLS):
+# the default one leaves nothing a user sees (processes, process_list, files in the home,
+# /workspace and /tmp: as in a sandbox started for the create); the template's own one ran
+# before the first call (its file is there); one that fails does not keep the pool from filling.
+test_pool_warmup_leaves_no_trace() {
+        trap cleanup EXIT
+        local d
+        d=$(new_dir)
+        start_daemon "$d" '{"templates": {"default": {"create": {}, "pool": 2},
+                "own": {"create": {}, "pool": 1, "warmup": ["/bin/sh", "-c", "echo warmed > /workspace/warm"]},
+                "broken": {"create": {}, "pool": 1, "warmup": ["/no/such/command"]}}}'
+        wait_ready default 2
+        wait_ready own 1
+        wait_ready broken 1
+        OUT=$(py 'c = Conn()
+look = "ps -e -o comm= | sort; ls -A ~ /workspace /tmp"
+def seen(params):
+    s = c.ok("create", params)
+    r = c.ok("call", sh(s["id"], look))
+    check(r["exit_code"] == 0, "%s: %s" % (look, json.dumps(r)))
+    procs = c.ok("call", {"sandbox": s["id"], "tool": "process_list", "params": {}})["processes"]
+    c.ok("destroy", {"sandbox": s["id"]})
+    return s.get("pooled"), r["stdout"], procs
+pooled, warm, procs = seen({"template": "default"})
+check(pooled is True, "create from the pool: pooled is %s" % json.dumps(pooled))
+check(procs == [], "process_list of a warmed pooled sandbox: %s" % json.dumps(procs))
+_, cold, procs = seen({})
+check(warm == cold, "a warmed pooled sandbox shows %r, one started for the create %r" % (warm, cold))
+check(procs == [], "process_list of a cold sandbox: %s" % json.dumps(procs))
+s = c.ok("create", {"template": "own"})
+r = c.ok("call", sh(s["id"], "cat /workspace/warm"))
+check(s.get("pooled") is True and r["stdout"] == "warmed\n", "the template own warm-up: pooled %s, %s" % (s.get("pooled"), json.dumps(r)))
+s = c.ok("create", {"template": "broken"})
+r = c.ok("call", sh(s["id"], "echo ok"))
+check(s.get("pooled") is True and r["stdout"] == "ok\n", "a sandbox of a failing warm-up: pooled %s, %s" % (s.get("pooled"), json.dumps(r)))
+st = c.ok("stats")["templates"]["broken"]
+check("last_start_failure" not in st, "stats of the template whose warm-up fails: %s" % json.dumps(st))
+print("ok")' 2>&1) || fail "warm-up: $OUT"
+        assert_eq "ok" "$OUT" "the warmed pools"
+}
+
 test_two_hundred_sandboxes_alive_then_nothing_left() {
         trap cleanup EXIT
         local d ids pids cgs mounts_before left cg
@@ -718,6 +759,8 @@ test_bad_config_is_one_line_and_nothing_starts() {
         local -a bad=(
                 '{"max_sandbox": 3}' 'unknown key;max_sandbox'
                 '{"templates": {"x": {"create": {}, "size": 3}}}' 'unknown key;size'
+                '{"templates": {"x": {"create": {}, "warmup": "true"}}}' 'templates.x.warmup;array'
+                '{"templates": {"x": {"create": {}, "warmup": ["true", ""]}}}' 'templates.x.warmup;entry 1'
                 '{"templates": {"default": {"create": {}, "pool": -1}}}' 'pool'
                 '{"max_sandboxes": 0}' 'max_sandboxes'
                 '{"max_sandboxes": 5000}' 'max_sandboxes'
