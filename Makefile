@@ -50,6 +50,16 @@ endif
 # libgit2 (and what it pulls in) only in the programs that serve git tools: nsboxd and the tests.
 GIT_CFLAGS := $(shell $(PKG_CONFIG) --cflags libgit2)
 GIT_LIBS := $(shell $(PKG_CONFIG) --libs libgit2)
+# nsbox-agent's git tools are local (no fetch, push or clone): with STATIC_DEPS=1 its libgit2 is
+# static, without libssh2 and GSSAPI, whose entry points fail (runtime/agent_notransport.c), so
+# no sandbox's agent loads libcrypto and keeps a private copy of its relocated tables.
+ifeq ($(STATIC_DEPS),1)
+AGENT_GIT_OBJS := $(B)/runtime/agent_notransport.o
+AGENT_GIT_LIBS := -Wl,-Bstatic $(filter-out -lssh2 -lrt,$(shell $(PKG_CONFIG) --static --libs libgit2)) -Wl,-Bdynamic
+else
+AGENT_GIT_OBJS :=
+AGENT_GIT_LIBS := $(GIT_LIBS)
+endif
 # libmicrohttpd: nsboxd's HTTP API (runtime/daemon/http*.c), in the programs that link nsboxd's rooms
 # (and zlib: a gzip upload to /files is inflated as it comes)
 MHD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd)
@@ -101,7 +111,7 @@ override LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed $(SAN_LDFLAGS)
 CLI_SRCS := runtime/cli.c runtime/cli_complete.c runtime/cli_session.c runtime/cli_cp.c runtime/cli_cp_fd.c runtime/cli_exec.c runtime/cli_daemon.c runtime/cli_progress.c runtime/cli_snapshot.c runtime/cli_service.c runtime/cli_mcp.c runtime/cli_procs.c runtime/cli_image.c runtime/image_import.c runtime/image_extract.c
 # nsboxd's own files are in runtime/daemon/ (daemon.h is its public header).
 DAEMON_SRCS := $(wildcard runtime/daemon/*.c)
-LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c runtime/agent_main.c,$(wildcard runtime/*.c)) $(DAEMON_SRCS) rootfs/hostview.c $(wildcard tools/*.c)
+LIB_SRCS := $(filter-out $(CLI_SRCS) runtime/nsboxd.c runtime/agent_main.c runtime/agent_notransport.c,$(wildcard runtime/*.c)) $(DAEMON_SRCS) rootfs/hostview.c $(wildcard tools/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(B)/unit-obj/%.o)
@@ -193,9 +203,9 @@ $(B)/code-interpreter: rootfs/code-interpreter/server.py
 	$(call say,CP,$@)
 	$(Q)install -m 0755 $< $@
 
-$(B)/nsbox-agent: $(B)/runtime/agent_main.o $(B)/libnsbox.a
+$(B)/nsbox-agent: $(B)/runtime/agent_main.o $(AGENT_GIT_OBJS) $(B)/libnsbox.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(HIREDIS_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(AGENT_GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(HIREDIS_LIBS)
 
 $(B)/tests/unit: $(UNIT_OBJS) $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
@@ -312,4 +322,4 @@ clean:
 	$(call say,CLEAN,$(B) $(FUZZ_B))
 	$(Q)rm -rf $(B) $(FUZZ_B)
 
--include $(B)/runtime/agent_main.d $(B)/runtime/nsboxd.d $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(FUZZ_NAMES:%=$(B)/fuzz/%.d) $(CLI_SRCS:%.c=$(B)/%.d) $(SO_OBJS:.o=.d)
+-include $(B)/runtime/agent_main.d $(B)/runtime/agent_notransport.d $(B)/runtime/nsboxd.d $(LIB_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(FUZZ_NAMES:%=$(B)/fuzz/%.d) $(CLI_SRCS:%.c=$(B)/%.d) $(SO_OBJS:.o=.d)

@@ -166,6 +166,15 @@ static ssize_t read_some(nsbox_frame_reader *r, int fd, void *buf, size_t n)
         }
 }
 
+/* Read and drop up to 64 KiB of an oversized frame.  Its own frame, not inlined: with
+ * -fstack-clash-protection a 64 KiB array is probed page by page on every entry to the function
+ * that holds it, which left 64 KiB of dirty stack in every sandbox's agent (docs/benchmarks.md). */
+static __attribute__((noinline)) ssize_t skip_some(nsbox_frame_reader *r, int fd)
+{
+        char sink[65536];
+        return read_some(r, fd, sink, r->skip < sizeof(sink) ? (size_t)r->skip : sizeof(sink));
+}
+
 /* Hand the complete body over as a frame; the reader is ready for the next header. */
 static void take_frame(nsbox_frame_reader *r, nsbox_frame *ret)
 {
@@ -198,8 +207,7 @@ int nsbox_frame_read(nsbox_frame_reader *r, int fd, nsbox_frame *ret)
 {
         for (;;) {
                 if (r->skip > 0) {
-                        char sink[65536];
-                        ssize_t k = read_some(r, fd, sink, r->skip < sizeof(sink) ? (size_t)r->skip : sizeof(sink));
+                        ssize_t k = skip_some(r, fd);
                         if (k <= 0)
                                 return (int)k;
                         r->skip -= (uint64_t)k;

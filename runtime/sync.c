@@ -2,6 +2,7 @@
 #include "sync.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -40,11 +41,22 @@ int nsbox_sync_recv_fd(int fd, nsbox_sync_msg *ret, int *ret_fd)
         struct iovec iov = { .iov_base = ret, .iov_len = offsetof(nsbox_sync_msg, payload) + NSBOX_SYNC_MAX_PAYLOAD };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
         ssize_t n;
-        do
+        bool reset = false;
+        for (;;) {
                 n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
+                if (n >= 0)
+                        break;
+                if (errno == EINTR)
+                        continue;
+                /* A peer that exited with our message unread (a child that failed before taking
+                 * the seccomp filter) resets the socket, and the reset comes before what it sent
+                 * first (its error): the reset is reported once, then comes the queue. */
+                if (errno == ECONNRESET && !reset) {
+                        reset = true;
+                        continue;
+                }
                 return -errno;
+        }
         int passed = -1;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
                 if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))

@@ -95,7 +95,12 @@ v = w.get("read_file_4k", {}).get("median_us")
 target("read_file 4 KiB (median)", "<= 100 us", v, "us", v is not None and v <= 100)
 den = (daemon or {}).get("density")
 v = den["listed"] if den else None
-target("live sandboxes at once", ">= 500", v, "sandboxes", v is not None and v >= 500)
+# issue 26's: 1000 at once (a run with BENCH_DENSITY below 1000 cannot show it), 1.2 MiB of PSS each
+target("live sandboxes at once", ">= 1000 (BENCH_DENSITY=1000)", v, "sandboxes", v is not None and v >= 1000)
+if den and den["target"] < 1000 and v == den["target"]:
+    targets[-1]["met"] = None
+v = den.get("pss_mib_per_sandbox") if den else None
+target("PSS per live sandbox (with nsboxd's share)", "<= 1.2 MiB", v, "MiB", v is not None and v <= 1.2)
 if den:
     target("leftovers after destroying them all", "none", len(den["leftovers"]), "items", not den["leftovers"])
 ch = (daemon or {}).get("churn")

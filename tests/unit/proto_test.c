@@ -7,6 +7,7 @@
 
 #include "../../runtime/base64.h"
 #include "../../runtime/proto.h"
+#include "../../runtime/sync.h"
 #include "unit.h"
 
 static void pair(int sv[2])
@@ -247,6 +248,25 @@ START_TEST(test_base64_round_trips_and_rejects_garbage)
 }
 END_TEST
 
+/* A child that fails before reading the seccomp filter the launcher sent it exits with that
+ * message unread: the launcher still reads the child's error, not "Connection reset by peer". */
+START_TEST(test_sync_error_of_a_child_that_left_a_message_unread_is_read)
+{
+        int sv[2];
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        unsigned char filter[8] = { 0 };
+        ck_assert_int_eq(nsbox_sync_send(sv[0], SYNC_SECCOMP, 0, filter, sizeof(filter)), 0);
+        ck_assert_int_eq(nsbox_sync_send_text(sv[1], SYNC_ERROR, 125, "set up the sandbox root: failed"), 0);
+        close(sv[1]);
+        static nsbox_sync_msg m;
+        ck_assert_int_eq(nsbox_sync_recv(sv[0], &m), 1);
+        ck_assert_int_eq(m.type, SYNC_ERROR);
+        ck_assert_str_eq((const char *)m.payload, "set up the sandbox root: failed");
+        ck_assert_int_eq(nsbox_sync_recv(sv[0], &m), 0);
+        close(sv[0]);
+}
+END_TEST
+
 Suite *proto_suite(void)
 {
         Suite *s = suite_create("proto");
@@ -255,6 +275,7 @@ Suite *proto_suite(void)
         unit_add(tc, test_frames_split_into_single_bytes_are_reassembled);
         unit_add(tc, test_oversized_frame_is_skipped_whole_and_the_next_one_read);
         unit_add(tc, test_malformed_json_frame_reports_why_and_stream_continues);
+        unit_add(tc, test_sync_error_of_a_child_that_left_a_message_unread_is_read);
         tcase_set_timeout(tc, 30);
         tc = unit_tcase(s, "json");
         unit_add(tc, test_json_text_replaces_invalid_utf8_and_says_so);
