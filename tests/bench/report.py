@@ -95,12 +95,7 @@ v = w.get("read_file_4k", {}).get("median_us")
 target("read_file 4 KiB (median)", "<= 100 us", v, "us", v is not None and v <= 100)
 den = (daemon or {}).get("density")
 v = den["listed"] if den else None
-# issue 26's: 1000 at once (a run with BENCH_DENSITY below 1000 cannot show it), 1.2 MiB of PSS each
-target("live sandboxes at once", ">= 1000 (BENCH_DENSITY=1000)", v, "sandboxes", v is not None and v >= 1000)
-if den and den["target"] < 1000 and v == den["target"]:
-    targets[-1]["met"] = None
-v = den.get("pss_mib_per_sandbox") if den else None
-target("PSS per live sandbox (with nsboxd's share)", "<= 1.2 MiB", v, "MiB", v is not None and v <= 1.2)
+target("live sandboxes at once", ">= 500", v, "sandboxes", v is not None and v >= 500)
 if den:
     target("leftovers after destroying them all", "none", len(den["leftovers"]), "items", not den["leftovers"])
 ch = (daemon or {}).get("churn")
@@ -132,9 +127,11 @@ target26("pool acquire to first exec result (median)", "<= 0.7 ms", v, "ms", v i
 v = ns["median_ms"] / bw["median_ms"] if ns and bw else None
 target26("cold nsbox run / bwrap, same binds (median ratio)", "<= 0.95x", v, "x", v is not None and v <= 0.95)
 v = den["listed"] if den else None
-target26("live sandboxes at once", ">= 1000", v, "sandboxes", v is not None and v >= 1000)
+target26("live sandboxes at once", ">= 1000 (BENCH_DENSITY=1000)", v, "sandboxes", v is not None and v >= 1000)
+if den and den["target"] < 1000 and v == den["target"]:  # a run asked for fewer cannot show it
+    targets26[-1]["met"] = None
 v = den.get("pss_mib_per_sandbox") if den else None
-target26("PSS per sandbox", "<= 1.2 MiB", v, "MiB", v is not None and v <= 1.2)
+target26("PSS per live sandbox (with nsboxd's share)", "<= 1.2 MiB", v, "MiB", v is not None and v <= 1.2)
 res["targets_issue26"] = targets26
 with open(os.path.join(out, "results.json"), "w") as f:
     json.dump(res, f, indent=1)
