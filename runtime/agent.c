@@ -496,8 +496,10 @@ static _Noreturn void agent_serve(const nsbox_agent_config *c, int sfd)
                 if (a.proto_eof && a.outq.len == 0)
                         agent_exit(&a, 0); /* the supervisor is gone: so is the sandbox */
                 update_interest(&a);
+                /* requests read ahead with one read wait in the reader, not in the socket */
+                bool buffered = !a.proto_eof && a.outq.len < OUTQ_HIGH && nsbox_frame_reader_ready(&a.rd);
                 struct epoll_event ev[64];
-                int n = epoll_wait(a.epfd, ev, 64, timeout);
+                int n = epoll_wait(a.epfd, ev, 64, buffered ? 0 : timeout);
                 if (n < 0 && errno != EINTR)
                         agent_exit(&a, 125);
                 for (int i = 0; i < n; i++) {
@@ -533,6 +535,8 @@ static _Noreturn void agent_serve(const nsbox_agent_config *c, int sfd)
                         if (p->exited)
                                 proc_maybe_finish(&a, p, now_ns());
                 }
+                if (buffered)
+                        read_requests(&a);
                 if (a.outq.len && nsbox_queue_flush(&a.outq, c->protofd) < 0)
                         agent_exit(&a, 0);
         }

@@ -175,12 +175,13 @@ static int poll_round(nsbox_supervisor *sup, int wakefd, waiter *w)
         if (wakefd < 0)
                 return nsbox_sup_poll(sup, -1);
         struct pollfd p[2] = { { .fd = sup->sb.agentfd, .events = POLLIN | (sup->out.len ? POLLOUT : 0) }, { .fd = wakefd, .events = POLLIN } };
-        if (poll(p, 2, -1) < 0)
+        bool buffered = nsbox_frame_reader_ready(&sup->rd); /* frames read ahead: no wait for them */
+        if (poll(p, 2, buffered ? 0 : -1) < 0)
                 return errno == EINTR ? 0 : -errno;
         uint64_t v;
         if (p[1].revents && read(wakefd, &v, sizeof(v)) >= 0)
                 w->stop = true;
-        return p[0].revents ? nsbox_sup_poll(sup, 0) : 0;
+        return p[0].revents || buffered ? nsbox_sup_poll(sup, 0) : 0;
 }
 
 static int local_call(nsbox_local *l, const char *id, const char *tool, json_t *params, int fd, bool stream, nsbox_local_event_fn on_event,

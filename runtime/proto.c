@@ -111,7 +111,7 @@ void nsbox_frame_reader_release(nsbox_frame_reader *r)
 {
         for (unsigned i = 0; i < r->n_fds; i++)
                 close(r->fds[i]);
-        free(r->body);
+        free(r->buf);
         *r = (nsbox_frame_reader){ 0 };
 }
 
@@ -124,8 +124,7 @@ int nsbox_frame_reader_take_fd(nsbox_frame_reader *r)
         return fd;
 }
 
-/* recvmsg: the descriptors that come with the bytes are queued (past the queue's room: closed) */
-static ssize_t recv_fds(nsbox_frame_reader *r, int fd, void *buf, size_t n)
+ssize_t nsbox_recv_fds(int fd, void *buf, size_t n, int *fds, unsigned *n_fds, unsigned max, unsigned *ret_got, bool *ret_lost)
 {
         union {
                 char b[CMSG_SPACE(8 * sizeof(int))];
@@ -133,55 +132,90 @@ static ssize_t recv_fds(nsbox_frame_reader *r, int fd, void *buf, size_t n)
         } u;
         struct iovec iov = { .iov_base = buf, .iov_len = n };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+        *ret_got = 0;
+        *ret_lost = false;
         ssize_t k = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
         if (k < 0)
                 return k;
+        *ret_lost = mh.msg_flags & MSG_CTRUNC;
         for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
                 if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
                         continue;
                 size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                for (size_t i = 0; i < nfd; i++) {
+                for (size_t i = 0; i < nfd; i++, (*ret_got)++) {
                         int got;
                         memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                        if (r->n_fds < NSBOX_FRAME_MAX_FDS)
-                                r->fds[r->n_fds++] = got;
-                        else
+                        if (*n_fds < max) {
+                                fds[(*n_fds)++] = got;
+                        } else {
                                 close(got);
+                                *ret_lost = true;
+                        }
                 }
         }
         return k;
 }
 
-static ssize_t read_some(nsbox_frame_reader *r, int fd, void *buf, size_t n)
+/* One read into the buffer's room (made for want bytes from the oldest unread: the frame being
+ * read).  >0: bytes read; 0: nothing there (EAGAIN, or the last read emptied fd); -EPIPE: end of
+ * stream; -ENOMEM; other -errno. */
+static ssize_t fill(nsbox_frame_reader *r, int fd, size_t want)
 {
+        if (r->drained) { /* a short read emptied fd: epoll says when more comes */
+                r->drained = false;
+                return 0;
+        }
+        /* room for the whole frame (want > len) from its start, and for what follows a small one */
+        size_t cap = want > 16384 ? want : 16384;
+        if (r->start > 0 && r->start + cap > r->alloc) { /* reclaim what was taken */
+                memmove(r->buf, r->buf + r->start, r->len);
+                r->start = 0;
+        }
+        if (r->alloc < cap) {
+                char *nb = realloc(r->buf, cap);
+                if (!nb)
+                        return -ENOMEM;
+                r->buf = nb;
+                r->alloc = cap;
+        }
+        size_t room = r->exact ? want - r->len : r->alloc - r->start - r->len;
         for (;;) {
-                ssize_t k = r->take_fds ? recv_fds(r, fd, buf, n) : read(fd, buf, n);
+                unsigned got = 0;
+                bool lost = false;
+                ssize_t k = r->take_fds ? nsbox_recv_fds(fd, r->buf + r->start + r->len, room, r->fds, &r->n_fds, NSBOX_FRAME_MAX_FDS, &got, &lost)
+                                        : read(fd, r->buf + r->start + r->len, room);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
                         return errno == EAGAIN ? 0 : -errno;
                 if (k == 0)
                         return -EPIPE;
+                /* recvmsg ends at a message that brings descriptors: more may be there */
+                r->drained = (size_t)k < room && !got;
+                r->len += (size_t)k;
                 return k;
         }
 }
 
-/* Read and drop up to 64 KiB of an oversized frame.  Its own frame, not inlined: with
- * -fstack-clash-protection a 64 KiB array is probed page by page on every entry to the function
- * that holds it, which left 64 KiB of dirty stack in every sandbox's agent (docs/benchmarks.md). */
-static __attribute__((noinline)) ssize_t skip_some(nsbox_frame_reader *r, int fd)
+/* n bytes of the buffer taken; an empty buffer is freed (an idle link holds none). */
+static void consume(nsbox_frame_reader *r, size_t n)
 {
-        char sink[65536];
-        return read_some(r, fd, sink, r->skip < sizeof(sink) ? (size_t)r->skip : sizeof(sink));
+        r->start += n;
+        r->len -= n;
+        if (r->len == 0) {
+                free(r->buf);
+                r->buf = NULL;
+                r->start = r->alloc = 0;
+        }
 }
 
-/* Hand the complete body over as a frame; the reader is ready for the next header. */
-static void take_frame(nsbox_frame_reader *r, nsbox_frame *ret)
+/* The frame at the head of the buffer (json_len, then payload_len bytes after the header). */
+static void take_frame(nsbox_frame_reader *r, size_t json_len, size_t payload_len, nsbox_frame *ret)
 {
         *ret = (nsbox_frame){ 0 };
+        const char *at = r->buf + r->start + NSBOX_FRAME_HEADER;
         json_error_t je;
-        r->body[r->json_len] = '\0';
-        json_t *j = nsbox_json_loadb(r->body, r->json_len, &je);
+        json_t *j = nsbox_json_loadb(at, json_len, &je);
         if (j && !json_is_object(j)) {
                 json_decref(j);
                 j = NULL;
@@ -190,68 +224,75 @@ static void take_frame(nsbox_frame_reader *r, nsbox_frame *ret)
                 snprintf(ret->json_error, sizeof(ret->json_error), "malformed JSON: %.120s", je.text);
         }
         ret->json = j;
-        if (r->payload_len) {
+        if (payload_len) {
                 /* the payload is moved to its own buffer so the caller can keep it */
-                ret->payload = malloc(r->payload_len);
+                ret->payload = malloc(payload_len);
                 if (ret->payload) {
-                        memcpy(ret->payload, r->body + r->json_len + 1, r->payload_len);
-                        ret->payload_len = r->payload_len;
+                        memcpy(ret->payload, at + json_len, payload_len);
+                        ret->payload_len = payload_len;
                 }
         }
-        free(r->body);
-        r->body = NULL;
-        r->header_got = r->body_got = r->json_len = r->payload_len = 0;
+        consume(r, NSBOX_FRAME_HEADER + json_len + payload_len);
+}
+
+/* The bytes the head of the buffer needs to be a whole frame, 0 when it is one; an oversized
+ * frame's header is taken and its bytes are to be skipped. */
+static size_t frame_needs(nsbox_frame_reader *r, size_t *json_len, size_t *payload_len)
+{
+        if (r->len < NSBOX_FRAME_HEADER)
+                return NSBOX_FRAME_HEADER;
+        const unsigned char *h = (const unsigned char *)r->buf + r->start;
+        uint32_t jl = get_le32(h), pl = get_le32(h + 4);
+        if (jl > NSBOX_FRAME_MAX_JSON || pl > NSBOX_FRAME_MAX_PAYLOAD) {
+                consume(r, NSBOX_FRAME_HEADER);
+                r->skip = (uint64_t)jl + pl;
+                r->oversized = true;
+                return 0;
+        }
+        *json_len = jl;
+        *payload_len = pl;
+        size_t total = NSBOX_FRAME_HEADER + (size_t)jl + pl;
+        return r->len >= total ? 0 : total;
+}
+
+bool nsbox_frame_reader_ready(const nsbox_frame_reader *r)
+{
+        if (r->oversized)
+                return r->len >= r->skip;
+        if (r->len < NSBOX_FRAME_HEADER)
+                return false;
+        const unsigned char *h = (const unsigned char *)r->buf + r->start;
+        uint32_t jl = get_le32(h), pl = get_le32(h + 4);
+        return jl > NSBOX_FRAME_MAX_JSON || pl > NSBOX_FRAME_MAX_PAYLOAD || r->len >= NSBOX_FRAME_HEADER + (size_t)jl + pl;
 }
 
 int nsbox_frame_read(nsbox_frame_reader *r, int fd, nsbox_frame *ret)
 {
         for (;;) {
-                if (r->skip > 0) {
-                        ssize_t k = skip_some(r, fd);
-                        if (k <= 0)
-                                return (int)k;
-                        r->skip -= (uint64_t)k;
-                        if (r->skip == 0 && r->oversized) {
+                size_t want;
+                if (r->oversized) {
+                        size_t k = r->skip < r->len ? (size_t)r->skip : r->len;
+                        if (k)
+                                consume(r, k);
+                        r->skip -= k;
+                        if (r->skip == 0) {
                                 r->oversized = false;
-                                r->header_got = 0;
                                 return -E2BIG;
                         }
-                        continue;
-                }
-                if (r->header_got < NSBOX_FRAME_HEADER) {
-                        ssize_t k = read_some(r, fd, r->header + r->header_got, NSBOX_FRAME_HEADER - r->header_got);
-                        if (k <= 0)
-                                return (int)k;
-                        r->header_got += (size_t)k;
-                        if (r->header_got < NSBOX_FRAME_HEADER)
+                        want = r->skip < 65536 ? (size_t)r->skip : 65536; /* read, then dropped */
+                } else {
+                        size_t jl = 0, pl = 0;
+                        want = frame_needs(r, &jl, &pl);
+                        if (r->oversized)
                                 continue;
-                        uint32_t jl = get_le32(r->header), pl = get_le32(r->header + 4);
-                        if (jl > NSBOX_FRAME_MAX_JSON || pl > NSBOX_FRAME_MAX_PAYLOAD) {
-                                r->skip = (uint64_t)jl + pl;
-                                r->oversized = true;
-                                if (r->skip == 0) /* cannot happen: kept for clarity */
-                                        return -E2BIG;
-                                continue;
+                        if (want == 0) {
+                                take_frame(r, jl, pl, ret);
+                                return 1;
                         }
-                        r->json_len = jl;
-                        r->payload_len = pl;
-                        r->body_got = 0;
-                        r->body = malloc(r->json_len + 1 + r->payload_len);
-                        if (!r->body)
-                                return -ENOMEM;
                 }
-                size_t total = r->json_len + r->payload_len;
-                while (r->body_got < total) {
-                        /* the NUL slot after the JSON is skipped over */
-                        size_t at = r->body_got < r->json_len ? r->body_got : r->body_got + 1;
-                        size_t want = r->body_got < r->json_len ? r->json_len - r->body_got : total - r->body_got;
-                        ssize_t k = read_some(r, fd, r->body + at, want);
-                        if (k <= 0)
-                                return (int)k;
-                        r->body_got += (size_t)k;
-                }
-                take_frame(r, ret);
-                return 1;
+                ssize_t k = fill(r, fd, want);
+                if (k <= 0)
+                        return (int)k;
         }
 }
 
@@ -267,7 +308,7 @@ int nsbox_frame_send(int fd, const json_t *json, const void *payload, size_t pay
 
 int nsbox_frame_recv(int fd, nsbox_frame *ret)
 {
-        nsbox_frame_reader r = { 0 };
+        nsbox_frame_reader r = { .exact = true }; /* what follows the frame stays in fd */
         for (;;) {
                 int k = nsbox_frame_read(&r, fd, ret);
                 if (k == 0) { /* a non-blocking fd given to the blocking helper */

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "json.h"
 
@@ -44,18 +45,32 @@ int nsbox_frame_append(nsbox_queue *q, const json_t *json, const void *payload, 
 int nsbox_epoll_add(int epfd, int fd, uint64_t key, uint32_t *cur, uint32_t events);
 void nsbox_epoll_set(int epfd, int fd, uint64_t key, uint32_t *cur, uint32_t events);
 
-/* Incremental frame reader for a non-blocking stream fd. */
+/* recvmsg(2) of up to n bytes into buf, the descriptors passed with them (SCM_RIGHTS, opened
+ * O_CLOEXEC) appended to fds[*n_fds] while there is room for max, the rest closed.  *ret_got:
+ * how many came; *ret_lost: some were closed for lack of room, or the control message was cut
+ * (MSG_CTRUNC).  Returns what recvmsg returns (-1 with errno on error). */
+ssize_t nsbox_recv_fds(int fd, void *buf, size_t n, int *fds, unsigned *n_fds, unsigned max, unsigned *ret_got, bool *ret_lost);
+
+/* Incremental frame reader for a non-blocking stream fd: what is there is read whole, in one
+ * read where the frame fits (a small frame: with what follows it), into a buffer that frames
+ * are taken from one at a time.  The buffer exists only while it holds bytes; it grows to one
+ * frame at most (NSBOX_FRAME_HEADER + the maximum sizes). */
 typedef struct nsbox_frame_reader {
-        unsigned char header[NSBOX_FRAME_HEADER];
-        size_t header_got;
-        char *body;        /* json_len bytes, a NUL, then payload_len bytes */
-        size_t json_len, payload_len, body_got;
+        char *buf;         /* buf[start, start + len): read, not yet taken */
+        size_t start, len, alloc;
         uint64_t skip;     /* bytes of an oversized frame still to discard */
         bool oversized;    /* the frame being skipped was too large: report it once skipped */
+        bool drained;      /* the last read was short and brought no descriptor: fd was empty */
         bool take_fds;     /* read with recvmsg: descriptors passed (SCM_RIGHTS) are queued in fds */
+        bool exact;        /* read no byte past the frame: a reader that lives for one frame */
         int fds[NSBOX_FRAME_MAX_FDS];
         unsigned n_fds;
 } nsbox_frame_reader;
+
+/* Does the buffer hold a frame (or the end of an oversized one) that nsbox_frame_read returns
+ * without reading?  The socket may be empty then: a loop that stops taking frames before
+ * nsbox_frame_read returns 0 must come back without waiting for fd to be readable. */
+bool nsbox_frame_reader_ready(const nsbox_frame_reader *r);
 
 /* The oldest descriptor received and not yet taken, or -1.  A request frame with "fd": true
  * takes one: the sender attaches it to the sendmsg that starts that frame, so it has always
@@ -70,7 +85,8 @@ typedef struct nsbox_frame {
 } nsbox_frame;
 
 /* Read from fd until one frame is complete.  1: *ret filled (release with nsbox_frame_release);
- * 0: need more data (EAGAIN); -E2BIG: an oversized frame was skipped whole; -EPIPE: end of
+ * 0: need more data: call again once fd is readable (a read that was short is taken to have
+ * emptied fd: the call after it returns 0 without trying another read); -E2BIG: an oversized frame was skipped whole; -EPIPE: end of
  * stream (mid-frame or not); other -errno: read error. */
 int nsbox_frame_read(nsbox_frame_reader *r, int fd, nsbox_frame *ret);
 void nsbox_frame_release(nsbox_frame *f);

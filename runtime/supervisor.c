@@ -460,19 +460,20 @@ void nsbox_sup_died(nsbox_supervisor *s, char *why, size_t n)
 int nsbox_sup_poll(nsbox_supervisor *s, int timeout_ms)
 {
         struct pollfd pfd = { .fd = s->sb.agentfd, .events = POLLIN | (s->out.len ? POLLOUT : 0) };
-        int k = poll(&pfd, 1, timeout_ms);
+        bool buffered = nsbox_frame_reader_ready(&s->rd); /* frames read ahead: no wait for them */
+        int k = poll(&pfd, 1, buffered ? 0 : timeout_ms);
         if (k < 0)
                 return errno == EINTR ? 0 : -errno; /* a signal of the caller's: its handler ran */
-        if (k == 0)
+        if (k == 0 && !buffered)
                 return 0;
         if (s->out.len && (pfd.revents & (POLLOUT | POLLERR | POLLHUP)) && nsbox_sup_flush(s) < 0)
                 return -EPIPE; /* EPIPE, ECONNRESET: the agent died */
-        if (pfd.revents & (POLLIN | POLLHUP | POLLERR))
+        if (buffered || (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
                 return nsbox_sup_read(s, 16);
         return 0;
 }
 
-bool nsbox_sup_link_idle(const nsbox_supervisor *s) { return !s->out.len && !s->n_out_fds && !s->rd.header_got && !s->rd.body; }
+bool nsbox_sup_link_idle(const nsbox_supervisor *s) { return !s->out.len && !s->n_out_fds && !s->rd.len && !s->rd.oversized; }
 
 /* ---- ids ------------------------------------------------------------------------------------ */
 

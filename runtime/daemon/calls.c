@@ -310,9 +310,11 @@ void sandbox_died(daemon_state *d, sandbox *s)
 }
 
 /* Streams paused in their agents while their client lags (CLIENT_HIGH), resumed below half of
- * it; each agent's socket watched for what there is to read and to write. */
-void agents_update_interest(daemon_state *d)
+ * it; each agent's socket watched for what there is to read and to write.  True when an agent's
+ * frames wait, read ahead, in its reader (agents_read_buffered takes them, without a wait). */
+bool agents_update_interest(daemon_state *d)
 {
+        bool buffered = false;
         for (sandbox *s = d->sandboxes; s; s = s->next) {
                 for (nsbox_sup_call *call = s->sup.calls; call; call = call->next) {
                         if (!call->stream)
@@ -326,6 +328,17 @@ void agents_update_interest(daemon_state *d)
                 }
                 nsbox_epoll_set(d->epfd, s->sup.sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events,
                                 (s->ready || s->cloning || s->warming ? EPOLLIN : 0) | (s->sup.out.len ? EPOLLOUT : 0));
+                buffered |= (s->ready || s->cloning || s->warming) && nsbox_frame_reader_ready(&s->sup.rd);
+        }
+        return buffered;
+}
+
+void agents_read_buffered(daemon_state *d)
+{
+        for (sandbox *s = d->sandboxes, *nx; s; s = nx) {
+                nx = s->next;
+                if ((s->ready || s->cloning || s->warming) && nsbox_frame_reader_ready(&s->sup.rd))
+                        agent_event(d, s, EPOLLIN);
         }
 }
 

@@ -174,33 +174,10 @@ int client_take_fd(client *c)
  * message: which request they were for cannot be told: -EPROTO (the connection is closed). */
 static ssize_t client_recv(client *c, char *buf, size_t n)
 {
-        union {
-                char b[CMSG_SPACE(8 * sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        struct iovec iov = { .iov_base = buf, .iov_len = n };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
-        ssize_t k = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
-        if (k < 0)
-                return k;
-        bool bad = mh.msg_flags & MSG_CTRUNC;
-        unsigned got = 0;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                        continue;
-                size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                for (size_t i = 0; i < nfd; i++, got++) {
-                        int fd;
-                        memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                        if (c->n_fds < CLIENT_MAX_FDS)
-                                c->fds[c->n_fds++] = fd;
-                        else {
-                                close(fd);
-                                bad = true;
-                        }
-                }
-        }
-        if (bad || got > 1) {
+        unsigned got;
+        bool lost;
+        ssize_t k = nsbox_recv_fds(c->fd, buf, n, c->fds, &c->n_fds, CLIENT_MAX_FDS, &got, &lost);
+        if (k >= 0 && (lost || got > 1)) {
                 drop_fds(c);
                 errno = EPROTO;
                 return -1;
@@ -274,6 +251,13 @@ void client_readable(daemon_state *d, client *c)
                                 c->partial_since_ns = 0;
                                 c->eof = true;
                                 return;
+                        }
+                        if (nl && !c->discarding && !c->in.len) { /* a whole line read: taken where it is */
+                                if (piece)
+                                        handle_request(d, c, buf + at, piece);
+                                at += piece + 1;
+                                c->partial_since_ns = 0;
+                                continue;
                         }
                         if (!c->discarding && sb_append(&c->in, buf + at, piece) < 0) {
                                 c->discarding = true;

@@ -377,7 +377,8 @@ char *calls_take_bytes(client *c, json_t *id, size_t *len); /* a raw call's answ
 /* nsboxd's own call, answered to nobody: its answer goes to what kind says (PENDING_*). */
 int calls_internal(daemon_state *d, sandbox *s, const char *tool, json_t *params, int kind); /* takes params */
 void sandbox_died(daemon_state *d, sandbox *s);          /* its agent is gone; s is removed */
-void agents_update_interest(daemon_state *d);            /* streams paused or resumed; epoll interest */
+bool agents_update_interest(daemon_state *d);            /* streams paused or resumed; epoll interest */
+void agents_read_buffered(daemon_state *d);             /* frames read ahead in agents' readers, taken */
 void calls_client_gone(daemon_state *d, client *c);       /* before c is freed */
 void agent_event(daemon_state *d, sandbox *s, uint32_t events); /* epoll events of its agent's socket */
 void agents_flush(daemon_state *d);                      /* what is queued to the agents, written now */

@@ -18,7 +18,7 @@
 #include "../paths.h"
 #include "../systemd.h"
 
-static void update_interest(daemon_state *d)
+static bool update_interest(daemon_state *d)
 {
         for (client *c = d->clients; c; c = c->next) {
                 if (c->http) /* an HTTP request's: http_pump takes its replies */
@@ -32,7 +32,7 @@ static void update_interest(daemon_state *d)
                 nsbox_epoll_set(d->epfd, c->fd, KEY(c->serial, K_CLIENT), &c->events,
                        (c->out.len < CLIENT_HIGH ? EPOLLIN : 0) | (c->out.len ? EPOLLOUT : 0));
         }
-        agents_update_interest(d);
+        return agents_update_interest(d);
 }
 
 /* A timeout or an idle timeout came: destroy, or pause (freeze) and keep it. */
@@ -326,13 +326,15 @@ static int serve(daemon_state *d, const char *sock, nsbox_error *err)
                 http_pump(d);
                 timeout = http_timeout(d, timeout);
                 timeout = catalog_run(d, timeout);
-                update_interest(d);
+                bool buffered = update_interest(d); /* agents' frames read ahead: taken without a wait */
                 struct epoll_event ev[64];
-                int n = epoll_wait(d->epfd, ev, 64, timeout);
+                int n = epoll_wait(d->epfd, ev, 64, buffered ? 0 : timeout);
                 if (n < 0 && errno != EINTR)
                         return nsbox_err(err, errno, "epoll_wait");
                 for (int i = 0; i < n; i++)
                         dispatch(d, &ev[i], sock);
+                if (buffered)
+                        agents_read_buffered(d);
                 /* write what is queued now rather than on the next round */
                 agents_flush(d);
                 http_pump(d);

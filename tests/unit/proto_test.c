@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../runtime/base64.h"
@@ -137,6 +138,184 @@ START_TEST(test_malformed_json_frame_reports_why_and_stream_continues)
         close(sv[0]);
         ck_assert_int_eq(nsbox_frame_recv(sv[1], &f), -EPIPE);
         close(sv[1]);
+}
+END_TEST
+
+/* Frames written together come in with one read: the second and third are taken from the
+ * reader's buffer, with no read (the socket holds nothing then), and the next call says "more". */
+START_TEST(test_several_frames_in_one_read_are_taken_one_by_one)
+{
+        int sv[2];
+        pair(sv);
+        fcntl(sv[1], F_SETFL, O_NONBLOCK);
+        nsbox_queue q = { 0 };
+        for (int i = 1; i <= 3; i++) {
+                json_t *j = json_pack("{si}", "id", i);
+                ck_assert_int_eq(nsbox_frame_append(&q, j, i == 2 ? "payload" : NULL, i == 2 ? 7 : 0), 0);
+                json_decref(j);
+        }
+        ck_assert_int_eq(write_full(sv[0], q.data + q.start, q.len), 0);
+        nsbox_frame_reader r = { 0 };
+        for (int i = 1; i <= 3; i++) {
+                nsbox_frame f;
+                ck_assert_int_eq(nsbox_frame_read(&r, sv[1], &f), 1);
+                ck_assert_int_eq(json_integer_value(json_object_get(f.json, "id")), i);
+                ck_assert_uint_eq(f.payload_len, i == 2 ? 7 : 0);
+                if (i == 2)
+                        ck_assert_mem_eq(f.payload, "payload", 7);
+                nsbox_frame_release(&f);
+                ck_assert(nsbox_frame_reader_ready(&r) == (i < 3));
+                char c;
+                ck_assert_int_eq(recv(sv[1], &c, 1, MSG_PEEK | MSG_DONTWAIT), -1); /* all of it was read at once */
+        }
+        nsbox_frame f;
+        ck_assert_int_eq(nsbox_frame_read(&r, sv[1], &f), 0);
+        ck_assert_ptr_null(r.buf); /* an idle reader holds no buffer */
+        nsbox_frame_reader_release(&r);
+        nsbox_queue_release(&q);
+        close(sv[0]);
+        close(sv[1]);
+}
+END_TEST
+
+/* A frame larger than the reader's first buffer, written in pieces by another process. */
+START_TEST(test_large_frame_in_pieces_is_read_whole)
+{
+        int sv[2];
+        pair(sv);
+        size_t n = 4u << 20;
+        unsigned char *big = malloc(n);
+        for (size_t i = 0; i < n; i++)
+                big[i] = (unsigned char)(i * 2654435761u >> 13);
+        if (fork() == 0) {
+                json_t *j = json_pack("{si}", "id", 5);
+                nsbox_frame_send(sv[0], j, big, n);
+                nsbox_frame_send(sv[0], j, "z", 1);
+                json_decref(j);
+                free(big);
+                _exit(0);
+        }
+        close(sv[0]);
+        nsbox_frame f;
+        ck_assert_int_eq(nsbox_frame_recv(sv[1], &f), 0);
+        ck_assert_uint_eq(f.payload_len, n);
+        ck_assert(memcmp(f.payload, big, n) == 0);
+        nsbox_frame_release(&f);
+        ck_assert_int_eq(nsbox_frame_recv(sv[1], &f), 0);
+        ck_assert_uint_eq(f.payload_len, 1);
+        nsbox_frame_release(&f);
+        ck_assert_int_eq(nsbox_frame_recv(sv[1], &f), -EPIPE);
+        free(big);
+        close(sv[1]);
+}
+END_TEST
+
+static void send_with_fd(int sock, const void *bytes, size_t n, int fd)
+{
+        union {
+                char b[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { .iov_base = (void *)bytes, .iov_len = n };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        ck_assert_int_eq(sendmsg(sock, &mh, 0), (ssize_t)n);
+}
+
+/* Descriptors sent with the bytes that start their frames are there, oldest first, once each
+ * frame is complete, though the frames around them were read ahead. */
+START_TEST(test_frames_with_descriptors_get_theirs_in_order)
+{
+        int sv[2], p1[2], p2[2];
+        pair(sv);
+        ck_assert_int_eq(pipe2(p1, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(p2, O_CLOEXEC), 0);
+        fcntl(sv[1], F_SETFL, O_NONBLOCK);
+        nsbox_queue a = { 0 }, b = { 0 }, c = { 0 };
+        json_t *j = json_pack("{si}", "id", 1);
+        ck_assert_int_eq(nsbox_frame_append(&a, j, NULL, 0), 0);
+        ck_assert_int_eq(nsbox_frame_append(&b, j, "bb", 2), 0);
+        ck_assert_int_eq(nsbox_frame_append(&c, j, "c", 1), 0);
+        json_decref(j);
+        ck_assert_int_eq(write_full(sv[0], a.data, a.len), 0);
+        send_with_fd(sv[0], b.data, b.len, p1[1]);
+        send_with_fd(sv[0], c.data, c.len, p2[1]);
+        ck_assert_int_eq(write_full(sv[0], a.data, a.len), 0);
+        nsbox_frame_reader r = { .take_fds = true };
+        size_t want[] = { 0, 2, 1, 0 };
+        int *ends[] = { NULL, &p1[1], &p2[1], NULL };
+        for (int i = 0; i < 4; i++) {
+                nsbox_frame f;
+                int k;
+                while ((k = nsbox_frame_read(&r, sv[1], &f)) == 0)
+                        ;
+                ck_assert_int_eq(k, 1);
+                ck_assert_uint_eq(f.payload_len, want[i]);
+                nsbox_frame_release(&f);
+                if (!ends[i])
+                        continue;
+                int fd = nsbox_frame_reader_take_fd(&r);
+                ck_assert_int_ge(fd, 0);
+                ck_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+                struct stat x, y;
+                ck_assert_int_eq(fstat(fd, &x), 0);
+                ck_assert_int_eq(fstat(*ends[i], &y), 0);
+                ck_assert(x.st_ino == y.st_ino);
+                close(fd);
+        }
+        ck_assert_int_eq(nsbox_frame_reader_take_fd(&r), -1);
+        nsbox_frame_reader_release(&r);
+        nsbox_queue_release(&a);
+        nsbox_queue_release(&b);
+        nsbox_queue_release(&c);
+        for (int i = 0; i < 2; i++) {
+                close(p1[i]);
+                close(p2[i]);
+                close(sv[i]);
+        }
+}
+END_TEST
+
+/* The stream ends in the middle of a frame's header, of its body, of an oversized frame being
+ * skipped: -EPIPE, after the frames that were whole. */
+START_TEST(test_end_of_stream_mid_frame_is_epipe)
+{
+        for (int cut = 0; cut < 3; cut++) {
+                int sv[2];
+                pair(sv);
+                nsbox_queue q = { 0 };
+                json_t *j = json_pack("{si}", "id", 3);
+                ck_assert_int_eq(nsbox_frame_append(&q, j, "abc", 3), 0);
+                json_decref(j);
+                ck_assert_int_eq(write_full(sv[0], q.data, q.len), 0);
+                if (cut < 2) {
+                        ck_assert_int_eq(write_full(sv[0], q.data, cut == 0 ? 5 : q.len - 1), 0);
+                } else {
+                        unsigned char over[16] = { 0 };
+                        uint32_t pl = NSBOX_FRAME_MAX_PAYLOAD + 1;
+                        memcpy(over + 4, &pl, 4); /* little-endian host */
+                        ck_assert_int_eq(write_full(sv[0], over, sizeof(over)), 0);
+                }
+                close(sv[0]);
+                nsbox_frame_reader r = { 0 };
+                nsbox_frame f;
+                int k;
+                while ((k = nsbox_frame_read(&r, sv[1], &f)) == 0)
+                        ;
+                ck_assert_int_eq(k, 1);
+                ck_assert_int_eq(json_integer_value(json_object_get(f.json, "id")), 3);
+                nsbox_frame_release(&f);
+                while ((k = nsbox_frame_read(&r, sv[1], &f)) == 0)
+                        ;
+                ck_assert_int_eq(k, -EPIPE);
+                nsbox_frame_reader_release(&r);
+                nsbox_queue_release(&q);
+                close(sv[1]);
+        }
 }
 END_TEST
 
@@ -276,6 +455,10 @@ Suite *proto_suite(void)
         unit_add(tc, test_oversized_frame_is_skipped_whole_and_the_next_one_read);
         unit_add(tc, test_malformed_json_frame_reports_why_and_stream_continues);
         unit_add(tc, test_sync_error_of_a_child_that_left_a_message_unread_is_read);
+        unit_add(tc, test_several_frames_in_one_read_are_taken_one_by_one);
+        unit_add(tc, test_large_frame_in_pieces_is_read_whole);
+        unit_add(tc, test_frames_with_descriptors_get_theirs_in_order);
+        unit_add(tc, test_end_of_stream_mid_frame_is_epipe);
         tcase_set_timeout(tc, 30);
         tc = unit_tcase(s, "json");
         unit_add(tc, test_json_text_replaces_invalid_utf8_and_says_so);
