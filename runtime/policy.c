@@ -937,9 +937,8 @@ static json_t *merge_patch(json_t *base, json_t *patch)
 
 /* What a policy document says once inheritance is applied: the built-in default with the policy
  * merged onto it, or, with "inherit": false, the policy alone (its nulls dropped the same way).
- * A policy whose text is the built-in default's (`default.json` as installed) is merged onto
- * nothing: the default merged onto itself is itself without its nulls, which is what merging it
- * onto nothing gives, and parsing the same text twice was a third of `nsbox run`'s own work. */
+ * The built-in default's own text is merged onto nothing: onto itself it gives itself without
+ * its nulls, as onto nothing, and parsing it twice was a third of `nsbox run`'s own work. */
 static int inherit_default(pctx *c, json_t *policy, bool is_default, json_t **ret)
 {
         json_t *inherit = json_object_get(policy, "inherit");
