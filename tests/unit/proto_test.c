@@ -216,6 +216,7 @@ static void send_with_fd(int sock, const void *bytes, size_t n, int fd)
                 char b[CMSG_SPACE(sizeof(int))];
                 struct cmsghdr align;
         } u;
+        memset(&u, 0, sizeof(u)); /* CMSG_SPACE's padding too: valgrind reads all of it */
         struct iovec iov = { .iov_base = (void *)bytes, .iov_len = n };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
         struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
