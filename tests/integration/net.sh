@@ -38,7 +38,7 @@ cleanup_test() {
 start_server() { # VAR FILE
         trap cleanup_test EXIT
         local _port
-        python3 -u - "$2" > "$2.port" 2>/dev/null <<'PY' &
+        python3 -u - "$2" > "$2.port" 2> "$2.err" <<'PY' &
 import socket, sys
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
@@ -56,10 +56,12 @@ while True:
         pass
     c.close()
 PY
-        MY_PIDS="$MY_PIDS $!"
-        for _ in $(seq 300); do [ -s "$2.port" ] && break; sleep 0.1; done # 30 s: a loaded machine
+        local _pid=$!
+        MY_PIDS="$MY_PIDS $_pid"
+        # 30 s: a loaded machine; a server that died is said at once, with its last words
+        for _ in $(seq 300); do [ -s "$2.port" ] || ! kill -0 "$_pid" 2> /dev/null && break; sleep 0.1; done
         _port=$(cat "$2.port")
-        [ -n "$_port" ] || fail "the test server did not start"
+        [ -n "$_port" ] || fail "the test server did not start ($(kill -0 "$_pid" 2> /dev/null && echo "no port after 30 s" || echo "it exited"): $(tail -n 1 "$2.err" 2> /dev/null))"
         : > "$2"
         printf -v "$1" %s "$_port"
 }
