@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -74,6 +75,39 @@ static void xfer_fail_errno(agent *a, struct xfer *x, int err)
         xfer_free(a, x);
 }
 
+/* A pseudo file (procfs, sysfs: its size says 0, and some refuse splice) read whole into a memfd,
+ * TOOL_MAX_CONTENT bytes at most: what the transfer sends, and its size.  An empty file stays. */
+static int pseudo_snapshot(int *fd, const char *abs, uint64_t *ret_size, tool_error *e)
+{
+        _cleanup_free_ char *buf = malloc(XFER_CHUNK);
+        _cleanup_close_ int mfd = -1;
+        uint64_t size = 0;
+        for (;;) {
+                ssize_t k = read(*fd, buf, XFER_CHUNK);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return tool_fail_errno(e, errno, "read_file: read '%s'", abs);
+                if (k == 0)
+                        break;
+                if (size + (uint64_t)k > TOOL_MAX_CONTENT)
+                        return tool_fail(e, TOOL_TOO_LARGE, "read_file: '%s' says its size is 0 and has more than %u bytes", abs,
+                                         TOOL_MAX_CONTENT);
+                if (mfd < 0 && (mfd = memfd_create("nsbox-read", MFD_CLOEXEC)) < 0)
+                        return tool_fail_errno(e, errno, "read_file: memfd_create");
+                int w = write_full(mfd, buf, (size_t)k);
+                if (w < 0)
+                        return tool_fail_errno(e, -w, "read_file: '%s' into a memfd", abs);
+                size += (uint64_t)k;
+        }
+        if (mfd >= 0) {
+                close(*fd);
+                *fd = steal_fd(&mfd);
+        }
+        *ret_size = size;
+        return 0;
+}
+
 /* read_file's file opened for a transfer: the range [*ret_offset, + *ret_len) of a file of
  * *ret_size bytes ('byte_offset', 'byte_limit'; no size limit); *ret_abs the path as asked. */
 static int read_begin(const tool_ctx *ctx, const tool_in *in, int *ret_fd, uint64_t *ret_offset, uint64_t *ret_len, uint64_t *ret_size,
@@ -93,7 +127,10 @@ static int read_begin(const tool_ctx *ctx, const tool_in *in, int *ret_fd, uint6
         struct stat st;
         if (tool_open_regular(ctx, tool, abs, &fd, &st, e) < 0)
                 return -1;
-        uint64_t size = (uint64_t)st.st_size, rest = size > off ? size - off : 0;
+        uint64_t size = (uint64_t)st.st_size;
+        if (size == 0 && pseudo_snapshot(&fd, abs, &size, e) < 0)
+                return -1;
+        uint64_t rest = size > off ? size - off : 0;
         *ret_offset = off;
         *ret_len = limit < rest ? limit : rest;
         *ret_size = size;

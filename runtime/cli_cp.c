@@ -250,9 +250,11 @@ static int cp_out(nsbox_client *cl, const char *id, const char *src, const char 
         }
         strbuf bytes;
         sb_init(&bytes, 0);
-        uint64_t end = (uint64_t)size, off = 0;
+        /* a pseudo file's size says 0 (procfs, sysfs): it is copied to its end, holes and all */
+        bool unsized = size == 0;
+        uint64_t end = unsized ? UINT64_MAX : (uint64_t)size, off = 0;
         if (!getenv("NSBOX_CP_NO_FD")) { /* through a pipe, straight from the agent */
-                r = nsbox_cp_out_fd(cl, id, src, end, fd, !to_stdout, &off);
+                r = nsbox_cp_out_fd(cl, id, src, (uint64_t)size, fd, !to_stdout && !unsized, &off);
         }
         while (off < end && getenv("NSBOX_CP_NO_FD")) {
                 json_t *res = NULL;
@@ -296,6 +298,8 @@ static int cp_out(nsbox_client *cl, const char *id, const char *src, const char 
                         break;
         }
         sb_release(&bytes);
+        if (unsized)
+                end = off;
         if (to_stdout) /* a file that shrank meanwhile still gives the size seen at first */
                 return r ? r : write_zeros(fd, end - off) < 0 ? EXIT_REFUSED : 0;
         /* the caller's umask applies, as to any file it makes; no setuid, setgid or sticky bit */

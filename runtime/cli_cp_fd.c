@@ -165,7 +165,8 @@ int nsbox_cp_out_fd(nsbox_client *cl, const char *id, const char *src, uint64_t 
         fcntl(pp[1], F_SETPIPE_SZ, FD_CHUNK);
         pump p = { .from = pp[0], .to = fd, .sparse = sparse };
         json_t *res = NULL;
-        int st = call_with_pipe(cl, id, "read_file", json_pack("{ss sI}", "path", src, "byte_limit", (json_int_t)size), pp[1], &p, drain, &res);
+        json_t *tparams = size ? json_pack("{ss sI}", "path", src, "byte_limit", (json_int_t)size) : json_pack("{ss}", "path", src);
+        int st = call_with_pipe(cl, id, "read_file", tparams, pp[1], &p, drain, &res);
         close(pp[0]);
         uint64_t bytes = (uint64_t)json_integer_value(json_object_get(res, "bytes"));
         json_decref(res);

@@ -49,8 +49,9 @@ int nsbox_cli_call(const char *cmd, nsbox_client *cl, const char *method, json_t
                    json_t **ret, int refused_status);
 void nsbox_cli_print_json(FILE *f, json_t *v);
 /* cp of one regular file through a pipe passed to nsboxd (cli_cp_fd.c): in, size bytes of fd to
- * target (written whole or not at all); out, src's first size bytes to fd (sparse: fd is a file
- * of the full size already, blocks of zeros left as holes).  0 or an exit status, said. */
+ * target (written whole or not at all); out, src's first size bytes to fd (0: all of it, as a
+ * pseudo file's size says 0; sparse: fd is a file of the full size already, blocks of zeros left
+ * as holes).  0 or an exit status, said. */
 int nsbox_cp_in_fd(nsbox_client *cl, int fd, uint64_t size, mode_t mode, const char *id, const char *target);
 int nsbox_cp_out_fd(nsbox_client *cl, const char *id, const char *src, uint64_t size, int fd, bool sparse, uint64_t *ret_bytes);
 /* json_dumps with reals rounded to 3 decimals and no float noise (they are durations) */

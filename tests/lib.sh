@@ -149,6 +149,20 @@ cleanup() {
 # is either a directory with package.json and package-lock.json, installed exactly (npm ci; the
 # directory's name gets the lock's hash, so a changed lock installs afresh), or package specs for
 # npm install.  npm's output goes to stderr.
+# A pseudo file (its size says 0) longer than one read_file call: the command line of a process
+# with 15 arguments of 100000 x's.  big_cmdline prints those bytes; big_cmdline_process ID starts
+# it in sandbox ID and prints its pid there once its command line is whole.
+big_cmdline() { python3 -c 'import sys; sys.stdout.buffer.write(b"python3\0-c\0import time; time.sleep(300)\0" + (b"x" * 100000 + b"\0") * 15)'; }
+big_cmdline_process() { # ID
+        local pid i
+        pid=$("$NSBOX" exec -d "$1" -- bash -c 'exec python3 -c "import time; time.sleep(300)" $(python3 -c "print(\" \".join([\"x\" * 100000] * 15))")') || return 1
+        for i in $(seq 100); do
+                [ "$("$NSBOX" exec "$1" -- wc -c "/proc/$pid/cmdline" 2> /dev/null)" = "1500055 /proc/$pid/cmdline" ] && { echo "$pid"; return 0; }
+                sleep 0.05
+        done
+        return 1
+}
+
 npm_cache_dir() { # NAME MARKER WHAT...
         local name=$1 marker=$2 pkgdir="" shared dir; shift 2
         if [ $# = 1 ] && [ -d "$1" ]; then

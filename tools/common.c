@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What every tool handler shares: errors with the protocol's stable codes, typed access to the
- * request's parameters, and JSON strings from bytes that need not be UTF-8. */
+ * request's parameters, JSON strings from bytes that need not be UTF-8, and a regular file opened
+ * for reading. */
 #include "tool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../runtime/util.h"
 
@@ -208,4 +211,19 @@ size_t tool_utf8_cut(const char *s, size_t n, size_t max)
         while (cut > 0 && max - cut < 3 && ((unsigned char)s[cut] & 0xc0) == 0x80)
                 cut--;
         return cut;
+}
+
+int tool_open_regular(const tool_ctx *ctx, const char *tool, const char *abs, int *ret_fd, struct stat *ret_st, tool_error *e)
+{
+        _cleanup_close_ int fd = -1;
+        if (tool_open(ctx, abs, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd, e) < 0)
+                return tool_fail_wrap(e, "%s", tool);
+        if (fstat(fd, ret_st) < 0)
+                return tool_fail_errno(e, errno, "%s: stat '%s'", tool, abs);
+        if (S_ISDIR(ret_st->st_mode))
+                return tool_fail(e, TOOL_IS_DIRECTORY, "%s: '%s' is a directory", tool, abs);
+        if (!S_ISREG(ret_st->st_mode))
+                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s' is not a regular file", tool, abs);
+        *ret_fd = steal_fd(&fd);
+        return 0;
 }

@@ -506,6 +506,14 @@ static int read_text(int fd, const char *abs, const struct stat *st, uint64_t of
         return out->result ? 0 : oom(e);
 }
 
+/* The reply's payload back to its first 'len' bytes: what a failed read added goes. */
+static void payload_cut(tool_out *out, size_t len)
+{
+        out->payload.len = len;
+        if (out->payload.buf)
+                out->payload.buf[len] = '\0';
+}
+
 static int read_raw(int fd, const char *abs, const struct stat *st, uint64_t byte_offset, bool limit_given,
                     uint64_t byte_limit, bool skip_holes, tool_out *out, tool_error *e)
 {
@@ -526,7 +534,11 @@ static int read_raw(int fd, const char *abs, const struct stat *st, uint64_t byt
                         byte_limit = run < TOOL_MAX_CONTENT ? run : TOOL_MAX_CONTENT;
                 limit_given = true;
         }
-        if (!limit_given) {
+        /* A pseudo file's size says 0 (procfs, sysfs): it is read to its end, not to its size. */
+        bool unsized = size == 0;
+        if (!limit_given && unsized) {
+                byte_limit = TOOL_MAX_CONTENT + 1; /* to its end: a byte more is too large */
+        } else if (!limit_given) {
                 uint64_t rest = size > byte_offset ? size - byte_offset : 0;
                 if (rest > TOOL_MAX_CONTENT)
                         return tool_fail(e, TOOL_TOO_LARGE,
@@ -547,9 +559,7 @@ static int read_raw(int fd, const char *abs, const struct stat *st, uint64_t byt
                         continue;
                 int r = k < 0 ? -errno : k > 0 ? sb_append(&out->payload, chunk, (size_t)k) : 0;
                 if (r < 0) {
-                        out->payload.len = start;
-                        if (out->payload.buf)
-                                out->payload.buf[start] = '\0';
+                        payload_cut(out, start);
                         if (r == -E2BIG)
                                 return tool_fail(e, TOOL_TOO_LARGE, "'%s': the range is more than a reply carries (%zu bytes)",
                                                  abs, out->payload.limit);
@@ -561,27 +571,17 @@ static int read_raw(int fd, const char *abs, const struct stat *st, uint64_t byt
                 }
                 got += (uint64_t)k;
         }
-        if (byte_offset + got >= size)
+        if (!unsized && byte_offset + got >= size)
                 eof = true;
+        if (got > TOOL_MAX_CONTENT) {
+                payload_cut(out, start);
+                return tool_fail(e, TOOL_TOO_LARGE, "'%s' is more than %u bytes; read it in ranges with byte_offset and byte_limit",
+                                 abs, TOOL_MAX_CONTENT);
+        }
         out->result = json_pack("{s:o, s:s, s:I, s:I, s:I, s:b}", "path", path_json(abs), "encoding", "base64",
                                 "size", (json_int_t)size, "byte_offset", (json_int_t)byte_offset, "bytes",
                                 (json_int_t)got, "eof", eof);
         return out->result ? 0 : oom(e);
-}
-
-int tool_open_regular(const tool_ctx *ctx, const char *tool, const char *abs, int *ret_fd, struct stat *ret_st, tool_error *e)
-{
-        _cleanup_close_ int fd = -1;
-        if (tool_open(ctx, abs, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd, e) < 0)
-                return tool_fail_wrap(e, "%s", tool);
-        if (fstat(fd, ret_st) < 0)
-                return tool_fail_errno(e, errno, "%s: stat '%s'", tool, abs);
-        if (S_ISDIR(ret_st->st_mode))
-                return tool_fail(e, TOOL_IS_DIRECTORY, "%s: '%s' is a directory", tool, abs);
-        if (!S_ISREG(ret_st->st_mode))
-                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s' is not a regular file", tool, abs);
-        *ret_fd = steal_fd(&fd);
-        return 0;
 }
 
 int tool_read_file(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_error *e)

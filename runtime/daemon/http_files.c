@@ -207,12 +207,25 @@ static void download_msg(hreq *r, json_t *msg)
         }
         bool eof = json_is_true(json_object_get(res, "eof"));
         if (!r->streaming) {
-                r->stream_sized = true;
-                r->stream_size = eof ? len : (uint64_t)json_integer_value(json_object_get(res, "size"));
+                uint64_t size = (uint64_t)json_integer_value(json_object_get(res, "size"));
+                r->stream_sized = eof || size >= len; /* else its size says 0 (procfs): chunked, to its end */
+                r->stream_size = eof ? len : size;
                 if (http_stream_begin(r, 200, "application/octet-stream") < 0) {
                         files_fail(st, 429, "too many streams of this user");
                         return;
                 }
+        }
+        if (!r->stream_sized) {
+                int e = len ? http_stream_write(r, bytes, len) : 0;
+                st->offset += len;
+                if (e < 0 || eof || !len) {
+                        st->answered = true;
+                        http_stream_end(r);
+                        return;
+                }
+                while (st->inflight < FILES_INFLIGHT)
+                        read_next(st);
+                return;
         }
         uint64_t want = r->stream_size - st->offset < FILES_CHUNK ? r->stream_size - st->offset : FILES_CHUNK;
         if (len > want)

@@ -213,6 +213,35 @@ test_old_base64_path_still_works() {
         assert_eq "aGVsbG8=" "$(echo "$OUT" | jget 'd["content"]')" "base64 read back"
 }
 
+test_pseudo_files_come_whole_through_every_path() {
+        local id pid how
+        new_sandbox id
+        pid=$(big_cmdline_process "$id") || fail "the process with a long command line did not start"
+        big_cmdline > "$TEST_TMP/want"
+        "$NSBOX" exec "$id" -- cat /proc/version > "$TEST_TMP/version" || fail "cat /proc/version"
+        for how in fd base64; do
+                [ $how = fd ] && unset NSBOX_CP_NO_FD || export NSBOX_CP_NO_FD=1
+                # their size says 0: each is read to its end, to a file and to standard output
+                assert_status 0 "$NSBOX" cp "$id:/proc/$pid/cmdline" "$TEST_TMP/got.$how"
+                cmp "$TEST_TMP/want" "$TEST_TMP/got.$how" || fail "cp ($how) of /proc/$pid/cmdline: $(stat -c %s "$TEST_TMP/got.$how") bytes of 1500055"
+                "$NSBOX" cp "$id:/proc/version" - > "$TEST_TMP/out.$how" || fail "cp ($how) of /proc/version to stdout"
+                cmp "$TEST_TMP/version" "$TEST_TMP/out.$how" || fail "cp ($how) of /proc/version: $(stat -c %s "$TEST_TMP/out.$how") bytes"
+        done
+        unset NSBOX_CP_NO_FD
+        assert_status 0 "$NSBOX" call "$id" read_file '{"path": "/proc/version", "encoding": "base64"}'
+        assert_eq "$(base64 -w0 < "$TEST_TMP/version") True" "$(echo "$OUT" | jget 'd["content"] + " " + str(d["eof"])')" "read_file of /proc/version in base64"
+        PYTHONPATH="$NSBOX_SRC/clients/python" python3 - "$id" "$pid" "$TEST_TMP/want" <<'PY' || fail "the python client's reads of a pseudo file"
+import os, sys
+import nsbox
+sb = nsbox.Sandbox.connect(sys.argv[1])
+path, want = f"/proc/{sys.argv[2]}/cmdline", open(sys.argv[3], "rb").read()
+assert sb.files.read(path, format="bytes") == want, "the pipe"
+assert b"".join(sb.files.read(path, format="stream")) == want, "stream"
+os.environ["NSBOX_NO_FD"] = "1"
+assert sb.files.read(path, format="bytes") == want, "base64"
+PY
+}
+
 test_bad_descriptors_get_one_line_errors_and_change_nothing() {
         local id c out
         new_sandbox id

@@ -112,6 +112,13 @@ test_download_has_the_files_length() {
         CODE=$(curl -sS -m 60 "${H[@]}" -D hdrs -o p.out -w '%{http_code}' "$URL/files?path=/proc/cpuinfo")
         assert_eq "200 $(stat -c %s p.out)" "$CODE $(hdr Content-Length)" "/proc/cpuinfo's download"
         assert_contains "$(cat p.out)" "processor" "/proc/cpuinfo's bytes"
+        # one of more than a read_file call's 1 MiB (a command line of 1.5 MB) comes whole, chunked
+        local pid
+        pid=$(big_cmdline_process "$ID") || fail "the process with a long command line did not start"
+        CODE=$(curl -sS -m 60 "${H[@]}" -D hdrs -o c.out -w '%{http_code}' "$URL/files?path=/proc/$pid/cmdline")
+        assert_eq "200 chunked" "$CODE $(hdr Transfer-Encoding)" "a long /proc file's download"
+        big_cmdline > c.want
+        cmp c.want c.out || fail "/proc/$pid/cmdline came back different ($(stat -c %s c.out) bytes of $(stat -c %s c.want))"
 }
 
 test_download_of_a_file_that_shrinks_is_cut_short() {

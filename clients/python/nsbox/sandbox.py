@@ -228,16 +228,19 @@ class Filesystem:
                                             "byte_limit": CHUNK})
 
     def _stream(self, path: str, r: Dict[str, Any]) -> Iterator[bytes]:
-        # at most the size the file had at the first read: one growing inside would never end
+        # at most the size the file had at the first read: one growing inside would never end;
+        # a pseudo file's size says 0 (procfs, sysfs): read to its end
         end = r.get("size")
-        end = end if isinstance(end, int) and end >= 0 else 0
+        bounded = isinstance(end, int) and end > 0
         offset = 0
         while True:
-            piece = base64.b64decode(r["content"])[:max(end - offset, 0)]
+            piece = base64.b64decode(r["content"])
+            if bounded:
+                piece = piece[:max(end - offset, 0)]
             offset += len(piece)
             if piece:
                 yield piece
-            if r.get("eof", True) or not piece or offset >= end:
+            if r.get("eof", True) or not piece or (bounded and offset >= end):
                 return
             r = self._chunk(path, offset)
 
