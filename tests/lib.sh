@@ -215,16 +215,19 @@ run_tests() {
         export TEST_TMP
         for t in $(declare -F | awk '{print $3}' | grep '^test_' ); do
                 if [ -n "${TEST_ONLY:-}" ] && [ "$t" != "$TEST_ONLY" ]; then continue; fi
+                local t0=$EPOCHREALTIME
                 ( cd "$TEST_TMP" && "$t" ) 2> "$TEST_TMP/.err" >"$TEST_TMP/.out"
                 status=$?
                 local name="$TEST_TIER/$TEST_FILE:${t#test_} [$TEST_AS]"
+                # the log says how long each test took ($RESULTS has the bare lines)
+                local took; took=$(LC_ALL=C awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
                 if [ $status = 0 ]; then
-                        echo "PASS $name"; echo "PASS $name" >> "$RESULTS"; pass=$((pass + 1))
+                        echo "PASS $name ($took s)"; echo "PASS $name" >> "$RESULTS"; pass=$((pass + 1))
                 elif [ $status = 77 ]; then
                         echo "SKIP $name: $(tail -n 1 "$TEST_TMP/.err" | sed 's/^ *skip: //')"
                         echo "SKIP $name" >> "$RESULTS"; skipn=$((skipn + 1))
                 else
-                        echo "FAIL $name"; sed 's/^/    /' "$TEST_TMP/.err" | tail -n 20
+                        echo "FAIL $name ($took s)"; sed 's/^/    /' "$TEST_TMP/.err" | tail -n 20
                         echo "FAIL $name" >> "$RESULTS"; failn=$((failn + 1))
                 fi
         done
