@@ -31,6 +31,13 @@ trap 'exit 130' INT TERM
 printf '{"drain_timeout": 2}\n' > "$dir/config.json"
 "$NSBOXD" --config "$dir/config.json" --socket "$NSBOX_SOCKET" 2>> "$dir/nsboxd.log" &
 daemon_pid=$!
+# its socket first: a create before it would start a daemon of its own there (autostart), which
+# the cleanup would not know of
+for _ in $(seq 500); do
+        [ -S "$NSBOX_SOCKET" ] && break
+        kill -0 "$daemon_pid" 2>/dev/null || { echo "bench: nsboxd exited: $(tail -n 5 "$dir/nsboxd.log")" >&2; exit 1; }
+        sleep 0.02
+done
 id=""
 for _ in $(seq 500); do
         id=$("$NSBOX" create 2>/dev/null) && break
