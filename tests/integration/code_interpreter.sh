@@ -304,6 +304,16 @@ test_builtin_template_through_the_http_api() {
 # the server beforehand, and a create that takes one starts no second server; the create's
 # envVars still reach every cell and new contexts, and a create without them sees none; the
 # pool serves E2B's name code-interpreter-v1 too, its default context started before the create.
+pool_ready() { # up to 30 s, until the code-interpreter template's pool has a sandbox ready
+        local i
+        for i in $(seq 300); do
+                "$NSBOX" stats --json 2> /dev/null |
+                        python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)["templates"]["code-interpreter"]["ready"] < 1)' 2> /dev/null && return 0
+                sleep 0.1
+        done
+        return 1
+}
+
 test_warm_pool_starts_the_kernel_beforehand() {
         [ -z "$KERNEL_MISSING" ] || fail "no Jupyter kernel on this host ($KERNEL_MISSING): ./quickstart.sh --deps installs it"
         local dir port url key body sid sid2 i
@@ -317,10 +327,7 @@ test_warm_pool_starts_the_kernel_beforehand() {
         trap 'stop_file_daemon "$dir"' EXIT
         for i in $(seq 300); do [ -n "$(daemon_pid)" ] && break; sleep 0.1; done
         key=$("$NSBOX" api-key create 2> /dev/null) || fail "api-key create: $(tail -n 3 "$dir/log")"
-        for i in $(seq 300); do
-                "$NSBOX" stats --json 2> /dev/null | grep -q '"code-interpreter": {[^}]*"ready": 1' && break
-                sleep 0.1
-        done
+        pool_ready || fail "the pool did not fill: $(tail -n 3 "$dir/log")"
         body=$(curl -s -H "X-API-KEY: $key" -H 'Content-Type: application/json' \
                 -d '{"templateID": "code-interpreter", "timeout": 120, "envVars": {"GREETING": "warm hello"}}' "$url/v2/sandboxes")
         sid=$(printf '%s' "$body" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])') || fail "create: $body"
@@ -340,10 +347,7 @@ test_warm_pool_starts_the_kernel_beforehand() {
         # the SDK's default name, code-interpreter-v1, is served by the same pool; once the pool
         # has refilled and its kernel had time to start, the server's ready file (written once
         # the default context answers) is older than the create
-        for i in $(seq 300); do
-                "$NSBOX" stats --json 2> /dev/null | grep -q '"code-interpreter": {[^}]*"ready": 1' && break
-                sleep 0.1
-        done
+        pool_ready || fail "the pool did not refill: $(tail -n 3 "$dir/log")"
         sleep 8
         local t0
         t0=$(date +%s.%N)
