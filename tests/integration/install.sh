@@ -4,7 +4,7 @@
 
 test_installed_nsbox_runs_with_its_own_policy_and_man_pages() {
         local prefix="$TEST_TMP/prefix" b="$TEST_TMP/build"
-        make -s -C "$NSBOX_SRC" B="$b" PREFIX="$prefix" install > "$TEST_TMP/make.log" 2>&1 || fail "make install: $(tail -5 "$TEST_TMP/make.log")"
+        make -s -j"$(nproc)" -C "$NSBOX_SRC" B="$b" PREFIX="$prefix" install > "$TEST_TMP/make.log" 2>&1 || fail "make install: $(tail -5 "$TEST_TMP/make.log")"
         local f
         for f in bin/nsbox bin/nsboxd libexec/nsbox/nsbox-agent share/nsbox/policy/default.json share/man/man1/nsbox.1 share/man/man5/nsbox-policy.5 \
                 share/man/man7/nsbox-protocol.7 share/man/man8/nsboxd.8 \
@@ -48,7 +48,7 @@ test_installed_nsbox_runs_with_its_own_policy_and_man_pages() {
 
 test_destdir_install_stages_without_touching_prefix() {
         local b="$TEST_TMP/build2"
-        make -s -C "$NSBOX_SRC" B="$b" PREFIX=/usr DESTDIR="$TEST_TMP/stage" install > "$TEST_TMP/make.log" 2>&1 || fail "make install: $(tail -5 "$TEST_TMP/make.log")"
+        make -s -j"$(nproc)" -C "$NSBOX_SRC" B="$b" PREFIX=/usr DESTDIR="$TEST_TMP/stage" install > "$TEST_TMP/make.log" 2>&1 || fail "make install: $(tail -5 "$TEST_TMP/make.log")"
         [ -x "$TEST_TMP/stage/usr/bin/nsbox" ] || fail "no staged binary"
         assert_contains "$(strings "$TEST_TMP/stage/usr/bin/nsbox")" "/usr/share/nsbox/policy" "compiled-in policy directory"
 }

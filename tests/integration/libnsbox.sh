@@ -31,7 +31,7 @@ sanitizers() {
 }
 # make install into $TEST_TMP/prefix (once per file: make keeps what is up to date).
 install_library() {
-        make -s -C "$NSBOX_SRC" B="$TEST_TMP/build" PREFIX="$TEST_TMP/prefix" SANITIZE="$(sanitizers)" install > "$TEST_TMP/make.log" 2>&1 ||
+        make -s -j"$(nproc)" -C "$NSBOX_SRC" B="$TEST_TMP/build" PREFIX="$TEST_TMP/prefix" SANITIZE="$(sanitizers)" install > "$TEST_TMP/make.log" 2>&1 ||
                 fail "make install: $(tail -5 "$TEST_TMP/make.log")"
 }
 # cc a program against the installed library, as its user would.
