@@ -5,7 +5,8 @@
 #   make check                build and run every test tier (ends with "N passed, N failed, N skipped")
 #   make bench                benchmarks against peers (not part of check)
 #   make install PREFIX=/usr DESTDIR=/tmp/pkg
-#   make SANITIZE=address,undefined check
+#   make SANITIZE=address,undefined check     (B=build-asan: in a tree of its own, as CI does)
+#   make check-build          what check runs, built only
 #   make fuzz                 libFuzzer harnesses (tests/fuzz), FUZZ_SECONDS (60) each; needs clang
 #   make valgrind             the unit tier under valgrind (part of check, except with SANITIZE)
 
@@ -123,7 +124,7 @@ UNIT_OBJS += $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz-replay/%.o)
 PROBE_SRCS := $(wildcard tests/escape/*.c)
 PROBES := $(PROBE_SRCS:tests/escape/%.c=$(B)/tests/%)
 
-.PHONY: all check unit integration escape vm bench install uninstall clean fuzz fuzz-binaries valgrind
+.PHONY: all check check-build unit integration escape vm bench install uninstall clean fuzz fuzz-binaries valgrind
 all: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/code-interpreter $(B)/libnsbox.so $(B)/examples/nsbox-example
 
 # Objects depend on the flags they were built with: `make install PREFIX=/usr` after a plain
@@ -258,7 +259,9 @@ $(B)/tests/%: tests/escape/%.c $(B)/.flags
 	$(call say,CCLD,$@)
 	$(Q)$(CC) $(PROBE_CFLAGS) $(PROBE_LDFLAGS) -o $@ $<
 
-check: $(B)/nsbox $(B)/nsboxd $(B)/nsbox-agent $(B)/code-interpreter $(B)/tests/unit $(PROBES)
+# check-build: what check runs, built and not run (CI builds the sanitizer tree meanwhile)
+check-build: all $(B)/tests/unit $(PROBES)
+check: check-build
 	$(call say,TEST,tests/run)
 	$(Q)NSBOX=$(abspath $(B)/nsbox) NSBOX_BUILD=$(abspath $(B)) $(if $(SANITIZE),TIERS="$${TIERS:-unit integration escape vm}") tests/run
 
