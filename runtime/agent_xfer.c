@@ -75,8 +75,8 @@ static void xfer_fail_errno(agent *a, struct xfer *x, int err)
         xfer_free(a, x);
 }
 
-/* A pseudo file (procfs, sysfs: its size says 0, and some refuse splice) read whole into a memfd,
- * TOOL_MAX_CONTENT bytes at most: what the transfer sends, and its size.  An empty file stays. */
+/* A pseudo file (tool_size_unknown; some refuse splice) read whole into a memfd, TOOL_MAX_CONTENT
+ * bytes at most: what the transfer sends, and its size.  An empty one stays as it is. */
 static int pseudo_snapshot(int *fd, const char *abs, uint64_t *ret_size, tool_error *e)
 {
         _cleanup_free_ char *buf = malloc(XFER_CHUNK);
@@ -128,7 +128,7 @@ static int read_begin(const tool_ctx *ctx, const tool_in *in, int *ret_fd, uint6
         if (tool_open_regular(ctx, tool, abs, &fd, &st, e) < 0)
                 return -1;
         uint64_t size = (uint64_t)st.st_size;
-        if (size == 0 && pseudo_snapshot(&fd, abs, &size, e) < 0)
+        if (tool_size_unknown(fd, &st) && pseudo_snapshot(&fd, abs, &size, e) < 0)
                 return -1;
         uint64_t rest = size > off ? size - off : 0;
         *ret_offset = off;

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include "../runtime/util.h"
 
@@ -226,4 +228,18 @@ int tool_open_regular(const tool_ctx *ctx, const char *tool, const char *abs, in
                 return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s' is not a regular file", tool, abs);
         *ret_fd = steal_fd(&fd);
         return 0;
+}
+
+bool tool_size_unknown(int fd, const struct stat *st)
+{
+        struct statfs sfs;
+        if (st->st_size != 0 || fstatfs(fd, &sfs) < 0)
+                return false;
+        switch (sfs.f_type) {
+        case PROC_SUPER_MAGIC: case SYSFS_MAGIC: case CGROUP_SUPER_MAGIC: case CGROUP2_SUPER_MAGIC:
+        case DEBUGFS_MAGIC: case TRACEFS_MAGIC: case SECURITYFS_MAGIC:
+                return true;
+        default:
+                return false;
+        }
 }

@@ -534,16 +534,19 @@ static int read_raw(int fd, const char *abs, const struct stat *st, uint64_t byt
                         byte_limit = run < TOOL_MAX_CONTENT ? run : TOOL_MAX_CONTENT;
                 limit_given = true;
         }
-        /* A pseudo file's size says 0 (procfs, sysfs): it is read to its end, not to its size. */
-        bool unsized = size == 0;
+        /* a file is read up to the size it had when opened (one that grows meanwhile does not
+         * keep a copy going), a pseudo file to its end */
+        bool unsized = tool_size_unknown(fd, st);
+        uint64_t rest = size > byte_offset ? size - byte_offset : 0;
         if (!limit_given && unsized) {
-                byte_limit = TOOL_MAX_CONTENT + 1; /* to its end: a byte more is too large */
+                byte_limit = TOOL_MAX_CONTENT + 1; /* a byte more is too large */
         } else if (!limit_given) {
-                uint64_t rest = size > byte_offset ? size - byte_offset : 0;
                 if (rest > TOOL_MAX_CONTENT)
                         return tool_fail(e, TOOL_TOO_LARGE,
                                          "file is %llu bytes; read it in ranges with byte_offset and byte_limit",
                                          (unsigned long long)size);
+                byte_limit = rest;
+        } else if (!unsized && byte_limit > rest) {
                 byte_limit = rest;
         }
         _cleanup_free_ char *chunk = malloc(READ_CHUNK);
