@@ -250,7 +250,8 @@ static int cp_out(nsbox_client *cl, const char *id, const char *src, const char 
         }
         strbuf bytes;
         sb_init(&bytes, 0);
-        /* a pseudo file's size says 0 (procfs, sysfs): it is copied to its end, holes and all */
+        /* a size of 0 is not a bound: a pseudo file's (procfs, sysfs) is copied to its end, holes
+         * and all; the agent bounds any other file by its size when it opens it */
         bool unsized = size == 0;
         uint64_t end = unsized ? UINT64_MAX : (uint64_t)size, off = 0;
         if (!getenv("NSBOX_CP_NO_FD")) { /* through a pipe, straight from the agent */

@@ -107,10 +107,10 @@ int tool_open_parent(const tool_ctx *ctx, const char *abs, int *ret_dirfd, const
 /* A regular file to read, for tool (read_file, by bytes or by descriptor): opened O_NONBLOCK, so
  * that a FIFO cannot hang the agent; a directory is is_directory, anything else not regular
  * invalid_argument.  *ret_st is its stat. */
+int tool_open_regular(const tool_ctx *ctx, const char *tool, const char *abs, int *ret_fd, struct stat *ret_st, tool_error *e);
 /* A regular file of a pseudo file system (procfs, sysfs, cgroupfs...) whose size says 0: its
  * bytes are made when read, and it is read to its end, not to that size. */
 bool tool_size_unknown(int fd, const struct stat *st);
-int tool_open_regular(const tool_ctx *ctx, const char *tool, const char *abs, int *ret_fd, struct stat *ret_st, tool_error *e);
 /* Whether fd is a /proc entry of the agent's own process (its pid, pid 1, a thread of its): its
  * memory layout, fds and environment, which no tool shows.  tool_open refuses these with
  * permission_denied; directory walks (grep, glob, list_dir) skip them. */
