@@ -270,7 +270,7 @@ $(B)/tests/bench-session: tests/bench/session.c $(B)/libnsbox.a
 	$(call say,CCLD,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(HIREDIS_LIBS)
 
-$(B)/tests/bench-daemon: tests/bench/daemon.c $(B)/libnsbox.a
+$(B)/tests/bench-daemon: tests/bench/daemon.c tests/bench/floor.c $(B)/libnsbox.a
 	@mkdir -p $(dir $@)
 	$(call say,CCLD,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(GIT_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(HIREDIS_LIBS)

@@ -43,6 +43,7 @@
 #include "../../runtime/base64.h"
 #include "../../runtime/proto.h"
 #include "../../runtime/util.h"
+#include "floor.h"
 
 #define BIG (64u << 20)
 #define CHUNK (16u << 20)
@@ -650,6 +651,116 @@ static uint64_t native_true(void)
         return now_ns() - t0;
 }
 
+/* exec [true] interleaved with a native spawn and its floors; read_file 4 KiB with its floors */
+static void warm_small_calls(conn *c, const char *id, int runs, const char *big, char *enc, json_t *w)
+{
+        samples ex = { 0 }, nat = { 0 }, rd = { 0 }, xd = { 0 }, xr = { 0 }, rdd = { 0 }, rdr = { 0 };
+        char *e = NULL, extra[64];
+        /* the sizes of the lines an exec [true] and a read_file 4 KiB call exchange with nsboxd */
+        const size_t call_req = 128, exec_reply = 256, read_reply = b64_encoded_len(4096) + 128;
+        floor_rig fx, fr;
+        floor_open(&fx, call_req, exec_reply);
+        floor_open(&fr, call_req, read_reply);
+        for (int i = 0; i < runs; i++) { /* interleaved with the native spawn and the floors it is compared to */
+                uint64_t t0 = now_ns();
+                if (!exec_true(c, id, &e))
+                        die("%s", e);
+                add(&ex, now_ns() - t0);
+                add(&nat, native_true());
+                add(&xd, floor_call(fx.direct, call_req, exec_reply));
+                add(&xr, floor_call(fx.relayed, call_req, exec_reply));
+        }
+        row("exec [true] round trip", &ex, NULL);
+        double ratio = pct_us(&ex, 0.5) / pct_us(&nat, 0.5);
+        snprintf(extra, sizeof(extra), "exec round trip / this: %.2fx", ratio);
+        row("  native posix_spawn + waitpid of /bin/true", &nat, extra);
+        json_object_set_new(w, "exec_true", dist(&ex));
+        json_object_set_new(w, "native_spawn_true", dist(&nat));
+        json_object_set_new(w, "exec_true_vs_native", json_real(ratio));
+        double floor_ratio = (pct_us(&nat, 0.5) + pct_us(&xr, 0.5)) / pct_us(&nat, 0.5);
+        snprintf(extra, sizeof(extra), "(native + this) / native: %.2fx", floor_ratio);
+        row("  floor: exec's bytes, socket, no work", &xd, NULL);
+        row("  floor: exec's bytes, do-nothing relay", &xr, extra);
+        json_object_set_new(w, "floor_exec_direct", dist(&xd));
+        json_object_set_new(w, "floor_exec_relay", dist(&xr));
+        json_object_set_new(w, "floor_exec_vs_native", json_real(floor_ratio));
+        b64_encode(big, 4096, enc);
+        json_decref(rpc(c, "call", json_pack("{ss ss s{ss ss}}", "sandbox", id, "tool", "write_file", "params", "path", "small",
+                                               "content_b64", enc)));
+        for (int i = 0; i < runs; i++) {
+                uint64_t t0 = now_ns();
+                json_t *r = call(c, id, "read_file", json_pack("{ss ss}", "path", "small", "encoding", "base64"), &e);
+                if (!r)
+                        die("%s", e);
+                add(&rd, now_ns() - t0);
+                if (json_string_length(json_object_get(r, "content")) != b64_encoded_len(4096))
+                        die("read_file 4 KiB: a reply of another size");
+                json_decref(r);
+                add(&rdd, floor_call(fr.direct, call_req, read_reply));
+                add(&rdr, floor_call(fr.relayed, call_req, read_reply));
+        }
+        floor_close(&fx);
+        floor_close(&fr);
+        row("read_file 4 KiB", &rd, NULL);
+        row("  floor: its bytes, socket, no work", &rdd, NULL);
+        row("  floor: its bytes, do-nothing relay", &rdr, "(what nsboxd's hop costs at best)");
+        json_object_set_new(w, "read_file_4k", dist(&rd));
+        json_object_set_new(w, "floor_read_direct", dist(&rdd));
+        json_object_set_new(w, "floor_read_relay", dist(&rdr));
+        samples *all[] = { &ex, &nat, &rd, &xd, &xr, &rdd, &rdr };
+        for (size_t k = 0; k < sizeof(all) / sizeof(*all); k++)
+                free(all[k]->v);
+}
+
+/* 64 MiB written then read back in 16 MiB calls (base64 in JSON), verified */
+static void warm_big(conn *c, const char *id, int big_runs, const char *big, char *enc, json_t *w)
+{
+        samples wb = { 0 }, rb = { 0 };
+        char *e = NULL, extra[64];
+        strbuf back;
+        sb_init(&back, 0);
+        for (int k = 0; k < big_runs; k++) {
+                uint64_t t0 = now_ns();
+                for (size_t off = 0; off < BIG; off += CHUNK) {
+                        b64_encode(big + off, CHUNK, enc);
+                        json_t *r = call(c, id, "write_file", json_pack("{ss ss sb}", "path", "big", "content_b64", enc, "append", off > 0), &e);
+                        if (!r)
+                                die("%s", e);
+                        json_decref(r);
+                }
+                add(&wb, now_ns() - t0);
+                t0 = now_ns();
+                for (size_t off = 0; off < BIG; off += CHUNK) {
+                        json_t *r = call(c, id, "read_file",
+                                         json_pack("{ss ss sI sI}", "path", "big", "encoding", "base64", "byte_offset", (json_int_t)off,
+                                                   "byte_limit", (json_int_t)CHUNK),
+                                         &e);
+                        if (!r)
+                                die("%s", e);
+                        json_t *ct = json_object_get(r, "content");
+                        back.len = 0;
+                        if (b64_decode(json_string_value(ct), json_string_length(ct), &back) < 0 || back.len != CHUNK ||
+                            memcmp(back.buf, big + off, CHUNK))
+                                die("read back different bytes through nsboxd");
+                        json_decref(r);
+                }
+                add(&rb, now_ns() - t0);
+        }
+        sb_release(&back);
+        double wmed = pct_us(&wb, 0.5), rmed = pct_us(&rb, 0.5);
+        snprintf(extra, sizeof(extra), "%.0f MB/s at the median", (double)BIG / wmed);
+        row("write_file 64 MiB (16 MiB calls)", &wb, extra);
+        snprintf(extra, sizeof(extra), "%.0f MB/s at the median", (double)BIG / rmed);
+        row("read_file 64 MiB (16 MiB calls)", &rb, extra);
+        json_t *wj = dist(&wb), *rj = dist(&rb);
+        json_object_set_new(wj, "mb_per_s", json_real((double)BIG / wmed));
+        json_object_set_new(rj, "mb_per_s", json_real((double)BIG / rmed));
+        json_object_set_new(w, "write_file_64m", wj);
+        json_object_set_new(w, "read_file_64m", rj);
+        free(wb.v);
+        free(rb.v);
+}
+
 static void bench_warm(const char *nsboxd, int runs, int big_runs, char *big)
 {
         char cfg[256];
@@ -724,83 +835,15 @@ static void bench_warm(const char *nsboxd, int runs, int big_runs, char *big)
         char *id = create(&c, json_object(), &e);
         if (!id)
                 die("%s", e);
-        samples ex = { 0 }, nat = { 0 }, rd = { 0 }, wb = { 0 }, rb = { 0 };
-        for (int i = 0; i < runs; i++) { /* interleaved with the native spawn it is compared to */
-                uint64_t t0 = now_ns();
-                if (!exec_true(&c, id, &e))
-                        die("%s", e);
-                add(&ex, now_ns() - t0);
-                add(&nat, native_true());
-        }
-        row("exec [true] round trip", &ex, NULL);
-        double ratio = pct_us(&ex, 0.5) / pct_us(&nat, 0.5);
-        snprintf(extra, sizeof(extra), "exec round trip / this: %.2fx", ratio);
-        row("  native posix_spawn + waitpid of /bin/true", &nat, extra);
-        json_object_set_new(w, "exec_true", dist(&ex));
-        json_object_set_new(w, "native_spawn_true", dist(&nat));
-        json_object_set_new(w, "exec_true_vs_native", json_real(ratio));
         char *enc = malloc(b64_encoded_len(CHUNK) + 1);
         if (!enc)
                 die("out of memory");
-        b64_encode(big, 4096, enc);
-        json_decref(rpc(&c, "call", json_pack("{ss ss s{ss ss}}", "sandbox", id, "tool", "write_file", "params", "path", "small",
-                                               "content_b64", enc)));
-        for (int i = 0; i < runs; i++) {
-                uint64_t t0 = now_ns();
-                json_t *r = call(&c, id, "read_file", json_pack("{ss ss}", "path", "small", "encoding", "base64"), &e);
-                if (!r)
-                        die("%s", e);
-                add(&rd, now_ns() - t0);
-                if (json_string_length(json_object_get(r, "content")) != b64_encoded_len(4096))
-                        die("read_file 4 KiB: a reply of another size");
-                json_decref(r);
-        }
-        row("read_file 4 KiB", &rd, NULL);
-        json_object_set_new(w, "read_file_4k", dist(&rd));
-        strbuf back;
-        sb_init(&back, 0);
-        for (int k = 0; k < big_runs; k++) {
-                uint64_t t0 = now_ns();
-                for (size_t off = 0; off < BIG; off += CHUNK) {
-                        b64_encode(big + off, CHUNK, enc);
-                        json_t *r = call(&c, id, "write_file", json_pack("{ss ss sb}", "path", "big", "content_b64", enc, "append", off > 0), &e);
-                        if (!r)
-                                die("%s", e);
-                        json_decref(r);
-                }
-                add(&wb, now_ns() - t0);
-                t0 = now_ns();
-                for (size_t off = 0; off < BIG; off += CHUNK) {
-                        json_t *r = call(&c, id, "read_file",
-                                         json_pack("{ss ss sI sI}", "path", "big", "encoding", "base64", "byte_offset", (json_int_t)off,
-                                                   "byte_limit", (json_int_t)CHUNK),
-                                         &e);
-                        if (!r)
-                                die("%s", e);
-                        json_t *ct = json_object_get(r, "content");
-                        back.len = 0;
-                        if (b64_decode(json_string_value(ct), json_string_length(ct), &back) < 0 || back.len != CHUNK ||
-                            memcmp(back.buf, big + off, CHUNK))
-                                die("read back different bytes through nsboxd");
-                        json_decref(r);
-                }
-                add(&rb, now_ns() - t0);
-        }
-        sb_release(&back);
-        double wmed = pct_us(&wb, 0.5), rmed = pct_us(&rb, 0.5);
-        snprintf(extra, sizeof(extra), "%.0f MB/s at the median", (double)BIG / wmed);
-        row("write_file 64 MiB (16 MiB calls)", &wb, extra);
-        snprintf(extra, sizeof(extra), "%.0f MB/s at the median", (double)BIG / rmed);
-        row("read_file 64 MiB (16 MiB calls)", &rb, extra);
-        json_t *wj = dist(&wb), *rj = dist(&rb);
-        json_object_set_new(wj, "mb_per_s", json_real((double)BIG / wmed));
-        json_object_set_new(rj, "mb_per_s", json_real((double)BIG / rmed));
-        json_object_set_new(w, "write_file_64m", wj);
-        json_object_set_new(w, "read_file_64m", rj);
+        warm_small_calls(&c, id, runs, big, enc, w);
+        warm_big(&c, id, big_runs, big, enc, w);
         destroy(&c, id);
         free(id);
         free(enc);
-        samples *all[] = { &acq, &acq_create, &cold, &quiet, &ex, &nat, &rd, &wb, &rb };
+        samples *all[] = { &acq, &acq_create, &cold, &quiet };
         for (size_t k = 0; k < sizeof(all) / sizeof(*all); k++)
                 free(all[k]->v);
         conn_close(&c);

@@ -61,11 +61,13 @@ res = {"machine": machine(), "runs": runs, "user": user, "peers": peers, "skippe
 targets = []
 
 
-def target(what, goal, value, unit, ok, note=None, into=targets):
+def target(what, goal, value, unit, ok, note=None, into=targets, floor=None):
     t = {"target": what, "goal": goal, "measured": None if value is None else round(value, 3), "unit": unit,
          "met": None if value is None else bool(ok)}
     if note:
         t["note"] = note
+    if floor:
+        t["floor"] = floor
     into.append(t)
 
 
@@ -116,14 +118,25 @@ def target26(*args, **kw):
     target(*args, into=targets26, **kw)
 
 
+def floor_us(key):
+    d = w.get(key)
+    return "%.0f us" % d["median_us"] if d else "-"
+
+
 v = w.get("read_file_4k", {}).get("median_us")
-target26("read_file 4 KiB through nsboxd (median)", "<= 50 us", v, "us", v is not None and v <= 50)
+target26("read_file 4 KiB through nsboxd (median)", "<= 50 us", v, "us", v is not None and v <= 50,
+         floor="its bytes with no work: %s over a socket, %s through a do-nothing relay"
+         % (floor_us("floor_read_direct"), floor_us("floor_read_relay")) if w.get("floor_read_relay") else None)
 target26("64 MiB write and read, fd path", ">= 1 GB/s each", None, "MB/s", False,
          note="in the transfer section that follows (tests/bench/xfer.sh, xfer.json), not this summary")
 v = w.get("exec_true_vs_native")
-target26("exec [true] round trip / native posix_spawn+wait", "<= 1.2x", v, "x", v is not None and v <= 1.2)
+fr = w.get("floor_exec_vs_native")
+target26("exec [true] round trip / native posix_spawn+wait", "<= 1.2x", v, "x", v is not None and v <= 1.2,
+         floor="native + a do-nothing relay of its bytes (%s): %.2fx" % (floor_us("floor_exec_relay"), fr) if fr else None)
 v = med_ms("pool_acquire_to_first_exec")
-target26("pool acquire to first exec result (median)", "<= 0.7 ms", v, "ms", v is not None and v <= 0.7)
+nat = med_ms("native_spawn_true")
+target26("pool acquire to first exec result (median)", "<= 0.7 ms", v, "ms", v is not None and v <= 0.7,
+         floor="a native posix_spawn + wait of /bin/true alone: %.2f ms" % nat if nat else None)
 v = ns["median_ms"] / bw["median_ms"] if ns and bw else None
 target26("cold nsbox run / bwrap, same binds (median ratio)", "<= 0.95x", v, "x", v is not None and v <= 0.95)
 v = den["listed"] if den else None
@@ -150,6 +163,8 @@ def print_targets(ts):
         m = "-" if t["measured"] is None else "%g %s" % (t["measured"], t["unit"])
         verdict = t.get("note") or ("not measured" if t["met"] is None else ("met" if t["met"] else "MISSED"))
         print("   %-50s %-36s %-22s %s" % (t["target"], t["goal"], m, verdict))
+        if t.get("floor"):
+            print("      floor on this machine, same run: %s" % t["floor"])
 
 
 print_targets(targets)
