@@ -136,6 +136,9 @@ void envd_error(hreq *r, const char *connect_code, const char *fmt, ...) __attri
 int envd_send(hreq *r, json_t *msg);   /* a stream's next message (takes msg); begin it first */
 void envd_end(hreq *r, const char *connect_code, const char *message); /* its end; NULL code: fine */
 int envd_user(hreq *r, const char *name); /* the user it acts as (Authorization, or name): 0, or answered */
+int envd_user_check(hreq *r, const char *who, char *why, size_t n); /* who is the sandbox's user: 0, or -EPERM and why */
+const char *envd_user_name(hreq *r); /* the sandbox's user as E2B names it: "user", or its root's name */
+const char *envd_home(hreq *r);      /* its home: /home/user, or its root's */
 void envd_stream_timers(hreq *r);      /* Keepalive-Ping-Interval and Connect-Timeout-Ms of a stream */
 
 /* http_process.c: process.Process's methods (after /process.Process/) */

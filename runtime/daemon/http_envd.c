@@ -104,11 +104,48 @@ void envd_answer(hreq *r, json_t *msg)
         http_answer_json(r, 200, msg);
 }
 
-/* Authorization: Basic base64("user:") names the user; "user" is the sandbox's own, "root" is
- * refused until sandboxes have a root user (the roots issue). */
+/* The sandbox's user as E2B names it, and its home (the working directory, where relative paths
+ * resolve): "user" and /home/user, or for a sandbox whose user is root, its policy's. */
+static const nsbox_policy *root_policy(hreq *r)
+{
+        sandbox *s = http_sandbox(r);
+        return s && s->policy && s->policy->uid == 0 && s->policy->user_name && s->policy->home ? s->policy : NULL;
+}
+
+const char *envd_user_name(hreq *r)
+{
+        const nsbox_policy *p = root_policy(r);
+        return p ? p->user_name : "user";
+}
+
+const char *envd_home(hreq *r)
+{
+        const nsbox_policy *p = root_policy(r);
+        return p ? p->home : "/home/user";
+}
+
+/* A sandbox has one user, its policy's: the name a request gives (none: that user) must be it.
+ * "user" is also the E2B SDKs' name for the unprivileged default, so a sandbox whose user is not
+ * root answers to it.  0, or -EPERM with why written (one line). */
+int envd_user_check(hreq *r, const char *who, char *why, size_t n)
+{
+        sandbox *s = http_sandbox(r);
+        const char *own = s && s->policy && s->policy->user_name ? s->policy->user_name : "user";
+        bool root = root_policy(r) != NULL;
+        if (!who || !*who || !strcmp(who, own) || (!root && !strcmp(who, "user")))
+                return 0;
+        if (!strcmp(who, "root"))
+                snprintf(why, n, "user 'root': this sandbox's one user is '%s' (a template whose policy's user is uid 0, such as nsbox's root policy, runs everything as root: nsbox-policy(5))",
+                         own);
+        else
+                snprintf(why, n, "user '%.64s': this sandbox's one user is '%s'", who, envd_user_name(r));
+        return -EPERM;
+}
+
+/* Authorization: Basic base64("user:") names the user (envd_user_check). */
 int envd_user(hreq *r, const char *name)
 {
-        char who[64] = "user";
+        char who[64] = "";
         const char *auth = http_header(r, "Authorization");
         if (!name && auth && !strncasecmp(auth, "Basic ", 6)) {
                 strbuf dec;
@@ -124,9 +161,10 @@ int envd_user(hreq *r, const char *name)
         } else if (name && *name) {
                 snprintf(who, sizeof(who), "%s", name);
         }
-        if (!strcmp(who, "user") || !*who)
+        char why[512];
+        if (envd_user_check(r, who, why, sizeof(why)) == 0)
                 return 0;
-        envd_error(r, "unauthenticated", "user '%s': sandboxes run as 'user' (root comes with sandbox roots; see nsbox-protocol(7))", who);
+        envd_error(r, "unauthenticated", "%s", why);
         return -EPERM;
 }
 

@@ -26,7 +26,6 @@
 #define FILES_STEP (64u << 10)   /* decoded bytes made at a time from the body */
 #define FILES_MAX 1000u          /* files in one multipart upload */
 #define FILES_PATH_MAX 4096u
-#define FILES_HOME "/home/user"  /* E2B's home: relative paths resolve in it */
 
 typedef struct upfile {
         char *path, *tmp;  /* the file, and its temporary */
@@ -62,8 +61,8 @@ static void advance(files_state *st);
 
 /* ---- paths ----------------------------------------------------------------------------------- */
 
-/* Absolute, or relative to E2B's home (and ~/): a new string, or NULL with why in msg. */
-static char *resolve_path(const char *p, const char **why)
+/* Absolute, or relative to the home (envd_home, and ~/): a new string, or NULL with why in msg. */
+static char *resolve_path(hreq *r, const char *p, const char **why)
 {
         if (!p || !*p) {
                 *why = "a path is needed (the path query parameter, or a part's filename)";
@@ -77,8 +76,8 @@ static char *resolve_path(const char *p, const char **why)
         if (p[0] == '/')
                 out = strdup(p);
         else if (!strcmp(p, "~"))
-                out = strdup(FILES_HOME);
-        else if (asprintf(&out, "%s/%s", FILES_HOME, !strncmp(p, "~/", 2) ? p + 2 : p) < 0)
+                out = strdup(envd_home(r));
+        else if (asprintf(&out, "%s/%s", envd_home(r), !strncmp(p, "~/", 2) ? p + 2 : p) < 0)
                 out = NULL;
         if (!out)
                 *why = "out of memory";
@@ -244,7 +243,7 @@ static void download_msg(hreq *r, json_t *msg)
 static void download(hreq *r, files_state *st)
 {
         const char *why = NULL;
-        char *path = resolve_path(http_arg(r, "path"), &why);
+        char *path = resolve_path(r, http_arg(r, "path"), &why);
         if (!path) {
                 files_fail(st, 400, "%s", why);
                 return;
@@ -271,7 +270,7 @@ static upfile *new_file(files_state *st, const char *name)
                 return NULL;
         }
         const char *why = NULL;
-        char *path = resolve_path(name, &why);
+        char *path = resolve_path(st->r, name, &why);
         if (!path) {
                 files_fail(st, 400, "%s", why);
                 return NULL;
@@ -573,9 +572,9 @@ void files_request(hreq *r)
         st->r = r;
         r->state = st;
         r->state_free = files_free;
-        const char *user = http_arg(r, "username");
-        if (user && *user && strcmp(user, "user")) {
-                files_fail(st, 401, "error looking up user '%.64s': sandboxes run as 'user'", user);
+        char why[512];
+        if (envd_user_check(r, http_arg(r, "username"), why, sizeof(why)) < 0) {
+                files_fail(st, 401, "error looking up %s", why);
                 return;
         }
         if (!strcmp(r->method, "GET"))

@@ -15,7 +15,6 @@
 
 #define FS_PATH_MAX 4096
 #define FS_MAX_DEPTH 32            /* list_dir's own bound; its entries are capped too */
-#define FS_HOME "/home/user"        /* E2B's home: relative paths resolve in it */
 #define FS_WATCHERS_PER_SANDBOX 16
 #define FS_WATCHER_EVENTS 4096      /* buffered per watcher; the oldest are dropped and counted */
 
@@ -107,7 +106,7 @@ static int known_fields(hreq *r, json_t *m, const char *const *known)
         return 0;
 }
 
-/* A path field, absolute: relative ones (and ~) resolve in /home/user; empty is the home when
+/* A path field, absolute: relative ones (and ~) resolve in the home (envd_home); empty is the home when
  * allowed.  *ret is malloc'd. */
 static int path_field(hreq *r, json_t *m, const char *name, bool empty_ok, char **ret)
 {
@@ -132,9 +131,9 @@ static int path_field(hreq *r, json_t *m, const char *name, bool empty_ok, char 
         if (p[0] == '/')
                 n = asprintf(ret, "%s", p);
         else if (!len || !strcmp(p, "~"))
-                n = asprintf(ret, FS_HOME);
+                n = asprintf(ret, "%s", envd_home(r));
         else
-                n = asprintf(ret, FS_HOME "/%s", !strncmp(p, "~/", 2) ? p + 2 : p);
+                n = asprintf(ret, "%s/%s", envd_home(r), !strncmp(p, "~/", 2) ? p + 2 : p);
         if (n < 0) {
                 *ret = NULL;
                 envd_error(r, "internal", "out of memory");

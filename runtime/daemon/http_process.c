@@ -18,7 +18,6 @@
 #include "../../tools/registry.h"
 #include "../connect.h"
 
-#define HOME_DIR "/home/user"
 #define PROCS_MAX 1024    /* E2B records a sandbox keeps */
 #define E2B_TAG_MAX 256
 #define PATH_MAX_LEN 4096
@@ -188,14 +187,15 @@ static json_t *exec_params(hreq *r, json_t *config, json_t *pty, const char *age
         json_t *senv = s ? json_object_get(s->http, "envs") : NULL;
         if (string_map(senv))
                 json_object_update(env, senv);
-        json_object_set_new(env, "HOME", json_string(HOME_DIR));
-        json_object_set_new(env, "USER", json_string("user"));
+        const char *home = envd_home(r);
+        json_object_set_new(env, "HOME", json_string(home));
+        json_object_set_new(env, "USER", json_string(envd_user_name(r)));
         json_object_update(env, json_object_get(config, "envs"));
         const char *cwd = json_string_value(json_object_get(config, "cwd"));
         char *path = NULL;
-        if (asprintf(&path, "%s%s%s", !cwd || *cwd != '/' ? HOME_DIR : "", cwd && *cwd != '/' ? "/" : "", cwd ? cwd : "") < 0)
+        if (asprintf(&path, "%s%s%s", !cwd || *cwd != '/' ? home : "", cwd && *cwd != '/' ? "/" : "", cwd ? cwd : "") < 0)
                 path = NULL;
-        json_t *x = json_pack("{so so ss sb ss}", "cmd", argv, "env", env, "cwd", path ? path : HOME_DIR, "detach", 1, "tag",
+        json_t *x = json_pack("{so so ss sb ss}", "cmd", argv, "env", env, "cwd", path ? path : home, "detach", 1, "tag",
                               agent_tag);
         free(path);
         if (x && pty)

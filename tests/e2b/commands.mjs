@@ -1,7 +1,7 @@
 // sandbox.commands through the e2b SDK (envd's process.Process over Connect+JSON): foreground
 // runs, exit errors, streaming callbacks, background + list + kill, connect by pid, stdin, cwd,
 // envs, timeouts, and E2B's user and home.  Env: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY.
-import { Sandbox, CommandExitError, TimeoutError } from "e2b";
+import { Sandbox, AuthenticationError, CommandExitError, TimeoutError } from "e2b";
 import { check, assert, eq, throwsA, atEnd, done, until, sleep, RUN } from "./lib.mjs";
 
 let sb;
@@ -98,6 +98,28 @@ await check("home_and_working_directory_are_home_user", async () => {
 
 await check("whoami_is_user", async () => {
         eq("user\n", (await sb.commands.run("whoami")).stdout, "whoami");
+});
+
+// A sandbox has one user, its policy's: "base" answers to user (root refused, saying how to get
+// it); the "root" template of this test's nsboxd (policy root) runs everything as root.
+await check("user_root_is_the_sandboxs_one_user_or_refused", async () => {
+        const e = await throwsA(AuthenticationError, () => sb.commands.run("id -u", { user: "root" }), "user root in base");
+        assert(/one user is 'user'.*policy/.test(e.message), `the refusal says why: ${e.message}`);
+        const f = await throwsA(AuthenticationError, () => sb.files.read("/home/user/here", { user: "root" }), "files as root in base");
+        assert(/one user is 'user'/.test(f.message), `the refusal says why: ${f.message}`);
+        eq("user\n", (await sb.commands.run("whoami", { user: "user" })).stdout, "user, named");
+        const rs = await Sandbox.create("root", { metadata: { run: RUN }, timeoutMs: 120000 });
+        try {
+                eq("0 root\n", (await rs.commands.run('echo "$(id -u) $(whoami)"', { user: "root" })).stdout, "root, named");
+                eq("0\n", (await rs.commands.run("id -u")).stdout, "the sandbox's user when none is named");
+                await rs.files.write("/root/by-root.txt", "r", { user: "root" });
+                eq("r", await rs.files.read("/root/by-root.txt", { user: "root" }), "a file written and read as root");
+                eq("0\n", (await rs.commands.run("stat -c %u /root/by-root.txt")).stdout, "its owner");
+                const u = await throwsA(AuthenticationError, () => rs.commands.run("id -u", { user: "user" }), "user in a root sandbox");
+                assert(/one user is 'root'/.test(u.message), `the refusal says why: ${u.message}`);
+        } finally {
+                await rs.kill();
+        }
 });
 
 await check("processes_outlive_the_handle_that_started_them", async () => {

@@ -51,8 +51,9 @@ free_port() {
 # nsboxd --http on a free port (another port if it was taken meanwhile); sets DPID and PORT.
 start_nsboxd() {
         # keys in a file of the session's: never in the machine's (or the user's) own key file,
-        # where every run would leave two more, up to the 64 a user may hold
-        local keys="\"http\": {\"keys\": \"$SESSION_DIR/keys.json\"}" conf uid
+        # where every run would leave two more, up to the 64 a user may hold; a template "root"
+        # whose sandboxes' one user is root (commands.mjs: E2B's user "root")
+        local keys="\"http\": {\"keys\": \"$SESSION_DIR/keys.json\"}, \"templates\": {\"root\": {\"create\": {\"policy\": \"root\"}}}" conf uid
         conf="{$keys}"
         if [ "$TEST_AS" = root ]; then
                 uid=$(id -u "$TENANT") || { setup_failed "no user $TENANT (tests/run creates it)"; return 1; }
