@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
@@ -22,6 +23,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -647,16 +649,25 @@ static int add_children(pidset *s, pid_t pid)
         return added;
 }
 
+/* /proc/PID/FILE's text into buf (NUL-terminated); false when the process is gone. */
+static bool proc_text(pid_t pid, const char *file, char *buf, size_t size)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read_full(fd, buf, size - 1) : -1;
+        if (n <= 0)
+                return false;
+        buf[n] = '\0';
+        return true;
+}
+
 /* The state letter of /proc/PID/stat, '?' when the process is gone. */
 static char proc_state(pid_t pid)
 {
-        char path[64], buf[512];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? read_full(fd, buf, sizeof(buf) - 1) : -1;
-        if (n <= 0)
+        char buf[512];
+        if (!proc_text(pid, "stat", buf, sizeof(buf)))
                 return '?';
-        buf[n] = '\0';
         const char *rp = strrchr(buf, ')');
         return rp && rp[1] == ' ' ? rp[2] : '?';
 }
@@ -727,4 +738,38 @@ int nsbox_sandbox_freeze(nsbox_sandbox *sb, bool freeze, int timeout_ms, nsbox_e
         if (sb->pid <= 0)
                 return nsbox_err(err, ESRCH, "the sandbox is not running");
         return signal_freeze(sb, freeze, timeout_ms, err);
+}
+
+/* ---- usage without a cgroup (E2B's getMetrics) -------------------------------------------------- */
+
+void nsbox_sandbox_usage(const nsbox_sandbox *sb, uint64_t *rss_bytes, uint64_t *cpu_us)
+{
+        pidset s = { 0 };
+        unsigned long long pages = 0, ticks = 0;
+        *rss_bytes = *cpu_us = 0;
+        if (sb->pid <= 0 || pidset_add(&s, sb->pid) < 0)
+                return;
+        /* the init and its descendants, found breadth first (s grows while it is walked); a
+         * process's cutime and cstime hold its reaped children's, the init's every orphan's */
+        for (size_t i = 0; i < s.n && add_children(&s, s.v[i]) >= 0; i++) {
+                char buf[1024];
+                unsigned long long size, resident, ut, st, cut, cst;
+                if (proc_text(s.v[i], "statm", buf, sizeof(buf)) && sscanf(buf, "%llu %llu", &size, &resident) == 2)
+                        pages += resident;
+                const char *p = proc_text(s.v[i], "stat", buf, sizeof(buf)) ? strrchr(buf, ')') : NULL;
+                if (p && sscanf(p, ") %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ut, &st, &cut, &cst) == 4)
+                        ticks += ut + st + cut + cst;
+        }
+        free(s.v);
+        long pg = sysconf(_SC_PAGESIZE), hz = sysconf(_SC_CLK_TCK);
+        *rss_bytes = pages * (uint64_t)(pg > 0 ? pg : 4096);
+        *cpu_us = ticks * 1000000ull / (uint64_t)(hz > 0 ? hz : 100);
+}
+
+uint64_t nsbox_sandbox_disk_used(const nsbox_sandbox *sb)
+{
+        struct statfs sfs;
+        if (sb->stagefd < 0 || fstatfs(sb->stagefd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC)
+                return 0;
+        return (uint64_t)(sfs.f_blocks - sfs.f_bfree) * (uint64_t)sfs.f_bsize;
 }

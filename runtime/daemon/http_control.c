@@ -627,13 +627,19 @@ static void metrics(hreq *r, sandbox *s)
         json_int_t mem_total = json_integer_value(json_object_get(info, "memoryMB")) << 20;
         json_int_t disk_total = json_integer_value(json_object_get(info, "diskSizeMB")) << 20;
         json_decref(info);
+        /* without a cgroup's memory or cpu accounting: its processes' (sandbox.h) */
+        uint64_t rss = 0, cpu_us = 0;
+        if (!has || !cs.memory_current || !cs.cpu_usage_us)
+                nsbox_sandbox_usage(&s->sup.sb, &rss, &cpu_us);
+        uint64_t mem = has && cs.memory_current ? cs.memory_current : rss;
+        uint64_t used_us = has && cs.cpu_usage_us ? cs.cpu_usage_us : cpu_us;
         double pct = 0;
         uint64_t life_us = (uint64_t)(now - s->created) * 1000000ull;
-        if (has && life_us && cpus)
-                pct = 100.0 * (double)cs.cpu_usage_us / (double)life_us / (double)cpus;
+        if (life_us && cpus)
+                pct = 100.0 * (double)used_us / (double)life_us / (double)cpus;
         http_answer_json(r, 200, json_pack("[{ss sI si sf sI sI sI sI sI}]", "timestamp", ts, "timestampUnix", (json_int_t)now, "cpuCount",
-                                           (int)cpus, "cpuUsedPct", pct, "memUsed", (json_int_t)(has ? cs.memory_current : 0),
-                                           "memTotal", mem_total, "memCache", (json_int_t)0, "diskUsed", (json_int_t)0, "diskTotal",
+                                           (int)cpus, "cpuUsedPct", pct, "memUsed", (json_int_t)mem, "memTotal", mem_total, "memCache",
+                                           (json_int_t)0, "diskUsed", (json_int_t)nsbox_sandbox_disk_used(&s->sup.sb), "diskTotal",
                                            disk_total));
 }
 

@@ -188,6 +188,31 @@ test_timeout_connect_pause_metrics() {
         assert_eq running "$(json 'j["state"]')" "state after connect"
 }
 
+# what the sandbox uses, with or without a cgroup: its processes' resident memory and CPU time, and
+# its writable layer's bytes
+test_metrics_count_what_the_sandbox_uses() {
+        trap cleanup EXIT
+        local d
+        d=$(new_dir)
+        start_daemon "$d"
+        create
+        "$NSBOX" exec "$ID" -- sh -c 'head -c 30000000 /dev/zero > /home/user/big; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done' ||
+                fail "exec"
+        "$NSBOX" exec -d "$ID" -- python3 -c 'import time; x = bytearray(80 << 20); open("/tmp/held", "w").close(); time.sleep(300)' > /dev/null ||
+                fail "exec -d"
+        local i
+        for i in $(seq 100); do
+                "$NSBOX" exec "$ID" -- test -e /tmp/held && break
+                sleep 0.1
+        done
+        sleep 1 # a whole second of life: cpuUsedPct is over the sandbox's lifetime, in seconds
+        api GET "/sandboxes/$ID/metrics"
+        assert_eq 200 "$CODE" "metrics"
+        local m
+        m=$(json '"%d %d %d" % (j[0]["diskUsed"] >= 30000000, j[0]["memUsed"] >= 80 << 20, j[0]["cpuUsedPct"] > 0)')
+        assert_eq "1 1 1" "$m" "diskUsed >= 30 MB, memUsed >= 80 MiB, cpuUsedPct > 0: $BODY"
+}
+
 test_bad_bodies_change_nothing() {
         trap cleanup EXIT
         local d b
