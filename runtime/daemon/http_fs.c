@@ -269,16 +269,27 @@ static json_t *entry_info(json_t *t)
 
 /* ---- watch events ---------------------------------------------------------------------------- */
 
-/* ".NAME.nsbox-XXXXXX", write_file's temporary: NAME's length, or 0 if base is not one. */
+/* The temporaries nsbox writes a file through: ".NAME.nsbox-XXXXXX" (write_file's, six letters or
+ * digits) and ".NAME.upload-XXXXXXXX" (an upload to /files, http_files.c: eight hex digits).
+ * NAME's length, or 0 if base is neither. */
+static bool chars_in(const char *s, size_t n, bool hex)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= (hex ? 'f' : 'z')) || (!hex && s[i] >= 'A' && s[i] <= 'Z')))
+                        return false;
+        return true;
+}
+
 static size_t temp_of(const char *base)
 {
         size_t n = strlen(base);
-        if (n < 15 || base[0] != '.' || strncmp(base + n - 13, ".nsbox-", 7))
+        if (base[0] != '.')
                 return 0;
-        for (size_t i = n - 6; i < n; i++)
-                if (!((base[i] >= '0' && base[i] <= '9') || (base[i] >= 'a' && base[i] <= 'z') || (base[i] >= 'A' && base[i] <= 'Z')))
-                        return 0;
-        return n - 14;
+        if (n >= 15 && !strncmp(base + n - 13, ".nsbox-", 7) && chars_in(base + n - 6, 6, false))
+                return n - 14;
+        if (n >= 18 && !strncmp(base + n - 16, ".upload-", 8) && chars_in(base + n - 8, 8, true))
+                return n - 17;
+        return 0;
 }
 
 static void view_free(fs_watchview *v)
