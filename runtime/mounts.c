@@ -341,7 +341,9 @@ static int skel_copy(int lowerfd, const char *path, const struct stat *st, nsbox
 
 /* Debian's /etc/profile, save that the user id comes from bash's EUID: the stock file runs id(1)
  * at every login shell, and E2B's SDKs run each command as `bash -l -c`, so the fork and exec of
- * id was a third of a command's time.  Other shells still run id. */
+ * id was a third of a command's time.  Other shells still run id.  And the sandbox's Python
+ * environment (VIRTUAL_ENV, pyvenv.h) stays first in PATH, as outside a login shell: else
+ * `python` is not found and pip is the system's, which PEP 668 stops. */
 static const char host_profile[] =
         "# /etc/profile of an nsbox sandbox: Debian's, with the user id from bash's EUID (no id(1) run)\n"
         "nsbox_uid=${EUID:-$(id -u)}\n"
@@ -349,6 +351,9 @@ static const char host_profile[] =
         "  PATH=\"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"\n"
         "else\n"
         "  PATH=\"/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games\"\n"
+        "fi\n"
+        "if [ -n \"${VIRTUAL_ENV-}\" ] && [ -d \"$VIRTUAL_ENV/bin\" ]; then\n"
+        "  PATH=\"$VIRTUAL_ENV/bin:$PATH\"\n"
         "fi\n"
         "export PATH\n"
         "if [ \"${PS1-}\" ]; then\n"

@@ -96,6 +96,13 @@ await check("home_and_working_directory_are_home_user", async () => {
         eq("ok\n", (await sb.commands.run("touch here && echo ok")).stdout, "the home is writable");
 });
 
+// commands.run is a login shell: the sandbox's Python environment stays first in its PATH, so
+// `python` exists and pip is the environment's (the system's is stopped by PEP 668)
+await check("python_and_pip_in_a_login_shell_are_the_sandboxs", async () => {
+        const r = await sb.commands.run('python -c "import sys; print(sys.prefix)"; command -v pip');
+        eq("/opt/venv\n/opt/venv/bin/pip\n", r.stdout, "python's prefix and pip");
+});
+
 await check("whoami_is_user", async () => {
         eq("user\n", (await sb.commands.run("whoami")).stdout, "whoami");
 });

@@ -12,16 +12,17 @@ test_id_is_the_policy_user() {
 
 test_login_shell_path_without_running_id() {
         # E2B's SDKs run every command as `bash -l -c`: the profile must not fork id(1) for bash,
-        # and must still set Debian's PATH for the user and for root.  A fake id on PATH tells.
+        # and must still set Debian's PATH for the user and for root, after the sandbox's Python
+        # environment (python and its pip).  A fake id on PATH tells.
         local probe='mkdir -p /tmp/fb && printf "#!/bin/sh\ntouch /tmp/ran-id\nexec /usr/bin/id \"\$@\"\n" > /tmp/fb/id && chmod +x /tmp/fb/id
                 PATH=/tmp/fb:$PATH bash -l -c "echo \$PATH"; [ -e /tmp/ran-id ] && echo bash-ran-id
                 PATH=/tmp/fb:$PATH sh -l -c "echo \$PATH"; [ -e /tmp/ran-id ] && echo sh-ran-id; true'
         assert_status 0 "$NSBOX" run -- sh -c "$probe"
-        assert_eq "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games
-/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games
+        assert_eq "/opt/venv/bin:/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games
+/opt/venv/bin:/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games
 sh-ran-id" "$OUT" "login shells as the user (dash has no EUID and runs id)"
         assert_status 0 "$NSBOX" run --policy root -- bash -l -c 'echo $PATH'
-        assert_eq "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$OUT" "root's login shell"
+        assert_eq "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$OUT" "root's login shell"
 }
 
 test_proc_lists_only_sandbox_processes() {
