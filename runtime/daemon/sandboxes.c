@@ -232,6 +232,8 @@ json_t *sandbox_json(const daemon_state *d, const sandbox *s)
                         json_object_set_new(o, "idle_expires_in", json_real(at > now ? (double)(at - now) / 1e9 : 0));
         }
         json_object_set_new(o, "on_expiry", json_string(s->expiry_pause ? "pause" : "destroy"));
+        if (s->policy && s->policy->user_name) /* who its commands and files act as, inside */
+                json_object_set_new(o, "user", json_pack("{ss si}", "name", s->policy->user_name, "uid", (int)s->policy->uid));
         limits_held(o, &s->limits, &s->sup.sb.cg);
         json_object_set_new(o, "snapshot", s->layers.snapshot ? json_string(s->layers.snapshot) : json_null());
         if (s->repo_url || s->clone_url) {

@@ -707,6 +707,21 @@ def t_e2b():
         check(r.stdout == "\x00x\x00" and "".join(got) == "\x00x\x00", f"NUL streamed: {r.stdout!r} {got}")
         r = s.commands.run("head -c 3000000 /dev/zero")
         check(len(r.stdout) == 1 << 20 and r.raw["truncated"] is True, f"output kept: {len(r.stdout)} {r.raw}")
+    # E2B's user=: the sandbox's one user (its info's), "user" for a sandbox not root; another is
+    # refused as E2B's SDKs refuse it, before anything runs
+    with e2b.Sandbox.create() as s:
+        check(s.commands.run("whoami", user="user").stdout == "user\n", "user named")
+        for what, f in (("commands.run", lambda: s.commands.run("touch /tmp/ran", user="root")),
+                        ("files.write", lambda: s.files.write("/tmp/w", "x", user="root")),
+                        ("files.read", lambda: s.files.read("/etc/hostname", user="root")),
+                        ("pty.create", lambda: s.pty.create(user="root")),
+                        ("files.list", lambda: s.files.list("/tmp", user="nobody"))):
+            e = raises(f, e2b.AuthenticationException, "unauthenticated", what)
+            check("one user is 'user'" in str(e), f"{what}: {e}")
+        check(not s.files.exists("/tmp/ran") and not s.files.exists("/tmp/w"), "a refused call ran")
+    with e2b.Sandbox.create(policy="root") as s:
+        check(s.commands.run("id -u", user="root").stdout == "0\n", "root named in a root sandbox")
+        raises(lambda: s.commands.run("id -u", user="user"), e2b.AuthenticationException, "unauthenticated", "user in root's")
     # nsbox's own Sandbox keeps its documented text, and gets NUL bytes too
     with Sandbox.create(metadata={"test": "e2b-own"}) as s:
         e = raises(lambda: s.commands.run("echo x >&2; exit 3"), CommandExitException, "command_exit", "own")

@@ -9,9 +9,9 @@ Standard library only.  See clients/python/README.md and nsbox-protocol(7).
 """
 
 from ._rpc import Connection, runtime_paths
-from .exceptions import (CapacityException, CommandExitException, ConflictException, InvalidArgumentException,
-                         LimitsWarning, NotFoundException, PermissionDeniedException, SandboxException,
-                         TimeoutException, TooLargeException, UnavailableException)
+from .exceptions import (AuthenticationException, CapacityException, CommandExitException, ConflictException,
+                         InvalidArgumentException, LimitsWarning, NotFoundException, PermissionDeniedException,
+                         SandboxException, TimeoutException, TooLargeException, UnavailableException)
 from .code import Context, Execution, ExecutionError, Logs, Result
 from .sandbox import (CommandHandle, CommandResult, Commands, EntryInfo, Filesystem, FilesystemEvent,
                       FilesystemEventType, FileType, Pty, PtyHandle, PtySize, Sandbox, SandboxInfo, SandboxQuery, WatchHandle, WriteInfo)
@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 __all__ = ["Sandbox", "SandboxInfo", "SandboxQuery", "Filesystem", "Commands", "CommandHandle", "CommandResult",
            "EntryInfo", "FileType", "WriteInfo", "FilesystemEvent", "FilesystemEventType", "WatchHandle",
            "Pty", "PtyHandle", "PtySize", "Connection", "runtime_paths", "SandboxException",
-           "NotFoundException", "InvalidArgumentException", "PermissionDeniedException", "ConflictException",
-           "TooLargeException", "TimeoutException", "CapacityException", "UnavailableException", "LimitsWarning",
+           "NotFoundException", "InvalidArgumentException", "PermissionDeniedException", "AuthenticationException",
+           "ConflictException", "TooLargeException", "TimeoutException", "CapacityException", "UnavailableException",
+           "LimitsWarning",
            "CommandExitException", "Execution", "Result", "Logs", "ExecutionError", "Context"]

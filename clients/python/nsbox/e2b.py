@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Optional
 from . import sandbox as _base
 from ._rpc import Connection
 from .exceptions import CommandExitException as _NsboxCommandExit
-from .exceptions import InvalidArgumentException, NotFoundException
+from .exceptions import AuthenticationException, InvalidArgumentException, NotFoundException
 
 # E2B's keyword arguments that mean nothing to a local nsboxd (its connection, its cloud)
 E2B_IGNORED = frozenset((
@@ -245,4 +245,4 @@ class Sandbox(_base.Sandbox):
             self.close()
 
 
-__all__ = ["Sandbox", "CommandExitException", "DEFAULT_TIMEOUT", "E2B_IGNORED"]
+__all__ = ["Sandbox", "AuthenticationException", "CommandExitException", "DEFAULT_TIMEOUT", "E2B_IGNORED"]

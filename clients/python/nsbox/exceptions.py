@@ -37,6 +37,13 @@ class PermissionDeniedException(SandboxException):
     code = "permission_denied"
 
 
+class AuthenticationException(SandboxException):
+    """unauthenticated: a user the sandbox does not have (it has one, its policy's), as E2B's
+    SDKs raise for a user envd refuses."""
+
+    code = "unauthenticated"
+
+
 class ConflictException(SandboxException):
     """Exists already, not unique, busy (a sandbox paused or starting...)."""
 
@@ -78,6 +85,7 @@ _BY_CODE = {
     "is_directory": InvalidArgumentException,
     "not_a_directory": InvalidArgumentException,
     "permission_denied": PermissionDeniedException,
+    "unauthenticated": AuthenticationException,
     "conflict": ConflictException,
     "too_large": TooLargeException,
     "timeout": TimeoutException,

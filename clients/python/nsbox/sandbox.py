@@ -22,8 +22,8 @@ from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Union
 from . import trajectory as _trajectory
 from ._rpc import Connection
 from .code import CellEvents, Context, Execution, ExecutionError, Result, check_language, context_id
-from .exceptions import (CommandExitException, LimitsWarning, InvalidArgumentException, NotFoundException, SandboxException,
-                         TimeoutException)
+from .exceptions import (AuthenticationException, CommandExitException, LimitsWarning, InvalidArgumentException,
+                         NotFoundException, SandboxException, TimeoutException)
 
 # Bytes per read_file/write_file call: under the protocol's 16 MiB per call, and base64 of it
 # stays well under the 32 MiB line limit.
@@ -148,6 +148,7 @@ class Filesystem:
 
         read_file with encoding base64, in pieces of 8 MiB (byte_offset/byte_limit).
         """
+        self._sb._as_user(_ignored.get("user"))
         _check_str("path", path)
         if format not in ("text", "bytes", "stream"):
             raise InvalidArgumentException(f"files.read: format must be 'text', 'bytes' or 'stream', not {format!r}",
@@ -251,6 +252,7 @@ class Filesystem:
         More than 8 MiB goes to a temporary file next to it, in pieces (append), then renamed
         over it: readers see the old or the new content, never part of it.
         """
+        self._sb._as_user(_ignored.get("user"))
         if isinstance(path, list):  # E2B's older write(files) form
             return self.write_files(path)
         _check_str("path", path)
@@ -291,6 +293,7 @@ class Filesystem:
         """Write several files, [{"path": ..., "data": str|bytes}, ...]: write_files calls of
         up to 8 MiB each (a larger file alone through write()).  Every file is tried; then the
         first failure, if any, is raised with its stable code."""
+        self._sb._as_user(_ignored.get("user"))
         if not isinstance(files, list) or not files:
             raise InvalidArgumentException("files.write_files: expected a non-empty list of {'path', 'data'}",
                                            "invalid_argument")
@@ -341,6 +344,7 @@ class Filesystem:
 
     def list(self, path: str, depth: int = 1, **_ignored) -> List[EntryInfo]:
         """The entries below a directory, depth levels deep: list_dir."""
+        self._sb._as_user(_ignored.get("user"))
         _check_str("path", path)
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise InvalidArgumentException(f"files.list: depth must be an integer >= 1, not {depth!r}",
@@ -349,20 +353,24 @@ class Filesystem:
         return [EntryInfo._from(e) for e in r["entries"]]
 
     def exists(self, path: str, **_ignored) -> bool:
+        self._sb._as_user(_ignored.get("user"))
         _check_str("path", path)
         return bool(self._sb._call("exists", {"path": path})["exists"])
 
     def get_info(self, path: str, **_ignored) -> EntryInfo:
         """stat (a final symbolic link described, not followed)."""
+        self._sb._as_user(_ignored.get("user"))
         _check_str("path", path)
         return EntryInfo._from(self._sb._call("stat", {"path": path}))
 
     def remove(self, path: str, **_ignored) -> None:
         """A file, a symbolic link or a directory with everything in it (remove, recursive)."""
+        self._sb._as_user(_ignored.get("user"))
         _check_str("path", path)
         self._sb._call("remove", {"path": path, "recursive": True})
 
     def rename(self, old_path: str, new_path: str, **_ignored) -> EntryInfo:
+        self._sb._as_user(_ignored.get("user"))
         _check_str("old_path", old_path)
         _check_str("new_path", new_path)
         r = self._sb._call("rename", {"from": old_path, "to": new_path})
@@ -374,11 +382,13 @@ class Filesystem:
         """Watch directory path (tool watch, streamed): on_event(FilesystemEvent) for each change,
         from a thread of its own, until handle.stop().  Raises at once for a missing path
         (NotFoundException), a file, or too many watches; on_exit(error or None) when it ends."""
+        self._sb._as_user(_ignored.get("user"))
         _check_str("path", path)
         return WatchHandle(self._sb, path, on_event, bool(recursive), on_exit)
 
     def make_dir(self, path: str, **_ignored) -> bool:
         """Create a directory and its parents; False when it existed already (mkdir, parents)."""
+        self._sb._as_user(_ignored.get("user"))
         _check_str("path", path)
         return bool(self._sb._call("mkdir", {"path": path, "parents": True})["created"])
 
@@ -638,6 +648,7 @@ class Commands:
         send_stdin(), and on_stdout/on_stderr get its output live.  tag: a name for it (1-64 of
         A-Z a-z 0-9 . _ -, unique among the sandbox's running commands), for connect().
         """
+        self._sb._as_user(_ignored.get("user"))
         _check_str("cmd", cmd)
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
             raise InvalidArgumentException(f"commands.run: timeout must be a number of seconds >= 0, not {timeout!r}",
@@ -785,6 +796,7 @@ class Pty:
         """Start cmd (default: an interactive bash) on a new terminal of size (or cols x rows;
         default 80x24), detached: it runs on when this connection goes, and tag names it.
         on_data gets the terminal's output as bytes as it comes."""
+        self._sb._as_user(_ignored.get("user"))
         size = size or PtySize(rows=rows if rows is not None else 24, cols=cols if cols is not None else 80)
         params: Dict[str, Any] = {"cmd": list(cmd or ["/bin/bash", "-i", "-l"]), "detach": True,
                                   "pty": {"cols": size.cols, "rows": size.rows}}
@@ -931,6 +943,22 @@ class Sandbox:
         finally:
             conn.close()
         return [SandboxInfo._from(s) for s in boxes if states is None or s.get("state") in states]
+
+    def _as_user(self, user: Any) -> None:
+        """E2B's user= of a call: the sandbox has one user, its policy's (its info's "user");
+        "user" names it too when it is not root.  Another raises AuthenticationException, as
+        E2B's SDKs do for a user envd refuses; nothing is called."""
+        if user is None or user == "":
+            return
+        me = self._info.get("user") if isinstance(self._info, dict) else None
+        name = me.get("name", "user") if isinstance(me, dict) else "user"
+        root = isinstance(me, dict) and me.get("uid") == 0
+        if user == name or (user == "user" and not root):
+            return
+        hint = (" (a sandbox whose policy's user is uid 0, such as nsbox's root policy, runs everything as root)"
+                if user == "root" else "")
+        raise AuthenticationException(f"user {str(user)[:64]!r}: this sandbox's one user is {name!r}{hint}",
+                                      "unauthenticated")
 
     def _call(self, tool: str, params: Dict[str, Any], on_event=None, stream: bool = False) -> Any:
         req: Dict[str, Any] = {"sandbox": self.sandbox_id, "tool": tool, "params": params}
