@@ -126,19 +126,19 @@ const char *envd_home(hreq *r)
 
 /* A sandbox has one user, its policy's: the name a request gives (none: that user) must be it.
  * "user" is also the E2B SDKs' name for the unprivileged default, so a sandbox whose user is not
- * root answers to it.  0, or -EPERM with why written (one line). */
+ * root answers to it, and one whose user is uid 0 answers to "root" whatever its name.  0, or -EPERM with why written (one line). */
 int envd_user_check(hreq *r, const char *who, char *why, size_t n)
 {
         sandbox *s = http_sandbox(r);
         const char *own = s && s->policy && s->policy->user_name ? s->policy->user_name : "user";
         bool root = root_policy(r) != NULL;
-        if (!who || !*who || !strcmp(who, own) || (!root && !strcmp(who, "user")))
+        if (!who || !*who || !strcmp(who, own) || !strcmp(who, root ? "root" : "user"))
                 return 0;
         if (!strcmp(who, "root"))
                 snprintf(why, n, "user 'root': this sandbox's one user is '%s' (a template whose policy's user is uid 0, such as nsbox's root policy, runs everything as root: nsbox-policy(5))",
                          own);
         else
-                snprintf(why, n, "user '%.64s': this sandbox's one user is '%s'", who, envd_user_name(r));
+                snprintf(why, n, "user '%.64s': this sandbox's one user is '%s'", who, own);
         return -EPERM;
 }
 

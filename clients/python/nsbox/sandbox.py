@@ -946,14 +946,14 @@ class Sandbox:
 
     def _as_user(self, user: Any) -> None:
         """E2B's user= of a call: the sandbox has one user, its policy's (its info's "user");
-        "user" names it too when it is not root.  Another raises AuthenticationException, as
+        "user" names it too when it is not root, "root" when it is uid 0.  Another raises AuthenticationException, as
         E2B's SDKs do for a user envd refuses; nothing is called."""
         if user is None or user == "":
             return
         me = self._info.get("user") if isinstance(self._info, dict) else None
         name = me.get("name", "user") if isinstance(me, dict) else "user"
         root = isinstance(me, dict) and me.get("uid") == 0
-        if user == name or (user == "user" and not root):
+        if user == name or user == ("root" if root else "user"):
             return
         hint = (" (a sandbox whose policy's user is uid 0, such as nsbox's root policy, runs everything as root)"
                 if user == "root" else "")
