@@ -43,7 +43,7 @@ typedef struct nsbox_run_options {
         uint64_t timeout_ms, disk, memory, pids;
         double cpus;
         bool json;
-        bool tty, interactive; /* run: -t, -i */
+        bool tty, interactive, rm; /* run: -t, -i, --rm (the last two change nothing) */
         bool help;
         char **argv; /* the command: points into the caller's argv, NULL-terminated */
         /* Strings point into the argv or the JSON params parsed (kept alive by the caller while

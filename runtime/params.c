@@ -212,7 +212,7 @@ const nsbox_param nsbox_params[] = {
           "a policy name of the policy directories or a policy file (default: default)" },
         { "rootfs", "rootfs", 0, NSBOX_PARAM_PATH, ALL, NSBOX_PARAM_OPERATOR_ONLY, F(rootfs), 0, 0, 0, NULL, NULL, rootfs_client,
           "the root filesystem: host (read-only) or a directory" },
-        { "workdir", "workdir", 0, NSBOX_PARAM_STRING, ALL, 0, F(workdir), 0, 0, 0, NULL, NULL, NULL, "the working directory inside" },
+        { "workdir", "workdir", 'w', NSBOX_PARAM_STRING, ALL, 0, F(workdir), 0, 0, 0, NULL, NULL, NULL, "the working directory inside" },
         { "hostname", "hostname", 0, NSBOX_PARAM_STRING, ALL, 0, F(hostname), 0, 0, 0, NULL, NULL, NULL, "the sandbox's host name" },
         { "net", "net", 0, NSBOX_PARAM_STRING, ALL, 0, F(net), 0, 0, 0, NULL, NULL, NULL, "network: none or nat" },
         { "from", "from", 0, NSBOX_PARAM_STRING, ALL, NSBOX_PARAM_DAEMON_ONLY | NSBOX_PARAM_OPERATOR_ONLY, F(from), 0, 0, 0, NULL,
@@ -270,6 +270,8 @@ const nsbox_param nsbox_params[] = {
           "run the command on a terminal of its own when stdin is one" },
         { NULL, "interactive", 'i', NSBOX_PARAM_FLAG, NSBOX_CMD_RUN, 0, F(interactive), 0, 0, 0, NULL, NULL, NULL,
           "keep stdin (always so: for -it as in docker)" },
+        { NULL, "rm", 0, NSBOX_PARAM_FLAG, NSBOX_CMD_RUN, 0, F(rm), 0, 0, 0, NULL, NULL, NULL,
+          "remove the sandbox at the end (always so: as in docker)" },
         { NULL, "json", 0, NSBOX_PARAM_FLAG, ALL, 0, F(json), 0, 0, 0, NULL, NULL, NULL, "print JSON" },
         { NULL, "help", 'h', NSBOX_PARAM_FLAG, ALL, 0, F(help), 0, 0, 0, NULL, NULL, NULL, "print the usage" },
 };
@@ -440,6 +442,29 @@ static const nsbox_param *long_flag(const char *name, size_t n)
         return matches == 1 ? found : NULL;
 }
 
+/* docker's options that nsbox spells otherwise (or has no need of): what to use instead. */
+static const char *docker_hint(const char *a)
+{
+        static const char *const hints[][2] = {
+                { "-v", "docker's volume: use --bind SRC:DST (read-only) or --bind SRC:DST:rw" },
+                { "--volume", "docker's volume: use --bind SRC:DST (read-only) or --bind SRC:DST:rw" },
+                { "--mount", "docker's mount: use --bind SRC:DST[:rw] or --tmpfs DST[:SIZE]" },
+                { "-u", "docker's user: a sandbox runs as its policy's user; --policy root runs as root" },
+                { "--user", "docker's user: a sandbox runs as its policy's user; --policy root runs as root" },
+                { "-p", "docker's publish: use --publish [127.0.0.1:]HOSTPORT[:PORT], with --net nat" },
+                { "-m", "docker's memory: use --memory SIZE" },
+                { "--name", "a run's sandbox has no name: nsbox create --label K=V makes one that stays" },
+                { "-d", "docker's detach: nsbox create, then nsbox exec -d ID -- CMD" },
+                { "--detach", "docker's detach: nsbox create, then nsbox exec -d ID -- CMD" },
+                { "--entrypoint", "the command is what follows --: nsbox run [OPTIONS] -- CMD [ARG...]" },
+        };
+        size_t n = a[1] == '-' ? strcspn(a, "=") : 2;
+        for (size_t i = 0; i < ARRAY_SIZE(hints); i++)
+                if (strlen(hints[i][0]) == n && !strncmp(a, hints[i][0], n))
+                        return hints[i][1];
+        return NULL;
+}
+
 static const nsbox_param *short_flag(char c)
 {
         for (size_t i = 0; c && i < nsbox_n_params; i++)
@@ -465,6 +490,8 @@ static int parse_flags(int argc, char **argv, unsigned command, nsbox_run_option
                 if (a[1] == '-') {
                         const char *eq = strchr(a + 2, '=');
                         p = long_flag(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
+                        if (!p && docker_hint(a))
+                                return nsbox_err(err, 0, "%s: unknown option '%s' (%s; see nsbox %s --help)", cmd, a, docker_hint(a), cmd);
                         if (!p || (eq && p->type == NSBOX_PARAM_FLAG)) {
                                 _cleanup_free_ char *name = strndup(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
                                 const char *near = p ? NULL : closest_flag(name ? name : "", command);
@@ -476,7 +503,9 @@ static int parse_flags(int argc, char **argv, unsigned command, nsbox_run_option
                         if (eq)
                                 v = eq + 1;
                 } else {
-                        if (!(p = short_flag(a[1])))
+                        if (!(p = short_flag(a[1])) && docker_hint(a))
+                                return nsbox_err(err, 0, "%s: unknown option '-%c' (%s; see nsbox %s --help)", cmd, a[1], docker_hint(a), cmd);
+                        if (!p)
                                 return nsbox_err(err, 0, "%s: unknown option '-%c' (see nsbox %s --help)", cmd, a[1], cmd);
                         if (a[2] && p->type != NSBOX_PARAM_FLAG)
                                 v = a + 2;

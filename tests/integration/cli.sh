@@ -70,6 +70,27 @@ test_a_typo_of_a_command_or_option_names_the_closest_one() {
         assert_contains "$OUT" "did you mean --recursive?"
 }
 
+# what a docker user types: -w and --rm work; docker's spellings of what nsbox names otherwise
+# are refused in one line that says what to use, and start nothing
+test_docker_flags_work_or_say_what_to_use() {
+        assert_status 0 "$NSBOX" run --rm -w /tmp/w -- pwd
+        assert_eq /tmp/w "$OUT" "run --rm -w"
+        local id
+        new_sandbox id -w /workspace/w
+        assert_status 0 "$NSBOX" exec "$id" -- pwd
+        assert_eq /workspace/w "$OUT" "create -w"
+        local before a
+        before=$("$NSBOX" ls -q | sort)
+        for a in "-v /tmp:/x:ro|--bind SRC:DST" "--volume=/tmp:/x|--bind SRC:DST" "-u root|--policy root" "--user=1000|--policy root" \
+                "-p 8080:80|--publish" "-m 512m|--memory SIZE" "-d|nsbox exec -d" "--entrypoint sh|follows --"; do
+                # shellcheck disable=SC2086  # the option and its value, as typed
+                assert_status 125 "$NSBOX" run ${a%%|*} -- touch /tmp/ran
+                assert_one_line_error "$OUT"
+                assert_contains "$OUT" "${a#*|}" "run ${a%%|*}"
+        done
+        assert_eq "$before" "$("$NSBOX" ls -q | sort)" "sandboxes after the refused runs"
+}
+
 test_help_command_prints_that_commands_help() {
         local cmd want
         for cmd in run create exec ls rm inspect cp completion version mcp; do
