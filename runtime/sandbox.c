@@ -581,6 +581,7 @@ void nsbox_sandbox_destroy(nsbox_sandbox *sb)
 typedef struct pidset {
         pid_t *v;
         size_t n, alloc;
+        size_t max; /* 0: FREEZE_MAX_PIDS */
 } pidset;
 
 static bool pidset_has(const pidset *s, pid_t pid)
@@ -595,7 +596,7 @@ static int pidset_add(pidset *s, pid_t pid)
 {
         if (pidset_has(s, pid))
                 return 0;
-        if (s->n >= FREEZE_MAX_PIDS)
+        if (s->n >= (s->max ? s->max : FREEZE_MAX_PIDS))
                 return -E2BIG;
         if (s->n == s->alloc) {
                 size_t na = s->alloc ? 2 * s->alloc : 64;
@@ -742,20 +743,30 @@ int nsbox_sandbox_freeze(nsbox_sandbox *sb, bool freeze, int timeout_ms, nsbox_e
 
 /* ---- usage without a cgroup (E2B's getMetrics) -------------------------------------------------- */
 
+/* The walk reads two files a process and is quadratic in its set: bounded, a sandbox of more
+ * processes than that is counted in part (its first ones, breadth first). */
+#define USAGE_MAX_PIDS 256
+
 void nsbox_sandbox_usage(const nsbox_sandbox *sb, uint64_t *rss_bytes, uint64_t *cpu_us)
 {
-        pidset s = { 0 };
+        pidset s = { .max = USAGE_MAX_PIDS };
         unsigned long long pages = 0, ticks = 0;
         *rss_bytes = *cpu_us = 0;
         if (sb->pid <= 0 || pidset_add(&s, sb->pid) < 0)
                 return;
-        /* the init and its descendants, found breadth first (s grows while it is walked); a
-         * process's cutime and cstime hold its reaped children's, the init's every orphan's */
-        for (size_t i = 0; i < s.n && add_children(&s, s.v[i]) >= 0; i++) {
+        /* the init and its descendants, found breadth first (s grows while it is walked) until
+         * the bound; then each one's figures: a process's cutime and cstime hold its reaped
+         * children's, the init's every orphan's */
+        for (size_t i = 0; i < s.n && add_children(&s, s.v[i]) >= 0; i++)
+                ;
+        for (size_t i = 0; i < s.n; i++) {
                 char buf[1024];
-                unsigned long long size, resident, ut, st, cut, cst;
-                if (proc_text(s.v[i], "statm", buf, sizeof(buf)) && sscanf(buf, "%llu %llu", &size, &resident) == 2)
-                        pages += resident;
+                /* resident less file-backed and shared (statm's third): what the process holds of
+                 * its own, not libc's pages that every one of them maps */
+                unsigned long long size, resident, shared, ut, st, cut, cst;
+                if (proc_text(s.v[i], "statm", buf, sizeof(buf)) && sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) == 3 &&
+                    resident > shared)
+                        pages += resident - shared;
                 const char *p = proc_text(s.v[i], "stat", buf, sizeof(buf)) ? strrchr(buf, ')') : NULL;
                 if (p && sscanf(p, ") %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ut, &st, &cut, &cst) == 4)
                         ticks += ut + st + cut + cst;

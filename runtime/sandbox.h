@@ -69,9 +69,10 @@ int nsbox_sandbox_wait_ready(nsbox_sandbox *sb, int timeout_ms, nsbox_error *err
  * The signal fallback is visible to the sandbox: a parent waiting with WUNTRACED sees its
  * child stop, and a process stopped on purpose is continued too. */
 int nsbox_sandbox_freeze(nsbox_sandbox *sb, bool freeze, int timeout_ms, nsbox_error *err);
-/* Where no cgroup counts them: the resident bytes and the CPU time so far of the sandbox's
- * processes (its init and every descendant, /proc/PID/statm and stat, reaped ones included);
- * and the bytes used of its staging tmpfs (its writable layer).  0 what cannot be read. */
+/* Where no cgroup counts them: the anonymous resident bytes (statm's resident less shared) and
+ * the CPU time so far of the sandbox's processes (its init and its descendants, at most 256 of
+ * them, /proc/PID/statm and stat, reaped ones included); and the bytes used of its staging tmpfs
+ * (its writable layer).  0 what cannot be read. */
 void nsbox_sandbox_usage(const nsbox_sandbox *sb, uint64_t *rss_bytes, uint64_t *cpu_us);
 uint64_t nsbox_sandbox_disk_used(const nsbox_sandbox *sb);
 /* SIGKILL the agent (and so everything in the sandbox), reap it, close every fd, remove the

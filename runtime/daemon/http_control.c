@@ -627,10 +627,18 @@ static void metrics(hreq *r, sandbox *s)
         json_int_t mem_total = json_integer_value(json_object_get(info, "memoryMB")) << 20;
         json_int_t disk_total = json_integer_value(json_object_get(info, "diskSizeMB")) << 20;
         json_decref(info);
-        /* without a cgroup's memory or cpu accounting: its processes' (sandbox.h) */
+        /* without a cgroup's memory or cpu accounting: its processes' (sandbox.h), walked at most
+         * once a second */
         uint64_t rss = 0, cpu_us = 0;
-        if (!has || !cs.memory_current || !cs.cpu_usage_us)
-                nsbox_sandbox_usage(&s->sup.sb, &rss, &cpu_us);
+        if (!has || !cs.memory_current || !cs.cpu_usage_us) {
+                uint64_t t = now_ns();
+                if (!s->usage_ns || t - s->usage_ns >= 1000000000ull) {
+                        nsbox_sandbox_usage(&s->sup.sb, &s->usage_rss, &s->usage_cpu_us);
+                        s->usage_ns = t;
+                }
+                rss = s->usage_rss;
+                cpu_us = s->usage_cpu_us;
+        }
         uint64_t mem = has && cs.memory_current ? cs.memory_current : rss;
         uint64_t used_us = has && cs.cpu_usage_us ? cs.cpu_usage_us : cpu_us;
         double pct = 0;

@@ -152,6 +152,8 @@ typedef struct sandbox {
         char *clone_url, *clone_commit;
         bool cloning, clone_reset; /* its clone runs (not ready yet); for a reset */
         bool warming;              /* pooled, its warm-up runs (not ready yet): create.c, pool_warm */
+        /* E2B's metrics without a cgroup: its processes' usage, walked at most once a second */
+        uint64_t usage_ns, usage_rss, usage_cpu_us;
         uid_t host_uid;           /* the sandbox user's host ids, owner of a repository layer */
         gid_t host_gid;
         /* the worker running for it */
