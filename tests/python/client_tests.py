@@ -716,12 +716,12 @@ def t_e2b():
                         ("files.read", lambda: s.files.read("/etc/hostname", user="root")),
                         ("pty.create", lambda: s.pty.create(user="root")),
                         ("files.list", lambda: s.files.list("/tmp", user="nobody"))):
-            e = raises(f, e2b.AuthenticationException, "unauthenticated", what)
+            e = raises(f, e2b.AuthenticationException, "permission_denied", what)
             check("one user is 'user'" in str(e), f"{what}: {e}")
         check(not s.files.exists("/tmp/ran") and not s.files.exists("/tmp/w"), "a refused call ran")
     with e2b.Sandbox.create(policy="root") as s:
         check(s.commands.run("id -u", user="root").stdout == "0\n", "root named in a root sandbox")
-        raises(lambda: s.commands.run("id -u", user="user"), e2b.AuthenticationException, "unauthenticated", "user in root's")
+        raises(lambda: s.commands.run("id -u", user="user"), e2b.AuthenticationException, "permission_denied", "user in root's")
     # nsbox's own Sandbox keeps its documented text, and gets NUL bytes too
     with Sandbox.create(metadata={"test": "e2b-own"}) as s:
         e = raises(lambda: s.commands.run("echo x >&2; exit 3"), CommandExitException, "command_exit", "own")

@@ -37,11 +37,9 @@ class PermissionDeniedException(SandboxException):
     code = "permission_denied"
 
 
-class AuthenticationException(SandboxException):
-    """unauthenticated: a user the sandbox does not have (it has one, its policy's), as E2B's
-    SDKs raise for a user envd refuses."""
-
-    code = "unauthenticated"
+class AuthenticationException(PermissionDeniedException):
+    """E2B's name for a user the sandbox does not have (it has one, its policy's), which its SDKs
+    raise when envd refuses the user; the client raises it before calling (permission_denied)."""
 
 
 class ConflictException(SandboxException):
@@ -85,7 +83,6 @@ _BY_CODE = {
     "is_directory": InvalidArgumentException,
     "not_a_directory": InvalidArgumentException,
     "permission_denied": PermissionDeniedException,
-    "unauthenticated": AuthenticationException,
     "conflict": ConflictException,
     "too_large": TooLargeException,
     "timeout": TimeoutException,

@@ -958,7 +958,7 @@ class Sandbox:
         hint = (" (a sandbox whose policy's user is uid 0, such as nsbox's root policy, runs everything as root)"
                 if user == "root" else "")
         raise AuthenticationException(f"user {str(user)[:64]!r}: this sandbox's one user is {name!r}{hint}",
-                                      "unauthenticated")
+                                      "permission_denied")
 
     def _call(self, tool: str, params: Dict[str, Any], on_event=None, stream: bool = False) -> Any:
         req: Dict[str, Any] = {"sandbox": self.sandbox_id, "tool": tool, "params": params}
