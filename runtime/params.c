@@ -490,8 +490,9 @@ static int parse_flags(int argc, char **argv, unsigned command, nsbox_run_option
                 if (a[1] == '-') {
                         const char *eq = strchr(a + 2, '=');
                         p = long_flag(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
-                        if (!p && docker_hint(a))
-                                return nsbox_err(err, 0, "%s: unknown option '%s' (%s; see nsbox %s --help)", cmd, a, docker_hint(a), cmd);
+                        const char *hint = p ? NULL : docker_hint(a);
+                        if (hint)
+                                return nsbox_err(err, 0, "%s: unknown option '%s' (%s; see nsbox %s --help)", cmd, a, hint, cmd);
                         if (!p || (eq && p->type == NSBOX_PARAM_FLAG)) {
                                 _cleanup_free_ char *name = strndup(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
                                 const char *near = p ? NULL : closest_flag(name ? name : "", command);
@@ -503,8 +504,9 @@ static int parse_flags(int argc, char **argv, unsigned command, nsbox_run_option
                         if (eq)
                                 v = eq + 1;
                 } else {
-                        if (!(p = short_flag(a[1])) && docker_hint(a))
-                                return nsbox_err(err, 0, "%s: unknown option '-%c' (%s; see nsbox %s --help)", cmd, a[1], docker_hint(a), cmd);
+                        const char *hint = (p = short_flag(a[1])) ? NULL : docker_hint(a);
+                        if (hint)
+                                return nsbox_err(err, 0, "%s: unknown option '-%c' (%s; see nsbox %s --help)", cmd, a[1], hint, cmd);
                         if (!p)
                                 return nsbox_err(err, 0, "%s: unknown option '-%c' (see nsbox %s --help)", cmd, a[1], cmd);
                         if (a[2] && p->type != NSBOX_PARAM_FLAG)

@@ -104,38 +104,42 @@ void envd_answer(hreq *r, json_t *msg)
         http_answer_json(r, 200, msg);
 }
 
-/* The sandbox's user as E2B names it, and its home (the working directory, where relative paths
- * resolve): "user" and /home/user, or for a sandbox whose user is root, its policy's. */
-static const nsbox_policy *root_policy(hreq *r)
+/* The policy of a sandbox whose one user is uid 0 (named and with a home), or NULL. */
+static const nsbox_policy *root_policy(const sandbox *s)
 {
-        sandbox *s = http_sandbox(r);
-        return s && s->policy && s->policy->uid == 0 && s->policy->user_name && s->policy->home ? s->policy : NULL;
+        const nsbox_policy *p = s ? s->policy : NULL;
+        return p && p->uid == 0 && p->user_name && p->home ? p : NULL;
 }
 
+/* The sandbox's user as E2B names it, and its home (the working directory, where relative paths
+ * resolve): "user" and /home/user, or for a sandbox whose user is root, its policy's. */
 const char *envd_user_name(hreq *r)
 {
-        const nsbox_policy *p = root_policy(r);
+        const nsbox_policy *p = root_policy(http_sandbox(r));
         return p ? p->user_name : "user";
 }
 
 const char *envd_home(hreq *r)
 {
-        const nsbox_policy *p = root_policy(r);
+        const nsbox_policy *p = root_policy(http_sandbox(r));
         return p ? p->home : "/home/user";
 }
 
 /* A sandbox has one user, its policy's: the name a request gives (none: that user) must be it.
  * "user" is also the E2B SDKs' name for the unprivileged default, so a sandbox whose user is not
- * root answers to it, and one whose user is uid 0 answers to "root" whatever its name.  0, or -EPERM with why written (one line). */
+ * root answers to it, and one whose user is uid 0 answers to "root" whatever its name.
+ * 0, or -EPERM with why written (one line). */
 int envd_user_check(hreq *r, const char *who, char *why, size_t n)
 {
-        sandbox *s = http_sandbox(r);
+        const sandbox *s = http_sandbox(r);
         const char *own = s && s->policy && s->policy->user_name ? s->policy->user_name : "user";
-        bool root = root_policy(r) != NULL;
+        bool root = root_policy(s) != NULL;
         if (!who || !*who || !strcmp(who, own) || !strcmp(who, root ? "root" : "user"))
                 return 0;
         if (!strcmp(who, "root"))
-                snprintf(why, n, "user 'root': this sandbox's one user is '%s' (a template whose policy's user is uid 0, such as nsbox's root policy, runs everything as root: nsbox-policy(5))",
+                snprintf(why, n,
+                         "user 'root': this sandbox's one user is '%s' (a template whose policy's user is uid 0, "
+                         "such as nsbox's root policy, runs everything as root: nsbox-policy(5))",
                          own);
         else
                 snprintf(why, n, "user '%.64s': this sandbox's one user is '%s'", who, own);
