@@ -448,7 +448,7 @@ static void update_interest(agent *a)
         nsbox_epoll_set(a->epfd, a->c->protofd, WATCH_PROTO, &a->proto_events, (high || a->proto_eof ? 0 : EPOLLIN) | (a->outq.len ? EPOLLOUT : 0));
         for (proc *p = a->procs; p; p = p->next) {
                 for (int i = 1; i <= 2; i++)
-                        nsbox_epoll_set(a->epfd, p->fd[i], WATCH(p->serial, i), &p->events[i], (high || p->paused) && p->stream ? 0 : EPOLLIN);
+                        nsbox_epoll_set(a->epfd, p->fd[i], WATCH(p->serial, i), &p->events[i], proc_held(a, p) ? 0 : EPOLLIN);
                 nsbox_epoll_set(a->epfd, p->fd[0], WATCH(p->serial, 0), &p->events[0], p->stdin_q.len ? EPOLLOUT : 0);
         }
         watch_update_interest(a, high);

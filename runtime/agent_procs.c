@@ -190,12 +190,13 @@ static void tail_append(agent *a, proc *p, int i, const char *buf, size_t n)
 
 /* A background command's output: into its tail, and to each attached reader that keeps up (a
  * paused one, or any while the outgoing queue is high, misses the chunk and is told so at the
- * end: the command is never held for a reader). */
+ * end), unless the reader holds the command: then the pipes were read only because it can take
+ * the chunk (proc_held). */
 static void proc_fan_out(agent *a, proc *p, int i, const char *buf, size_t n)
 {
         tail_append(a, p, i, buf, n);
         for (attach *t = p->attached; t; t = t->next) {
-                if (t->paused || a->outq.len >= OUTQ_HIGH)
+                if (!t->hold && (t->paused || a->outq.len >= OUTQ_HIGH))
                         t->truncated = true;
                 else
                         send_output(a, t->call_id, p, i, buf, n);
@@ -258,10 +259,19 @@ void proc_write_stdin(agent *a, proc *p)
                 proc_close_fd(a, p, 0);
 }
 
-/* A streamed command whose output cannot be sent now: its pipes wait, however long. */
+/* A command whose output cannot be sent now: its pipes wait, however long.  A streamed
+ * command, or a background one with a reader that holds it (process_connect's hold). */
 bool proc_held(const agent *a, const proc *p)
 {
-        return p->stream && (p->paused || a->outq.len >= OUTQ_HIGH) && (p->fd[1] >= 0 || p->fd[2] >= 0);
+        if (p->fd[1] < 0 && p->fd[2] < 0)
+                return false;
+        bool high = a->outq.len >= OUTQ_HIGH;
+        if (p->stream)
+                return p->paused || high;
+        for (const attach *t = p->attached; t; t = t->next)
+                if (t->hold && (t->paused || high))
+                        return true;
+        return false;
 }
 
 /* A command is done when it exited and its pipes reached EOF, or EXIT_GRACE after it exited
@@ -766,8 +776,9 @@ fail:
 static void handle_connect(agent *a, const request *rq, proc *p)
 {
         tool_error e = { 0 };
-        bool follow = true;
-        if (tool_param_bool(&rq->in, "process_connect", "follow", &follow, &e) < 0) {
+        bool follow = true, hold = false;
+        if (tool_param_bool(&rq->in, "process_connect", "follow", &follow, &e) < 0 ||
+            tool_param_bool(&rq->in, "process_connect", "hold", &hold, &e) < 0) {
                 send_tool_error(a, rq->id, &e);
                 return;
         }
@@ -781,6 +792,7 @@ static void handle_connect(agent *a, const request *rq, proc *p)
         if (!t)
                 agent_exit(a, 125);
         t->call_id = rq->id;
+        t->hold = hold;
         t->truncated = p->tail_lost;
         for (int i = 1; i <= 2; i++)
                 if (p->tail_len[i])

@@ -29,7 +29,8 @@ typedef struct attach attach;
 struct attach {
         attach *next;
         json_int_t call_id;
-        bool paused;    /* its reader is slow: live chunks are dropped for it */
+        bool paused;    /* its reader is slow: live chunks are dropped for it, or held */
+        bool hold;      /* while it is paused, the process waits for it (its pipes are not read) */
         bool truncated; /* it missed some of the output */
 };
 

@@ -6,6 +6,8 @@
  * follows it with process_connect; both name the process by a tag of nsboxd's own ("e2b.*"),
  * so that the three calls (exec, process_close_stdin unless stdin is wanted, process_connect)
  * go to the agent together and the reader is attached before the command's first output.
+ * The reader holds the process (process_connect's hold): a slow client makes the command wait
+ * for it, as envd's fan-out does, rather than lose output.
  * The E2B side of a process (its config and its tag, a free string) is kept in the sandbox's
  * s->http "procs", by pid, for List and for selectors by tag; an entry goes when its process
  * is seen to end. */
@@ -314,7 +316,8 @@ static void stream_msg(hreq *r, json_t *msg)
                 } else {
                         st->pty = json_is_true(json_object_get(found, "pty"));
                         begin(r, st);
-                        st->connect_id = http_call(r, "process_connect", json_pack("{sI sb}", "pid", (json_int_t)st->pid, "follow", 1), true);
+                        json_t *cp = json_pack("{sI sb sb}", "pid", (json_int_t)st->pid, "follow", 1, "hold", 1);
+                        st->connect_id = http_call(r, "process_connect", cp, true);
                 }
         } else if (call == st->connect_id && params && !id) {
                 if (st->begun)
@@ -402,7 +405,7 @@ static void start(hreq *r, pstate *st, json_t *m)
         /* stdin is on unless asked off (the proto's default); a pty's input is its terminal */
         if (!st->pty && json_is_false(in))
                 http_call(r, "process_close_stdin", json_pack("{ss}", "tag", agent_tag), false);
-        st->connect_id = http_call(r, "process_connect", json_pack("{ss sb}", "tag", agent_tag, "follow", 1), true);
+        st->connect_id = http_call(r, "process_connect", json_pack("{ss sb sb}", "tag", agent_tag, "follow", 1, "hold", 1), true);
         /* the reaping wait goes with them: the agent answers it right after the connect's end,
          * saving a round trip; a request that goes first cancels it (the process lives on) */
         st->wait_id = http_call(r, "process_wait", json_pack("{ss}", "tag", agent_tag), false);

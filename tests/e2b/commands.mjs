@@ -38,6 +38,21 @@ await check("stream_callbacks_in_order", async () => {
         eq("o1\no2\no3\n", r.stdout, "stdout collected with callbacks");
 });
 
+await check("output_of_any_size_arrives_whole", async () => {
+        // 30 MB, faster than the SDK takes it, and a callback that stalls the reader at first:
+        // the command waits for its reader, as under envd, and nothing is lost
+        let stalls = 3, got = 0;
+        const r = await sb.commands.run("seq 1 3600000", {
+                onStdout: (d) => {
+                        got += d.length;
+                        if (stalls-- > 0) for (const end = Date.now() + 700; Date.now() < end; );
+                },
+        });
+        const want = (await sb.commands.run("seq 1 3600000 | wc -c")).stdout.trim();
+        eq([want, want], [String(r.stdout.length), String(got)], "bytes in stdout and given to onStdout");
+        eq("3599998\n3599999\n3600000\n", r.stdout.slice(-24), "the last lines");
+});
+
 await check("background_list_and_kill", async () => {
         const h = await sb.commands.run("sleep 612", { background: true });
         assert(Number.isInteger(h.pid) && h.pid > 0, `pid ${h.pid}`);

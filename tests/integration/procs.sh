@@ -147,6 +147,51 @@ test_slow_attacher_does_not_hold_the_job() {
         assert_eq "true 0" "$(echo "$OUT" | jget '"%s %s" % (json.dumps(d["truncated"]), d["exit_code"])')" "process_connect result after a lost start"
 }
 
+# A reader with hold: true makes the job wait for it (E2B's commands.run reads this way):
+# nothing is dropped however slow it is, and the job goes on once the reader goes.
+test_a_holding_reader_gets_every_byte_and_lets_go() {
+        local id
+        new_sandbox id
+        assert_status 0 "$NSBOX" exec -d --tag big "$id" -- sh -c 'sleep 0.5; head -c 40000000 /dev/zero | tr "\0" x; echo end'
+        cat > "$TEST_TMP/reader.py" <<'EOF'
+import base64, json, os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.environ["NSBOX_SOCKET"])
+s.sendall((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "call", "params": {"sandbox": sys.argv[1], "tool": "process_connect",
+           "params": {"tag": "big", "hold": True}, "stream": True}}) + "\n").encode())
+time.sleep(float(sys.argv[2]))  # reads nothing meanwhile: nsboxd pauses the stream
+print("slept", flush=True)
+n, f = 0, s.makefile("rb")
+for line in f:
+    m = json.loads(line)
+    if m.get("id") == 1:
+        r = m.get("result") or m
+        print(n, json.dumps(r.get("truncated")), r.get("exit_code"), flush=True)
+        break
+    p = m.get("params", {})
+    if p.get("event") == "stdout":
+        n += len(base64.b64decode(p["data_b64"]))
+EOF
+        python3 "$TEST_TMP/reader.py" "$id" 4 > "$TEST_TMP/got" &
+        local reader=$!
+        until grep -q slept "$TEST_TMP/got" 2>/dev/null; do sleep 0.2; done
+        assert_eq "True None" "$(proc_state "$id" big)" "the job after 4 s with a holding reader that read nothing"
+        wait $reader
+        assert_eq "40000004 false 0" "$(tail -n 1 "$TEST_TMP/got")" "bytes, truncated and exit code the holding reader got"
+        # a holder that goes away while it holds lets the job go on
+        assert_status 0 "$NSBOX" exec -d --tag big2 "$id" -- sh -c 'head -c 40000000 /dev/zero | tr "\0" x; echo end'
+        sed -i 's/"tag": "big"/"tag": "big2"/' "$TEST_TMP/reader.py"
+        python3 "$TEST_TMP/reader.py" "$id" 60 > /dev/null &
+        reader=$!
+        sleep 3
+        assert_eq "True None" "$(proc_state "$id" big2)" "the second job, held by a reader that reads nothing"
+        kill $reader
+        wait $reader 2>/dev/null
+        local i
+        for i in $(seq 100); do [ "$(proc_state "$id" big2)" = "False 0" ] && break; sleep 0.1; done
+        assert_eq "False 0" "$(proc_state "$id" big2)" "the second job, 10 s after its reader went away"
+}
+
 test_process_tools_take_a_tag() {
         local id
         new_sandbox id

@@ -552,7 +552,8 @@ class CommandHandle:
     """A background command (E2B's CommandHandle): wait(), kill(), send_stdin(), close_stdin().
 
     With on_stdout/on_stderr its output reaches them as it comes: a process_connect call (the
-    command's recent output, then its live output) runs on a thread of the handle's own."""
+    command's recent output, then its live output) runs on a thread of the handle's own.  A slow
+    callback makes the command wait for it (hold), as on E2B: no output is lost."""
 
     def __init__(self, sandbox: "Sandbox", pid: int, on_stdout=None, on_stderr=None, timeout=None,
                  tag: Optional[str] = None, live: bool = False, stream_on_wait: bool = False):
@@ -571,7 +572,7 @@ class CommandHandle:
     def _connect(self, on_stdout, on_stderr) -> Dict[str, Any]:
         """process_connect: the output to the callbacks until the command ends; its result."""
         d = _Decoders(on_stdout, on_stderr)
-        r = self._sb._call("process_connect", {"pid": self.pid}, on_event=d.on_event, stream=True)
+        r = self._sb._call("process_connect", {"pid": self.pid, "hold": True}, on_event=d.on_event, stream=True)
         d.flush()
         return r
 
@@ -751,7 +752,7 @@ class PtyHandle:
 
     def _follow(self) -> None:
         try:
-            self._sb._call("process_connect", {"pid": self.pid}, on_event=self._event, stream=True)
+            self._sb._call("process_connect", {"pid": self.pid, "hold": True}, on_event=self._event, stream=True)
         except BaseException as e:  # given to wait()
             self._error = e
 
