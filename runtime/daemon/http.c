@@ -299,11 +299,67 @@ static bool key_auth(hreq *r)
         return true;
 }
 
+/* envd's signed /files URLs (the SDKs' uploadUrl and downloadUrl): signature is "v1_" and the
+ * unpadded base64 of SHA-256("PATH:OPERATION:USERNAME:TOKEN[:EXPIRATION]"), operation "read"
+ * for a GET and "write" for a POST, as envd checks them.  1: it opens the request; 0: none
+ * given; -EACCES: a wrong one; -ETIME: a right one past its expiration (Unix seconds). */
+static int signed_url(hreq *r, sandbox *s)
+{
+        const char *sig = http_arg(r, "signature"), *exp = http_arg(r, "signature_expiration");
+        const char *token = json_string_value(json_object_get(s->http, "token"));
+        bool get = !strcmp(r->method, "GET");
+        if (!sig || r->port != HTTP_ENVD_PORT || strcmp(r->url, "/files") || (!get && strcmp(r->method, "POST")) || !token ||
+            http_header(r, "X-Access-Token"))
+                return 0;
+        char *end = NULL;
+        errno = 0;
+        long long until = exp ? strtoll(exp, &end, 10) : 0;
+        if (exp && (!*exp || *end || errno))
+                return -EACCES;
+        const char *path = http_arg(r, "path"), *user = http_arg(r, "username");
+        nsbox_sha256 h;
+        nsbox_sha256_init(&h);
+        const char *parts[] = { path ? path : "", get ? "read" : "write", user ? user : "", token, exp };
+        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && parts[i]; i++) {
+                if (i)
+                        nsbox_sha256_update(&h, ":", 1);
+                nsbox_sha256_update(&h, parts[i], strlen(parts[i]));
+        }
+        uint8_t digest[NSBOX_SHA256_SIZE];
+        nsbox_sha256_final(&h, digest);
+        char want[3 + 48] = "v1_";
+        b64_encode(digest, sizeof(digest), want + 3);
+        size_t n = strcspn(want, "="); /* unpadded */
+        if (strlen(sig) != n || !same_secret(sig, want, n))
+                return -EACCES;
+        return exp && until < (long long)time(NULL) ? -ETIME : 1;
+}
+
+/* A signed /files URL that names no sandbox (the SDKs' uploadUrl and downloadUrl where one URL
+ * serves every sandbox: E2B_SANDBOX_URL): the sandbox whose token signed it, found by trying
+ * each, since a signature is only its own sandbox's to make (one SHA-256 a sandbox, for at most
+ * max_sandboxes).  Its id, with the request on envd's port; NULL when none did. */
+static const char *signer(hreq *r)
+{
+        if (!http_arg(r, "signature") || http_header(r, "X-API-KEY"))
+                return NULL;
+        r->port = HTTP_ENVD_PORT;
+        for (sandbox *s = r->d->sandboxes; s; s = s->next) {
+                int sig = s->pooled ? 0 : signed_url(r, s);
+                if (sig > 0 || sig == -ETIME)
+                        return s->sup.id;
+        }
+        r->port = 0;
+        return NULL;
+}
+
 /* The data plane's sandbox: E2b-Sandbox-Id and E2b-Sandbox-Port, or a PORT-ID.DOMAIN host. */
 static int data_target(hreq *r)
 {
         /* Novita's SDK names them Novita-Sandbox-Id and -Port */
         const char *id = http_header(r, "E2b-Sandbox-Id") ?: http_header(r, "Novita-Sandbox-Id");
+        if (id && !*id)
+                id = NULL; /* an empty header, as a proxy may send: none */
         const char *port = http_header(r, "E2b-Sandbox-Port") ?: http_header(r, "Novita-Sandbox-Port");
         const char *domain = r->d->conf->http_domain, *host = http_header(r, "Host");
         char hostid[NSBOX_ID_SIZE] = "";
@@ -312,7 +368,7 @@ static int data_target(hreq *r)
                 id = hostid;
                 r->port = hostport;
         }
-        if (!id)
+        if (!id && !(id = signer(r)))
                 return 0;
         if (port) {
                 char *end;
@@ -370,42 +426,6 @@ static int wake(hreq *r, sandbox *s)
         }
         s->expires_ns = now_ns() + (uint64_t)json_integer_value(again) * 1000000000ull;
         return 0;
-}
-
-/* envd's signed /files URLs (the SDKs' uploadUrl and downloadUrl): signature is "v1_" and the
- * unpadded base64 of SHA-256("PATH:OPERATION:USERNAME:TOKEN[:EXPIRATION]"), operation "read"
- * for a GET and "write" for a POST, as envd checks them.  1: it opens the request; 0: none
- * given; -EACCES: a wrong one; -ETIME: a right one past its expiration (Unix seconds). */
-static int signed_url(hreq *r, sandbox *s)
-{
-        const char *sig = http_arg(r, "signature"), *exp = http_arg(r, "signature_expiration");
-        const char *token = json_string_value(json_object_get(s->http, "token"));
-        bool get = !strcmp(r->method, "GET");
-        if (!sig || r->port != HTTP_ENVD_PORT || strcmp(r->url, "/files") || (!get && strcmp(r->method, "POST")) || !token ||
-            http_header(r, "X-Access-Token"))
-                return 0;
-        char *end = NULL;
-        errno = 0;
-        long long until = exp ? strtoll(exp, &end, 10) : 0;
-        if (exp && (!*exp || *end || errno))
-                return -EACCES;
-        const char *path = http_arg(r, "path"), *user = http_arg(r, "username");
-        nsbox_sha256 h;
-        nsbox_sha256_init(&h);
-        const char *parts[] = { path ? path : "", get ? "read" : "write", user ? user : "", token, exp };
-        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && parts[i]; i++) {
-                if (i)
-                        nsbox_sha256_update(&h, ":", 1);
-                nsbox_sha256_update(&h, parts[i], strlen(parts[i]));
-        }
-        uint8_t digest[NSBOX_SHA256_SIZE];
-        nsbox_sha256_final(&h, digest);
-        char want[3 + 48] = "v1_";
-        b64_encode(digest, sizeof(digest), want + 3);
-        size_t n = strcspn(want, "="); /* unpadded */
-        if (strlen(sig) != n || !same_secret(sig, want, n))
-                return -EACCES;
-        return exp && until < (long long)time(NULL) ? -ETIME : 1;
 }
 
 const char *http_elsewhere(const hreq *r, const char *id, char *buf, size_t n)
@@ -482,6 +502,10 @@ static void route(hreq *r)
                 r->plane = HR_CONTROL;
                 if (!strcmp(r->url, "/health") && !strcmp(r->method, "GET")) {
                         http_answer(r, 200, "application/json", strdup("{\"status\":\"ok\"}"), 15);
+                        return;
+                }
+                if (!strcmp(r->url, "/files") && http_arg(r, "signature") && !http_header(r, "X-API-KEY")) {
+                        control_error(r, 401, "invalid signature: no sandbox of this nsboxd signed it");
                         return;
                 }
                 if (!key_auth(r)) {

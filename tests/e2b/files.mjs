@@ -140,6 +140,21 @@ await check("remove", async () => {
         eq(false, await sb.files.exists(`${H}/m`), "a removed directory with files in it");
 });
 
+// with one URL for every sandbox (E2B_SANDBOX_URL) the URLs name no sandbox: the signature does
+await check("upload_and_download_urls_work_with_no_header", async () => {
+        const form = new FormData();
+        form.append("file", new Blob(["by a signed URL\n"]), "signed.txt");
+        const up = await fetch(await sb.uploadUrl(`${H}/signed.txt`), { method: "POST", body: form });
+        eq(200, up.status, `POST to uploadUrl: ${await up.text()}`);
+        eq("by a signed URL\n", await sb.files.read(`${H}/signed.txt`), "the uploaded file");
+        const down = await fetch(await sb.downloadUrl(`${H}/signed.txt`, { useSignatureExpiration: 60 }));
+        eq([200, "by a signed URL\n"], [down.status, await down.text()], "GET of downloadUrl");
+        const url = new URL(await sb.downloadUrl(`${H}/signed.txt`));
+        url.searchParams.set("path", `${H}/a.txt`); // another file under the same signature
+        const other = await fetch(url);
+        eq([401, "invalid signature: no sandbox of this nsboxd signed it"], [other.status, (await other.json()).message], "a signature for another path");
+});
+
 await check("watch_dir_create_write_remove_events", async () => {
         await sb.files.makeDir(`${H}/w`);
         const events = [];

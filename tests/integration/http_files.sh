@@ -256,9 +256,14 @@ print(urllib.parse.quote(sig, safe=""))' "$1" "$2" "$3" "$TOK" ${4:+"$4"}
 
 # signed QUERY [curl args...]: /files with only the routing header, no token; status in CODE, body in OUT
 signed() {
+        unrouted "$1" -H "E2b-Sandbox-Id: $ID" "${@:2}"
+}
+
+# unrouted QUERY [curl args...]: the same with no header at all (one URL for every sandbox)
+unrouted() {
         local q=$1
         shift
-        OUT=$(curl -sS -m 30 -H "E2b-Sandbox-Id: $ID" -w '\n%{http_code}' "$@" "$URL/files?$q")
+        OUT=$(curl -sS -m 30 -w '\n%{http_code}' "$@" "$URL/files?$q")
         CODE=${OUT##*$'\n'}
         OUT=${OUT%$'\n'*}
 }
@@ -293,6 +298,20 @@ test_signed_urls() {
         assert_eq 401 "$CODE" "no signature and no token"
         signed "path=/home/user/s.txt&signature=v1_nope"
         assert_eq 401 "$CODE" "a made-up signature"
+        # one URL for every sandbox, no header (the SDKs' URLs under E2B_SANDBOX_URL): the
+        # signature finds its sandbox, and only a right one does
+        unrouted "path=/home/user/s.txt&signature=$(sign /home/user/s.txt read "")"
+        assert_eq "200 pwned" "$CODE $OUT" "a signed download with no sandbox named"
+        unrouted "path=/home/user/s.txt&signature=$(sign /home/user/s.txt read "" "$before")&signature_expiration=$before"
+        assert_eq '401 {"code":401,"message":"signature is already expired"}' "$CODE $OUT" "an expired one with no sandbox named"
+        unrouted "path=/home/user/other.txt&signature=$(sign /home/user/s.txt read "")"
+        assert_eq '401 {"code":401,"message":"invalid signature: no sandbox of this nsboxd signed it"}' "$CODE $OUT" \
+                "another file's signature with no sandbox named"
+        printf 'again' > p.txt
+        unrouted "path=/home/user/s.txt&signature=$(sign /home/user/s.txt write "")" -H 'Content-Type: application/octet-stream' --data-binary @p.txt
+        assert_eq 200 "$CODE" "a signed upload with no sandbox named ($OUT)"
+        down "path=/home/user/s.txt" back.txt
+        assert_eq again "$(cat back.txt)" "the file after it"
 }
 
 test_e2b_sdk_files() {
