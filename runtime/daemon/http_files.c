@@ -105,14 +105,20 @@ static char *temp_path(const char *path)
 
 /* ---- answers ---------------------------------------------------------------------------------- */
 
-/* An error of a call: nsbox's code as envd's status; out of space (too_large) is 507. */
+/* An error of a call: nsbox's code as envd's status; out of space (too_large) is 507.  One
+ * about an upload's temporary names the file instead, with the reason (the message's end). */
 static void fail_msg(files_state *st, json_t *msg, bool upload)
 {
         const char *why = NULL, *code = rpc_error_code(msg, &why);
         unsigned status = http_status_of(code);
         if (upload && !strcmp(code, "too_large"))
                 status = 507;
-        files_fail(st, status, "%s", why);
+        const upfile *f = upload && st->cur < st->n_files ? &st->files[st->cur] : NULL;
+        const char *reason = f && f->tmp && strstr(why, f->tmp) ? strrchr(why, ':') : NULL;
+        if (reason)
+                files_fail(st, status, "cannot write '%s':%s", f->path, reason + 1);
+        else
+                files_fail(st, status, "%s", why);
 }
 
 static void remove_temps(files_state *st)

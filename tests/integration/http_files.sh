@@ -186,6 +186,8 @@ test_errors() {
         up "path=/home/user/adir/f" x
         up "path=/home/user/adir" x
         assert_eq 400 "$CODE" "an upload onto a directory ($OUT)"
+        assert_eq "cannot write '/home/user/adir': Is a directory" "$(echo "$OUT" | python3 -c 'import json, sys; print(json.load(sys.stdin)["message"])')" \
+                "its message, which names the file (not its temporary)"
         assert_eq "f" "$(ls_a /home/user/adir)" "the directory after"
         assert_eq "" "$(ls_a /home/user | grep upload-)" "a temporary left"
         down "path=x&username=root" u.out
