@@ -28,6 +28,8 @@ struct http_state {
         bool woke;  /* a request was resumed: MHD_run must see it */
         struct proxy_state *proxy; /* the port proxy (http_proxy.c) */
         uint64_t serial;           /* the last request's */
+        uint64_t sig_second_ns;    /* signer(): the second its tries are counted in, and */
+        unsigned sig_tries;        /* the signatures computed in it */
 };
 
 /* ---- what the services use ------------------------------------------------------------------ */
@@ -337,14 +339,29 @@ static int signed_url(hreq *r, sandbox *s)
 
 /* A signed /files URL that names no sandbox (the SDKs' uploadUrl and downloadUrl where one URL
  * serves every sandbox: E2B_SANDBOX_URL): the sandbox whose token signed it, found by trying
- * each, since a signature is only its own sandbox's to make (one SHA-256 a sandbox, for at most
- * max_sandboxes).  Its id, with the request on envd's port; NULL when none did. */
-static const char *signer(hreq *r)
+ * each, since a signature is only its own sandbox's to make.  Anyone may ask, so the tries are
+ * bounded: SIGNER_TRIES a second for the whole nsboxd (one SHA-256 each, about 0.5 us here: a
+ * tenth of a CPU at most), past which such requests wait for the next second (-EBUSY).  Its id,
+ * with the request on envd's port; NULL when none signed it. */
+#define SIGNER_TRIES 200000u
+static const char *signer(hreq *r, int *ret)
 {
+        *ret = 0;
         if (!http_arg(r, "signature") || http_header(r, "X-API-KEY"))
                 return NULL;
+        struct http_state *h = r->d->http;
+        uint64_t now = now_ns();
+        if (now - h->sig_second_ns >= 1000000000ull) {
+                h->sig_second_ns = now;
+                h->sig_tries = 0;
+        }
+        if (h->sig_tries + r->d->n_sandboxes > SIGNER_TRIES) {
+                *ret = -EBUSY;
+                return NULL;
+        }
         r->port = HTTP_ENVD_PORT;
         for (sandbox *s = r->d->sandboxes; s; s = s->next) {
+                h->sig_tries++;
                 int sig = s->pooled ? 0 : signed_url(r, s);
                 if (sig > 0 || sig == -ETIME)
                         return s->sup.id;
@@ -353,7 +370,9 @@ static const char *signer(hreq *r)
         return NULL;
 }
 
-/* The data plane's sandbox: E2b-Sandbox-Id and E2b-Sandbox-Port, or a PORT-ID.DOMAIN host. */
+/* The data plane's sandbox: E2b-Sandbox-Id and E2b-Sandbox-Port, a PORT-ID.DOMAIN host, or a
+ * signed /files URL's signer.  1: found; 0: the control plane; -EINVAL: a bad port; -EBUSY:
+ * too many signers looked for this second. */
 static int data_target(hreq *r)
 {
         /* Novita's SDK names them Novita-Sandbox-Id and -Port */
@@ -368,8 +387,9 @@ static int data_target(hreq *r)
                 id = hostid;
                 r->port = hostport;
         }
-        if (!id && !(id = signer(r)))
-                return 0;
+        int busy;
+        if (!id && !(id = signer(r, &busy)))
+                return busy;
         if (port) {
                 char *end;
                 unsigned long p = strtoul(port, &end, 10);
@@ -494,6 +514,10 @@ static void route(hreq *r)
                 return;
         }
         int t = data_target(r);
+        if (t == -EBUSY) {
+                control_error(r, 429, "too many signed URLs that name no sandbox this second: retry, or send E2b-Sandbox-Id");
+                return;
+        }
         if (t < 0) {
                 control_error(r, 400, "E2b-Sandbox-Port must be a port number (1-65535)");
                 return;
