@@ -135,6 +135,7 @@ void envd_answer(hreq *r, json_t *msg); /* a unary method's answer (takes msg) *
 void envd_error(hreq *r, const char *connect_code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int envd_send(hreq *r, json_t *msg);   /* a stream's next message (takes msg); begin it first */
 void envd_end(hreq *r, const char *connect_code, const char *message); /* its end; NULL code: fine */
+const char *envd_code(hreq *r, const char *nsbox_code); /* a call's error code as Connect's */
 int envd_user(hreq *r, const char *name); /* the user it acts as (Authorization, or name): 0, or answered */
 int envd_user_check(hreq *r, const char *who, char *why, size_t n); /* who is the sandbox's user: 0, or -EPERM and why */
 const char *envd_user_name(hreq *r); /* the sandbox's user as E2B names it: "user", or its root's name */

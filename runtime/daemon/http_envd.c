@@ -89,6 +89,14 @@ void envd_end(hreq *r, const char *code, const char *message)
         http_stream_end(r);
 }
 
+/* A call's error as Connect's code; a call cut short because its sandbox went (killed, or
+ * past its timeout) is "unavailable", as a request to a sandbox that is gone is on E2B: the
+ * SDKs raise their TimeoutError, whose hint is the sandbox's timeout. */
+const char *envd_code(hreq *r, const char *nsbox_code)
+{
+        return http_sandbox(r) ? connect_code_of(nsbox_code) : "unavailable";
+}
+
 void envd_answer(hreq *r, json_t *msg)
 {
         if (envd_streaming(r)) { /* a unary method asked as a stream: one message, then the end */

@@ -373,7 +373,7 @@ static void op_free(void *p)
 /* A tool's failure as envd's error. */
 static void tool_failed(hreq *r, fs_op *o, const char *code, const char *why)
 {
-        const char *cc = connect_code_of(code);
+        const char *cc = envd_code(r, code);
         if (o->kind == FS_MKDIR && (!strcmp(code, "conflict") || !strcmp(code, "not_a_directory")))
                 cc = "invalid_argument"; /* a file is in the way (envd: "path already exists but it is not a directory") */
         envd_error(r, cc, "%s", why);
@@ -490,7 +490,7 @@ static void watch_msg(hreq *r, json_t *msg)
         if (json_object_get(msg, "id")) { /* the watch ended: its directory went, or it failed */
                 const char *why, *code = rpc_error_code(msg, &why);
                 if (code)
-                        envd_error(r, connect_code_of(code), "%s", why);
+                        envd_error(r, envd_code(r, code), "%s", why);
                 else
                         envd_end(r, NULL, NULL);
                 return;
@@ -594,7 +594,7 @@ static void watcher_msg(hreq *ir, json_t *msg)
                         hreq *cr = w->creating;
                         ((fs_op *)cr->state)->watcher = NULL;
                         w->creating = NULL;
-                        envd_error(cr, code ? connect_code_of(code) : "not_found", "%s", code ? why : "the directory went");
+                        envd_error(cr, code ? envd_code(cr, code) : "not_found", "%s", code ? why : "the directory went");
                 }
                 reap_pending = true;
                 return;

@@ -293,7 +293,7 @@ static void stream_msg(hreq *r, json_t *msg)
         if (call == st->exec_id) {
                 json_t *res = json_object_get(msg, "result");
                 if (code) {
-                        envd_error(r, connect_code_of(code), "%s", why);
+                        envd_error(r, envd_code(r, code), "%s", why);
                 } else if (!json_is_true(json_object_get(res, "background"))) { /* it could not start */
                         json_t *err = json_object_get(res, "stderr");
                         envd_error(r, "internal", "error starting process: %.400s", json_is_string(err) ? json_string_value(err) : "?");
@@ -310,7 +310,7 @@ static void stream_msg(hreq *r, json_t *msg)
                                 found = p;
                 }
                 if (code) {
-                        envd_error(r, connect_code_of(code), "%s", why);
+                        envd_error(r, envd_code(r, code), "%s", why);
                 } else if (!found) {
                         envd_error(r, "not_found", "process with pid %ld not found", st->pid);
                 } else {
@@ -326,7 +326,7 @@ static void stream_msg(hreq *r, json_t *msg)
                 if (!st->begun)
                         return; /* the exec failed: answered already */
                 if (code) {
-                        envd_end(r, connect_code_of(code), why);
+                        envd_end(r, envd_code(r, code), why);
                         return;
                 }
                 json_t *res = json_object_get(msg, "result");
@@ -456,7 +456,7 @@ static void unary_msg(hreq *r, json_t *msg)
         const char *why, *code = rpc_error_code(msg, &why);
         json_t *res = json_object_get(msg, "result");
         if (code) {
-                envd_error(r, connect_code_of(code), "%s", why);
+                envd_error(r, envd_code(r, code), "%s", why);
                 return;
         }
         if (st->method == M_SIGNAL && !json_is_true(json_object_get(res, "signaled"))) {

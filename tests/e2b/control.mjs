@@ -2,8 +2,8 @@
 // setTimeout, pause and resume, snapshots and forks, kill, and the errors (unknown id, bad key, another user's
 // sandbox).  Env: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY; E2B_OTHER_API_KEY, a key of another
 // user of the same nsboxd, when there is one.
-import { Sandbox, NotFoundError, AuthenticationError } from "e2b";
-import { check, assert, eq, throwsA, atEnd, done, until, Skip, RUN } from "./lib.mjs";
+import { Sandbox, NotFoundError, AuthenticationError, TimeoutError } from "e2b";
+import { check, assert, eq, throwsA, atEnd, done, until, sleep, Skip, RUN } from "./lib.mjs";
 
 const made = new Set();
 atEnd(async () => {
@@ -139,6 +139,20 @@ await check("kill_then_gone", async () => {
         const left = await listAll({ query: { metadata: { run: RUN } } });
         eq([sb.sandboxId], left.map((s) => s.sandboxId), "sandboxes listed after kill");
 });
+
+// a command cut short because its sandbox went: E2B's TimeoutError, pointing at the sandbox's timeout
+await check("a_command_cut_by_kill_or_expiry_is_a_timeout_error", async () => {
+        const k = await create({ metadata: { run: RUN } });
+        const running = k.commands.run("sleep 60");
+        running.catch(() => {});
+        await sleep(500);
+        eq(true, await Sandbox.kill(k.sandboxId), "Sandbox.kill during the command");
+        let e = await throwsA(TimeoutError, () => running, "the command's run() after its sandbox was killed");
+        assert(/sandbox timeout/.test(e.message), `its message: ${e.message}`);
+        const x = await create({ metadata: { run: RUN }, timeoutMs: 2000 });
+        e = await throwsA(TimeoutError, () => x.commands.run("sleep 60"), "a command past its sandbox's timeout");
+        assert(/expired/.test(e.message) && /sandbox timeout/.test(e.message), `its message: ${e.message}`);
+}, 30000);
 
 await check("kill_of_an_unknown_id_is_false", async () => {
         eq(false, await Sandbox.kill(UNKNOWN), "Sandbox.kill(unknown)");
