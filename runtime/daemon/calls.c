@@ -309,9 +309,10 @@ void sandbox_died(daemon_state *d, sandbox *s)
         sandbox_remove(d, s, "internal", why);
 }
 
-/* Streams paused in their agents while their client lags (CLIENT_HIGH), resumed below half of
- * it; each agent's socket watched for what there is to read and to write.  True when an agent's
- * frames wait, read ahead, in its reader (agents_read_buffered takes them, without a wait). */
+/* Streams paused in their agents while their client lags (CLIENT_HIGH; an HTTP request's, of
+ * which a user may hold HTTP_STREAMS_PER_UID, HTTP_CLIENT_HIGH), resumed below half of it; each
+ * agent's socket watched for what there is to read and to write.  True when an agent's frames
+ * wait, read ahead, in its reader (agents_read_buffered takes them, without a wait). */
 bool agents_update_interest(daemon_state *d)
 {
         bool buffered = false;
@@ -320,10 +321,10 @@ bool agents_update_interest(daemon_state *d)
                         if (!call->stream)
                                 continue;
                         client *c = client_by_serial(d, ((pending *)call->data)->client);
-                        size_t q = c ? c->out.len : 0;
-                        if (!call->paused && q >= CLIENT_HIGH)
+                        size_t q = c ? c->out.len : 0, high = c && c->http ? HTTP_CLIENT_HIGH : CLIENT_HIGH;
+                        if (!call->paused && q >= high)
                                 nsbox_sup_pause_stream(&s->sup, call, true);
-                        else if (call->paused && q < CLIENT_HIGH / 2)
+                        else if (call->paused && q < high / 2)
                                 nsbox_sup_pause_stream(&s->sup, call, false);
                 }
                 nsbox_epoll_set(d->epfd, s->sup.sb.agentfd, KEY(s->serial, K_AGENT), &s->agent_events,

@@ -32,6 +32,7 @@
 
 #define MAX_LINE NSBOX_FRAME_MAX_JSON
 #define CLIENT_HIGH (16u << 20)  /* streams to the client are paused in their agents above this */
+#define HTTP_CLIENT_HIGH (1u << 20) /* the same for an HTTP request, whose stream holds 1 MiB more */
 #define CLIENT_HARD (64u << 20)  /* a client this far behind on its replies is disconnected */
 #define MAX_CLIENTS NSBOX_DCONFIG_MAX_CONNECTIONS
 #define CLIENTS_KEPT_FOR_OPERATOR 64 /* of MAX_CLIENTS: only root and nsboxd's own uid take these */

@@ -210,6 +210,49 @@ test_200_concurrent_streams_all_end() {
         assert_eq '200 {"processes":[]}' "$(unary List '{}')" "processes left"
 }
 
+# Readers that never read: each command waits in its pipe (held, as under envd), and what nsboxd
+# keeps for them stays small (1 MiB a stream before its command is paused, 1 MiB in the stream).
+test_streams_nobody_reads_hold_their_commands_in_little_memory() {
+        trap cleanup EXIT
+        local d i rss0 rss1 n=30
+        d=$(new_dir)
+        # an ASan build keeps what is freed (quarantine): RSS would count it
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1" start_daemon "$d"
+        new_sandbox
+        rss0=$(awk '/^VmRSS/ {print $2}' "/proc/$DPID/status")
+        python3 - "$URL" "$SID" "$TOK" "$n" > "$TEST_TMP/flood" 2>&1 <<'PY' &
+import json, socket, struct, sys, time
+url, sid, tok, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+host, port = url.split("//")[1].split(":")
+body = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", "yes 0123456789abcdef0123456789abcdef"]}}).encode()
+env = b"\0" + struct.pack(">I", len(body)) + body
+socks = []
+for i in range(n):
+    s = socket.create_connection((host, int(port)))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall((f"POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nContent-Type: application/connect+json\r\n"
+               f"E2b-Sandbox-Id: {sid}\r\nX-Access-Token: {tok}\r\nContent-Length: {len(env)}\r\n\r\n").encode() + env)
+    socks.append(s)
+print("open", flush=True)
+time.sleep(600)
+PY
+        local flood=$!
+        MY_PIDS="$MY_PIDS $flood"
+        for i in $(seq 100); do grep -q open "$TEST_TMP/flood" && break; sleep 0.1; done
+        # every yes runs, then blocks: the held pipes stop them
+        for i in $(seq 100); do [ "$(unary List '{}' | grep -o '"pid"' | wc -l)" = "$n" ] && break; sleep 0.1; done
+        assert_eq "$n" "$(unary List '{}' | grep -o '"pid"' | wc -l)" "commands running"
+        sleep 5
+        rss1=$(awk '/^VmRSS/ {print $2}' "/proc/$DPID/status")
+        kill $flood
+        wait $flood 2>/dev/null
+        # 30 streams: 18 MiB each when only a 16 MiB backlog paused them
+        [ $((rss1 - rss0)) -lt $((n * 6 * 1024)) ] || fail "nsboxd grew by $(((rss1 - rss0) / 1024)) MiB for $n streams nobody reads"
+        local stuck
+        stuck=$(unary List '{}')
+        [[ $stuck == '200 {"processes":[{'* ]] || fail "List while held: $stuck"
+}
+
 test_nsboxd_killed_mid_stream_leaves_no_process() {
         trap cleanup EXIT
         local d spid left
