@@ -148,20 +148,19 @@ test_slow_attacher_does_not_hold_the_job() {
 }
 
 # A reader with hold: true makes the job wait for it (E2B's commands.run reads this way):
-# nothing is dropped however slow it is, and the job goes on once the reader goes.
+# nothing is dropped however slow it is, and the job goes on once the reader goes.  Each job
+# says "ready" and waits for a file: its 40 MB start only once the reader is attached (it got
+# "ready" from the job's tail).
 test_a_holding_reader_gets_every_byte_and_lets_go() {
-        local id
+        local id reader i
         new_sandbox id
-        assert_status 0 "$NSBOX" exec -d --tag big "$id" -- sh -c 'sleep 0.5; head -c 40000000 /dev/zero | tr "\0" x; echo end'
         cat > "$TEST_TMP/reader.py" <<'EOF'
 import base64, json, os, socket, sys, time
 s = socket.socket(socket.AF_UNIX)
 s.connect(os.environ["NSBOX_SOCKET"])
 s.sendall((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "call", "params": {"sandbox": sys.argv[1], "tool": "process_connect",
-           "params": {"tag": "big", "hold": True}, "stream": True}}) + "\n").encode())
-time.sleep(float(sys.argv[2]))  # reads nothing meanwhile: nsboxd pauses the stream
-print("slept", flush=True)
-n, f = 0, s.makefile("rb")
+           "params": {"tag": sys.argv[2], "hold": True}, "stream": True}}) + "\n").encode())
+n, f, slept = 0, s.makefile("rb"), False
 for line in f:
     m = json.loads(line)
     if m.get("id") == 1:
@@ -171,25 +170,38 @@ for line in f:
     p = m.get("params", {})
     if p.get("event") == "stdout":
         n += len(base64.b64decode(p["data_b64"]))
+        if not slept:
+            slept = True
+            print("attached", flush=True)
+            time.sleep(float(sys.argv[3]))  # reads nothing meanwhile: nsboxd pauses the stream
 EOF
-        python3 "$TEST_TMP/reader.py" "$id" 4 > "$TEST_TMP/got" &
-        local reader=$!
-        until grep -q slept "$TEST_TMP/got" 2>/dev/null; do sleep 0.2; done
-        assert_eq "True None" "$(proc_state "$id" big)" "the job after 4 s with a holding reader that read nothing"
-        wait $reader
-        assert_eq "40000004 false 0" "$(tail -n 1 "$TEST_TMP/got")" "bytes, truncated and exit code the holding reader got"
-        # a holder that goes away while it holds lets the job go on
-        assert_status 0 "$NSBOX" exec -d --tag big2 "$id" -- sh -c 'head -c 40000000 /dev/zero | tr "\0" x; echo end'
-        sed -i 's/"tag": "big"/"tag": "big2"/' "$TEST_TMP/reader.py"
-        python3 "$TEST_TMP/reader.py" "$id" 60 > /dev/null &
+        for i in 1 2; do
+                assert_status 0 "$NSBOX" exec -d --tag "big$i" "$id" -- \
+                        sh -c "echo ready; until [ -e /tmp/go$i ]; do sleep 0.05; done; head -c 40000000 /dev/zero | tr '\\0' x; echo end"
+        done
+        python3 "$TEST_TMP/reader.py" "$id" big1 6 > "$TEST_TMP/got1" &
         reader=$!
+        for i in $(seq 300); do grep -q attached "$TEST_TMP/got1" && break; sleep 0.1; done
+        grep -q attached "$TEST_TMP/got1" || fail "the first reader did not attach within 30 s: $(cat "$TEST_TMP/got1")"
+        assert_status 0 "$NSBOX" exec "$id" -- touch /tmp/go1
         sleep 3
-        assert_eq "True None" "$(proc_state "$id" big2)" "the second job, held by a reader that reads nothing"
+        assert_eq "True None" "$(proc_state "$id" big1)" "the job 3 s into its output, held by a reader that reads nothing"
+        wait $reader
+        assert_eq "40000010 false 0" "$(tail -n 1 "$TEST_TMP/got1")" "bytes, truncated and exit code the holding reader got"
+        # a holder that goes away while it holds lets the job go on
+        python3 "$TEST_TMP/reader.py" "$id" big2 600 > "$TEST_TMP/got2" &
+        reader=$!
+        for i in $(seq 300); do grep -q attached "$TEST_TMP/got2" && break; sleep 0.1; done
+        grep -q attached "$TEST_TMP/got2" || { kill $reader; fail "the second reader did not attach within 30 s: $(cat "$TEST_TMP/got2")"; }
+        assert_status 0 "$NSBOX" exec "$id" -- touch /tmp/go2
+        sleep 3
+        local held
+        held=$(proc_state "$id" big2)
         kill $reader
         wait $reader 2>/dev/null
-        local i
-        for i in $(seq 100); do [ "$(proc_state "$id" big2)" = "False 0" ] && break; sleep 0.1; done
-        assert_eq "False 0" "$(proc_state "$id" big2)" "the second job, 10 s after its reader went away"
+        assert_eq "True None" "$held" "the second job, held by a reader that reads nothing"
+        for i in $(seq 300); do [ "$(proc_state "$id" big2)" = "False 0" ] && break; sleep 0.1; done
+        assert_eq "False 0" "$(proc_state "$id" big2)" "the second job, 30 s after its reader went away"
 }
 
 test_process_tools_take_a_tag() {
