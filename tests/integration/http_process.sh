@@ -238,9 +238,9 @@ time.sleep(600)
 PY
         local flood=$!
         MY_PIDS="$MY_PIDS $flood"
-        for i in $(seq 100); do grep -q open "$TEST_TMP/flood" && break; sleep 0.1; done
+        for i in $(seq 300); do grep -q open "$TEST_TMP/flood" && break; sleep 0.1; done
         # every yes runs, then blocks: the held pipes stop them
-        for i in $(seq 100); do [ "$(unary List '{}' | grep -o '"pid"' | wc -l)" = "$n" ] && break; sleep 0.1; done
+        for i in $(seq 300); do [ "$(unary List '{}' | grep -o '"pid"' | wc -l)" = "$n" ] && break; sleep 0.1; done
         assert_eq "$n" "$(unary List '{}' | grep -o '"pid"' | wc -l)" "commands running"
         sleep 5
         rss1=$(awk '/^VmRSS/ {print $2}' "/proc/$DPID/status")
