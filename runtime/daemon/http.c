@@ -342,12 +342,12 @@ static int signed_url(hreq *r, sandbox *s)
  * each, since a signature is only its own sandbox's to make.  Anyone may ask, so the tries are
  * bounded: SIGNER_TRIES a second for the whole nsboxd (one SHA-256 each, about 0.5 us here: a
  * tenth of a CPU at most), past which such requests wait for the next second (-EBUSY).  Its id,
- * with the request on envd's port; NULL when none signed it. */
+ * with the request on envd's port; NULL and -EACCES when none signed it. */
 #define SIGNER_TRIES 200000u
 static const char *signer(hreq *r, int *ret)
 {
         *ret = 0;
-        if (!http_arg(r, "signature") || http_header(r, "X-API-KEY"))
+        if (!http_arg(r, "signature") || http_header(r, "X-API-KEY") || strcmp(r->url, "/files"))
                 return NULL;
         struct http_state *h = r->d->http;
         uint64_t now = now_ns();
@@ -367,12 +367,13 @@ static const char *signer(hreq *r, int *ret)
                         return s->sup.id;
         }
         r->port = 0;
+        *ret = -EACCES;
         return NULL;
 }
 
 /* The data plane's sandbox: E2b-Sandbox-Id and E2b-Sandbox-Port, a PORT-ID.DOMAIN host, or a
- * signed /files URL's signer.  1: found; 0: the control plane; -EINVAL: a bad port; -EBUSY:
- * too many signers looked for this second. */
+ * signed /files URL's signer.  1: found; 0: the control plane; -EINVAL: a bad port; -EACCES:
+ * a signature no sandbox made; -EBUSY: too many signers looked for this second. */
 static int data_target(hreq *r)
 {
         /* Novita's SDK names them Novita-Sandbox-Id and -Port */
@@ -518,6 +519,10 @@ static void route(hreq *r)
                 control_error(r, 429, "too many signed URLs that name no sandbox this second: retry, or send E2b-Sandbox-Id");
                 return;
         }
+        if (t == -EACCES) {
+                control_error(r, 401, "invalid signature: no sandbox of this nsboxd signed it");
+                return;
+        }
         if (t < 0) {
                 control_error(r, 400, "E2b-Sandbox-Port must be a port number (1-65535)");
                 return;
@@ -526,10 +531,6 @@ static void route(hreq *r)
                 r->plane = HR_CONTROL;
                 if (!strcmp(r->url, "/health") && !strcmp(r->method, "GET")) {
                         http_answer(r, 200, "application/json", strdup("{\"status\":\"ok\"}"), 15);
-                        return;
-                }
-                if (!strcmp(r->url, "/files") && http_arg(r, "signature") && !http_header(r, "X-API-KEY")) {
-                        control_error(r, 401, "invalid signature: no sandbox of this nsboxd signed it");
                         return;
                 }
                 if (!key_auth(r)) {
