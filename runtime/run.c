@@ -149,12 +149,14 @@ static int proxy_stdio(stdio_proxy *px, nsbox_error *err)
         return 0;
 }
 
-/* What the output pipes hold, into their files; a pipe at its end (or whose file takes no more:
- * then the sandbox's next write fails with EPIPE, as it would into a closed pipe) is closed. */
+/* What the output pipes hold, into their files, 1 MiB each at most a call (a command that
+ * writes without end must not keep the supervisor from its signals and deadlines: poll says
+ * when there is more); a pipe at its end (or whose file takes no more: then the sandbox's next
+ * write fails with EPIPE, as it would into a closed pipe) is closed. */
 static void proxy_drain(stdio_proxy *px)
 {
         for (int fd = 1; fd <= 2; fd++) {
-                while (px->drain[fd] >= 0) {
+                for (int round = 0; round < 16 && px->drain[fd] >= 0; round++) {
                         char buf[65536];
                         ssize_t n = read(px->drain[fd], buf, sizeof(buf));
                         if (n < 0 && errno == EINTR)
