@@ -139,7 +139,8 @@ static json_t *body_json(hreq *r)
 }
 
 /* an object of strings, at most max of them, each at most CONTROL_MAX_STRING bytes */
-static int string_map(hreq *r, json_t *v, const char *name, size_t max, json_t **ret)
+/* An object of strings: metadata, or envVars, whose keys are variable names (no '='). */
+static int string_map(hreq *r, json_t *v, const char *name, size_t max, bool env, json_t **ret)
 {
         *ret = NULL;
         if (!v || json_is_null(v))
@@ -150,11 +151,16 @@ static int string_map(hreq *r, json_t *v, const char *name, size_t max, json_t *
         }
         const char *k;
         json_t *x;
-        json_object_foreach(v, k, x)
+        json_object_foreach(v, k, x) {
                 if (!json_is_string(x) || strlen(k) > CONTROL_MAX_STRING || json_string_length(x) > CONTROL_MAX_STRING || !*k) {
                         control_error(r, 400, "'%s': every key and value must be a string of 1-%d bytes", name, CONTROL_MAX_STRING);
                         return -EINVAL;
                 }
+                if (env && strchr(k, '=')) {
+                        control_error(r, 400, "'%s': '%.50s' is not a variable name: it has a '='", name, k);
+                        return -EINVAL;
+                }
+        }
         *ret = json_incref(v);
         return 0;
 }
@@ -262,8 +268,8 @@ static void create_start(hreq *r, control *k)
                    auto_resume(r, json_object_get(b, "autoResume"), &k->auto_resume) == 0 &&
                    boolean(r, json_object_get(b, "allow_internet_access"), "allow_internet_access", &k->internet) == 0 &&
                    network(r, json_object_get(b, "network"), &k->public_traffic) == 0 &&
-                   string_map(r, json_object_get(b, "metadata"), "metadata", CONTROL_MAX_METADATA, &k->meta) == 0 &&
-                   string_map(r, json_object_get(b, "envVars"), "envVars", CONTROL_MAX_ENVS, &k->envs) == 0) {
+                   string_map(r, json_object_get(b, "metadata"), "metadata", CONTROL_MAX_METADATA, false, &k->meta) == 0 &&
+                   string_map(r, json_object_get(b, "envVars"), "envVars", CONTROL_MAX_ENVS, true, &k->envs) == 0) {
                 snprintf(k->template_id, sizeof(k->template_id), "%s", t ? json_string_value(t) : "base");
                 /* a template of nsboxd's configuration by that name (its pool serves it), or E2B's
                  * base image as nsbox has it: the user's home as the working directory */
@@ -453,7 +459,21 @@ static void form_decode(char *v)
 }
 
 /* The SDKs' metadata filter: the query value (undone by MHD) is a form, k=v&k2=v2, whose keys
- * and values are each URI-encoded once more (encodeURIComponent, then URLSearchParams). */
+ * and values are each URI-encoded once more (encodeURIComponent, then URLSearchParams). A filter
+ * is checked once, before any sandbox is matched: each pair has a key and a '='. */
+static bool metadata_filter_ok(const char *filter)
+{
+        if (strlen(filter) >= 4096)
+                return false;
+        for (const char *p = filter; *p;) {
+                size_t n = strcspn(p, "&"), k = strcspn(p, "=");
+                if (n && (k == 0 || k >= n))
+                        return false;
+                p += n + (p[n] == '&');
+        }
+        return true;
+}
+
 static bool metadata_match(const char *filter, json_t *meta)
 {
         char buf[4096];
@@ -480,7 +500,7 @@ static bool metadata_match(const char *filter, json_t *meta)
 
 /* GET /sandboxes, /v2/sandboxes: the arguments, checked once */
 typedef struct list_args {
-        char *filter, *state;
+        char *filter;
         bool v2, running, paused;
         unsigned long max, from; /* from: a serial (this node's pages) or an offset (the catalog's: "c" tokens) */
         bool from_catalog;
@@ -490,7 +510,6 @@ typedef struct list_args {
 static void list_args_free(list_args *a)
 {
         free(a->filter);
-        free(a->state);
         free(a);
 }
 
@@ -576,13 +595,49 @@ static void list_catalog(daemon_state *d, void *ctx, json_t *records)
         http_answer_json(r, 200, page);
 }
 
+/* The state filter: state=running,paused (the JS SDK's form) or state=running&state=paused (the
+ * Python SDK's); none means both. */
+typedef struct states {
+        bool running, paused, bad;
+} states;
+
+static enum MHD_Result state_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+        states *st = cls;
+        (void)kind;
+        if (strcmp(key, "state"))
+                return MHD_YES;
+        for (const char *p = value ? value : ""; !st->bad;) {
+                size_t n = strcspn(p, ",");
+                if (n == 7 && !strncmp(p, "running", 7))
+                        st->running = true;
+                else if (n == 6 && !strncmp(p, "paused", 6))
+                        st->paused = true;
+                else
+                        st->bad = true;
+                if (!p[n])
+                        break;
+                p += n + 1;
+        }
+        return MHD_YES;
+}
+
 static void list(hreq *r, bool v2)
 {
-        const char *filter = http_arg(r, "metadata"), *state = http_arg(r, "state"), *limit = http_arg(r, "limit"),
-                   *next = http_arg(r, "nextToken");
+        const char *filter = http_arg(r, "metadata"), *limit = http_arg(r, "limit"), *next = http_arg(r, "nextToken");
+        states st = { 0 };
+        MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, state_arg, &st);
+        if (st.bad) {
+                control_error(r, 400, "'state' must be running, paused or both, comma-separated");
+                return;
+        }
+        if (filter && !metadata_filter_ok(filter)) {
+                control_error(r, 400, "'metadata' must be key=value pairs joined by '&', under 4096 bytes");
+                return;
+        }
         list_args *a = calloc(1, sizeof(*a));
         char *end;
-        if (!a || (filter && !(a->filter = strdup(filter))) || (state && !(a->state = strdup(state)))) {
+        if (!a || (filter && !(a->filter = strdup(filter)))) {
                 if (a)
                         list_args_free(a);
                 control_error(r, 500, "out of memory");
@@ -603,8 +658,8 @@ static void list(hreq *r, bool v2)
                 control_error(r, 400, "'nextToken' is not one this server gave");
                 return;
         }
-        a->running = !state || strstr(state, "running");
-        a->paused = v2 && (!state || strstr(state, "paused"));
+        a->running = !(st.running || st.paused) || st.running;
+        a->paused = v2 && (!(st.running || st.paused) || st.paused);
         /* with a cluster catalog: every node's; without it, or when it cannot ask now, this node's */
         if (r->d->catalog && (a->from_catalog || !next) && catalog_list(r->d, r->uid, list_catalog, a) == 0)
                 return;

@@ -182,6 +182,22 @@ test_timeout_connect_pause_metrics() {
         assert_eq 409 "$CODE" "pause of a paused sandbox"
         api GET "/v2/sandboxes?state=paused"
         assert_eq "$ID" "$(json '" ".join(s["sandboxID"] for s in j)')" "listed as paused"
+        # the state filter as the JS SDK sends it (comma-separated) and as the Python SDK does (repeated)
+        local other=$ID q
+        create
+        for q in "state=running,paused" "state=paused&state=running" ""; do
+                api GET "/v2/sandboxes?$q"
+                assert_eq "$(printf '%s\n' "$ID" "$other" | sort | paste -sd' ')" "$(json '" ".join(sorted(s["sandboxID"] for s in j))')" "listed with '$q'"
+        done
+        api GET "/v2/sandboxes?state=running"
+        assert_eq "$ID" "$(json '" ".join(s["sandboxID"] for s in j)')" "listed as running"
+        for q in "state=bogus" "state=running," "state=" "metadata=%25ZZ" "metadata=%3Dx" "metadata=a%3Db%26c"; do
+                api GET "/v2/sandboxes?$q"
+                assert_eq 400 "$CODE" "list with '$q': $BODY"
+                assert_eq 1 "$(printf '%s\n' "$(json 'j["message"]')" | grep -c .)" "a one-line message"
+        done
+        api DELETE "/sandboxes/$ID"
+        ID=$other
         api POST "/sandboxes/$ID/connect" '{"timeout": 300}'
         assert_eq 201 "$CODE" "connect resumes"
         api GET "/sandboxes/$ID"
@@ -221,7 +237,7 @@ test_bad_bodies_change_nothing() {
         for b in 'nope' '[]' '{"timeout": "60"}' '{"timeout": -1}' '{"timeout": 1e12}' '{"metadata": {"a": 1}}' \
                  '{"metadata": "x"}' '{"envVars": {"A": null}}' '{"autoPause": "yes"}' '{"templateID": 7}' \
                  '{"allow_internet_access": 1}' '{"autoResume": true}' '{"autoResume": {"enabled": 1}}' \
-                 '{"autoResume": {"enabled": true, "x": 1}}'; do
+                 '{"autoResume": {"enabled": true, "x": 1}}' '{"envVars": {"A=B": "x"}}' '{"envVars": {"": "x"}}'; do
                 api POST /v2/sandboxes "$b"
                 assert_eq 400 "$CODE" "create with $b: $BODY"
                 assert_eq 400 "$(json 'j["code"]')" "its JSON code"
