@@ -24,6 +24,10 @@ static bool stderr_is_journal(void)
                (unsigned long long)st.st_ino == ino;
 }
 
+static dlog_sink_fn *dlog_sink;
+
+void dlog_set_sink(dlog_sink_fn *sink) { dlog_sink = sink; }
+
 void dlog(int prio, const char *event, const char *sandbox_id, const char *fmt, ...)
 {
         static const char *const level[] = { "emerg", "alert", "crit", "error", "warning", "notice", "info", "debug" };
@@ -32,6 +36,8 @@ void dlog(int prio, const char *event, const char *sandbox_id, const char *fmt, 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        if (sandbox_id && dlog_sink)
+                dlog_sink(prio, event, sandbox_id, msg);
         if (log_journal < 0)
                 log_journal = stderr_is_journal();
         strbuf line;

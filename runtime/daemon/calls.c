@@ -238,6 +238,8 @@ static void call_send(daemon_state *d, client *c, json_t *id, json_t *params, co
                             why.buf ? why.buf : "out of memory");
                 return;
         }
+        if (call->exec)
+                sandbox_log_exec(s, tp);
         p->client = c->serial;
         p->rpc_id = json_incref(id ? id : json_null());
         if (s->record_fd >= 0) {

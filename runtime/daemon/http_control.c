@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/random.h>
+#include <syslog.h>
 #include <time.h>
 
 #define CONTROL_DEFAULT_TIMEOUT_S 300 /* the SDKs' own default */
@@ -706,6 +707,86 @@ static void metrics(hreq *r, sandbox *s)
                                            disk_total));
 }
 
+/* A query argument that is a whole number up to max: absent leaves *ret; bad is a 400. */
+static int query_uint(hreq *r, const char *name, unsigned long long max, unsigned long long *ret)
+{
+        const char *v = http_arg(r, name);
+        char *end;
+        if (!v)
+                return 0;
+        errno = 0;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (!*v || *end || *v == '-' || errno || x > max) {
+                control_error(r, 400, "'%s' must be a whole number up to %llu", name, max);
+                return -EINVAL;
+        }
+        *ret = x;
+        return 0;
+}
+
+/* E2B's log levels for syslog's priorities */
+static const char *e2b_level(int prio) { return prio <= LOG_ERR ? "error" : prio == LOG_WARNING ? "warn" : prio == LOG_DEBUG ? "debug" : "info"; }
+
+static int e2b_level_rank(const char *level)
+{
+        static const char *const names[] = { "debug", "info", "warn", "error" };
+        for (int i = 0; i < 4; i++)
+                if (!strcmp(level, names[i]))
+                        return i;
+        return -1;
+}
+
+/* GET /sandboxes/ID/logs?start=&limit= (v1, the e2b CLI's `sandbox logs`) and
+ * /v2/sandboxes/ID/logs?cursor=&direction=&level=&limit=&search=: the sandbox's own log
+ * (sandbox_log_add), oldest first (v2 backward: newest first). A line of v1 is the entry as a
+ * JSON object, as envd's are. */
+static void logs(hreq *r, sandbox *s, bool v2)
+{
+        unsigned long long from = 0, limit = 1000;
+        const char *dir = http_arg(r, "direction"), *level = http_arg(r, "level"), *search = http_arg(r, "search");
+        bool back = v2 && dir && !strcmp(dir, "backward");
+        int min = v2 && level ? e2b_level_rank(level) : 0;
+        if (query_uint(r, v2 ? "cursor" : "start", 1ull << 53, &from) < 0 || query_uint(r, "limit", 1000, &limit) < 0)
+                return;
+        if (v2 && dir && !back && strcmp(dir, "forward")) {
+                control_error(r, 400, "'direction' must be forward or backward");
+                return;
+        }
+        if (min < 0) {
+                control_error(r, 400, "'level' must be debug, info, warn or error");
+                return;
+        }
+        if (back && !http_arg(r, "cursor"))
+                from = UINT64_MAX;
+        json_t *entries = json_array(), *lines = json_array();
+        size_t n = json_array_size(s->log);
+        for (size_t j = 0; j < n && json_array_size(entries) < limit; j++) {
+                json_t *e = json_array_get(s->log, back ? n - 1 - j : j);
+                uint64_t ms = (uint64_t)json_integer_value(json_object_get(e, "ms"));
+                const char *lv = e2b_level((int)json_integer_value(json_object_get(e, "prio")));
+                const char *msg = json_string_value(json_object_get(e, "msg")), *ev = json_string_value(json_object_get(e, "event"));
+                if ((back ? ms > from : ms < from) || e2b_level_rank(lv) < min || (search && !strstr(msg, search)))
+                        continue;
+                char ts[40], t[32];
+                rfc3339(t, sizeof(t), (time_t)(ms / 1000));
+                snprintf(ts, sizeof(ts), "%.19s.%03uZ", t, (unsigned)(ms % 1000));
+                json_t *fields = json_pack("{ss ss}", "logger", "nsboxd", "event", ev);
+                if (!v2) {
+                        json_t *o = json_pack("{ss ss ss ss}", "level", lv, "logger", "nsboxd", "event", ev, "message", msg);
+                        char *line = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+                        json_decref(o);
+                        json_array_append_new(lines, json_pack("{ss ss}", "timestamp", ts, "line", line ? line : "{}"));
+                        free(line);
+                }
+                json_array_append_new(entries, json_pack("{ss ss ss so}", "timestamp", ts, "level", lv, "message", msg, "fields", fields));
+        }
+        if (v2) {
+                json_decref(lines);
+                http_answer_json(r, 200, json_pack("{so}", "logs", entries));
+        } else
+                http_answer_json(r, 200, json_pack("{so so}", "logs", lines, "logEntries", entries));
+}
+
 /* ---- snapshots and forks: nsbox's snapshots (a sandbox's files; nsbox-protocol(7), snapshot) -- */
 
 /* POST /sandboxes/ID/fork {timeout, count}: the sandbox's files captured once as a snapshot,
@@ -822,6 +903,8 @@ static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
                 k->step_id = http_rpc(r, "destroy", json_pack("{sO}", "sandbox", id));
         } else if (!strcmp(what, "/metrics") && !strcmp(m, "GET")) {
                 metrics(r, s);
+        } else if (!strcmp(what, "/logs") && !strcmp(m, "GET")) {
+                logs(r, s, !strncmp(r->url, "/v2/", 4));
         } else if (!strcmp(what, "/pause") && post) {
                 if (s->paused)
                         control_error(r, 409, "Sandbox %s is already paused", s->sup.id);

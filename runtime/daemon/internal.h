@@ -39,6 +39,8 @@
 #define NGROUPS_MAX_PEER 1024 /* a client's groups looked at (SO_PEERGROUPS) */
 #define MAX_SANDBOXES NSBOX_DCONFIG_MAX_SANDBOXES
 #define MAX_CALLS_PER_SANDBOX 1024
+#define SANDBOX_LOG_MAX 128      /* a sandbox's log lines kept (sandbox_log_add) */
+#define SANDBOX_LOG_CMD_MAX 200  /* bytes of a command's line in it */
 #define READY_TIMEOUT_NS (30ull * 1000000000)
 #define WARMUP_TIMEOUT_NS (10ull * 1000000000) /* a pooled sandbox's warm-up (create.c, pool_warm) */
 #define PAUSE_TIMEOUT_MS 5000
@@ -186,6 +188,7 @@ typedef struct sandbox {
         unsigned id_slot;        /* root: its own host id range (userns.h); 0: the shared one */
         int id_lock_fd;
         json_t *http;            /* made over HTTP: its access token, E2B metadata (http_control.c) */
+        json_t *log;             /* its last log lines, oldest first: [{ms, prio, event, msg}] */
 } sandbox;
 
 /* A create waiting for capacity (its 'wait'). */
@@ -398,6 +401,11 @@ void reap_exited(bool block);
 bool reaping(void);
 void state_write(daemon_state *d, const sandbox *s);
 void sandbox_free(sandbox *s);
+/* A sandbox's own log (E2B's sandbox logs): nsboxd's log lines about it, and the commands run in
+ * it; the last SANDBOX_LOG_MAX kept. */
+void sandbox_log_init(daemon_state *d);
+void sandbox_log_add(sandbox *s, int prio, const char *event, const char *msg);
+void sandbox_log_exec(sandbox *s, json_t *params);
 void unwatch_sandbox(daemon_state *d, sandbox *s);
 void sandbox_remove(daemon_state *d, sandbox *s, const char *code, const char *why);
 bool visible(const client *c, const sandbox *s);

@@ -189,6 +189,7 @@ static int daemon_open(daemon_state *d, const nsbox_daemon_config *cfg, const ch
         if (!d->tpl)
                 return nsbox_err(err, ENOMEM, "templates");
         d->pool_dirty = true; /* fill the pools */
+        sandbox_log_init(d);
         int r = apikeys_open(d, err); /* the operator's file, bad: nothing starts */
         if (r < 0)
                 return r;
@@ -373,6 +374,7 @@ static void daemon_close(daemon_state *d, const char *sock)
         close(d->state_dirfd);
         free(d->tpl);
         apikeys_close(d);
+        dlog_set_sink(NULL);
 }
 
 int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)

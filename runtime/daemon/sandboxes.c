@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "../dlog.h"
 
@@ -17,6 +18,75 @@ sandbox *sandbox_by_serial(daemon_state *d, uint64_t serial)
                 if (s->serial == serial)
                         return s;
         return NULL;
+}
+
+static daemon_state *log_daemon;
+
+/* s cut to at most max bytes, at a character's start */
+static size_t utf8_cut(const char *s, size_t max)
+{
+        size_t n = strnlen(s, max + 1);
+        if (n <= max)
+                return n;
+        n = max;
+        while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+                n--;
+        return n;
+}
+
+void sandbox_log_add(sandbox *s, int prio, const char *event, const char *msg)
+{
+        if (!s->log && !(s->log = json_array()))
+                return;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        json_t *m = json_stringn(msg, utf8_cut(msg, 1024));
+        json_t *e = json_pack("{sI si ss so}", "ms", (json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, "prio", prio & 7, "event", event,
+                              "msg", m ? m : json_string("(a message that is not UTF-8)"));
+        if (!e || json_array_append_new(s->log, e) < 0)
+                return;
+        if (json_array_size(s->log) > SANDBOX_LOG_MAX)
+                json_array_remove(s->log, 0);
+}
+
+/* dlog's lines about a sandbox of this nsboxd */
+static void log_sink(int prio, const char *event, const char *sandbox_id, const char *msg)
+{
+        for (sandbox *s = log_daemon ? log_daemon->sandboxes : NULL; s; s = s->next)
+                if (!strcmp(s->sup.id, sandbox_id)) {
+                        sandbox_log_add(s, prio, event, msg);
+                        return;
+                }
+}
+
+void sandbox_log_init(daemon_state *d)
+{
+        log_daemon = d;
+        dlog_set_sink(log_sink);
+}
+
+/* An exec's command, as the sandbox's log keeps it (not nsboxd's: one a call would flood it):
+ * its argv joined by spaces, or its shell line, cut. */
+void sandbox_log_exec(sandbox *s, json_t *params)
+{
+        char line[SANDBOX_LOG_CMD_MAX + 8] = "";
+        size_t n = 0, i;
+        json_t *shell = json_object_get(params, "shell"), *x;
+        if (!shell)
+                shell = json_object_get(params, "command");
+        if (json_is_string(shell))
+                n = (size_t)snprintf(line, sizeof(line), "%s", json_string_value(shell));
+        else
+                json_array_foreach(json_object_get(params, "cmd"), i, x) {
+                        if (n >= SANDBOX_LOG_CMD_MAX)
+                                break;
+                        n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s", i ? " " : "", json_is_string(x) ? json_string_value(x) : "?");
+                }
+        if (n > SANDBOX_LOG_CMD_MAX)
+                memcpy(line + utf8_cut(line, SANDBOX_LOG_CMD_MAX - 3), "...", 4);
+        char msg[SANDBOX_LOG_CMD_MAX + 32];
+        snprintf(msg, sizeof(msg), "exec: %s", line);
+        sandbox_log_add(s, LOG_INFO, "process.started", msg);
 }
 
 /* slirp4netns processes told to exit, reaped as they finish: their exit takes the kernel some
@@ -93,6 +163,7 @@ void sandbox_free(sandbox *s)
         nsbox_sup_stop(&s->sup, "internal", "was destroyed"); /* its calls were answered already, with why */
         json_decref(s->labels);
         json_decref(s->http);
+        json_decref(s->log);
         json_decref(s->waiters);
         json_decref(s->create_rpc_id);
         json_decref(s->create_params);

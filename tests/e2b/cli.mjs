@@ -23,9 +23,10 @@ atEnd(async () => {
 function e2b(...args) {
         const env = { ...process.env, HOME: home, NO_UPDATE_NOTIFIER: "1", FORCE_COLOR: "0", NO_COLOR: "1" };
         return new Promise((resolve) => {
-                execFile(process.execPath, [CLI, ...args], { env, timeout: 25000 }, (err, stdout, stderr) => {
+                const child = execFile(process.execPath, [CLI, ...args], { env, timeout: 25000 }, (err, stdout, stderr) => {
                         resolve({ status: err ? (err.code ?? err.signal) : 0, stdout, stderr });
                 });
+                child.stdin.end(); /* `e2b sandbox exec` sends a piped stdin to the command, to its end */
         });
 }
 const show = (r) => `status ${r.status}, stdout ${JSON.stringify(r.stdout).slice(0, 300)}, stderr ${JSON.stringify(r.stderr).slice(0, 300)}`;
@@ -50,6 +51,29 @@ await check("cli_sandbox_list", async () => {
         assert(p.stdout.includes(sb.sandboxId), "the table of e2b sandbox list does not show the sandbox: " + show(p));
         assert(p.stdout.includes("Running"), "the table of e2b sandbox list shows no Running state: " + show(p));
 });
+
+// the rest of the sandbox commands a user reaches for: info, exec, metrics, pause, resume, logs
+await check("cli_sandbox_info_exec_metrics_pause_resume_logs", async () => {
+        const id = sb.sandboxId;
+        const info = await e2b("sandbox", "info", id);
+        assert(info.status === 0 && info.stdout.includes("State: running"), "e2b sandbox info: " + show(info));
+        const ex = await e2b("sandbox", "exec", id, "echo", "from-the-cli");
+        eq([0, "from-the-cli\n"], [ex.status, ex.stdout], "e2b sandbox exec: " + show(ex));
+        const m = await e2b("sandbox", "metrics", id);
+        assert(m.status === 0 && /CPU:.*Memory:.*Disk:/.test(m.stdout), "e2b sandbox metrics: " + show(m));
+        const p = await e2b("sandbox", "pause", id);
+        assert(p.status === 0 && p.stdout.includes("has been paused"), "e2b sandbox pause: " + show(p));
+        eq("paused", (await Sandbox.getInfo(id)).state, "the state after e2b sandbox pause");
+        const r = await e2b("sandbox", "resume", id);
+        assert(r.status === 0 && r.stdout.includes("has been resumed"), "e2b sandbox resume: " + show(r));
+        const l = await e2b("sandbox", "logs", "--format", "json", id);
+        eq(0, l.status, "e2b sandbox logs: " + show(l));
+        const lines = l.stdout.split("\n").filter((x) => x.startsWith("{")).map((x) => JSON.parse(x));
+        const events = lines.map((x) => x.event);
+        for (const e of ["sandbox.created", "process.started", "sandbox.paused", "sandbox.resumed"])
+                assert(events.includes(e), `e2b sandbox logs has no ${e}: ` + show(l));
+        assert(lines.some((x) => x.message.includes("echo from-the-cli")), "the logs do not name the command: " + show(l));
+}, 60000);
 
 await check("cli_sandbox_kill", async () => {
         const r = await e2b("sandbox", "kill", sb.sandboxId);

@@ -204,6 +204,50 @@ test_timeout_connect_pause_metrics() {
         assert_eq running "$(json 'j["state"]')" "state after connect"
 }
 
+# the sandbox's own log (the e2b CLI's `sandbox logs`): nsboxd's lines about it and its commands
+test_logs_tell_what_happened_to_the_sandbox() {
+        trap cleanup EXIT
+        local d before
+        d=$(new_dir)
+        start_daemon "$d"
+        create
+        "$NSBOX" exec "$ID" -- sh -c 'echo "a b"' > /dev/null || fail "exec"
+        api POST "/sandboxes/$ID/pause"
+        assert_eq 204 "$CODE" "pause"
+        api POST "/sandboxes/$ID/connect" '{"timeout": 300}'
+        assert_eq 201 "$CODE" "connect resumes"
+        api GET "/sandboxes/$ID/logs"
+        assert_eq 200 "$CODE" "logs: $BODY"
+        # v1: each line a JSON object with a level, as the CLI parses it; the same in logEntries
+        assert_eq "sandbox.created process.started sandbox.paused sandbox.resumed" \
+                "$(json '" ".join(json.loads(l["line"])["event"] for l in j["logs"] if json.loads(l["line"])["level"] == "info")' | sed 's/ sandbox.timeout_set//g')" "the events"
+        assert_eq "exec: sh -c echo \"a b\"" "$(json '[e["message"] for e in j["logEntries"] if e["fields"]["event"] == "process.started"][0]')" "the command"
+        assert_eq True "$(json 'len(j["logs"]) == len(j["logEntries"]) and all(l["timestamp"].endswith("Z") for l in j["logs"])')" "v1's two forms"
+        before=$(( $(date +%s) * 1000 - 600000 ))
+        api GET "/sandboxes/$ID/logs?start=$before&limit=2"
+        assert_eq 2 "$(json 'len(j["logs"])')" "a limit of 2"
+        api GET "/sandboxes/$ID/logs?start=$(( $(date +%s) * 1000 + 600000 ))"
+        assert_eq 0 "$(json 'len(j["logs"])')" "lines after a start in the future"
+        # v2: newest first backward, a search, a level
+        api GET "/v2/sandboxes/$ID/logs?direction=backward&limit=1&search=paused"
+        assert_eq "sandbox.paused" "$(json '" ".join(e["fields"]["event"] for e in j["logs"])')" "v2, backward, searched"
+        api GET "/v2/sandboxes/$ID/logs?level=warn"
+        assert_eq "200 0" "$CODE $(json 'len(j["logs"])')" "no warnings"
+        local q
+        for q in "start=-1" "start=x" "limit=1001" "limit=" ; do
+                api GET "/sandboxes/$ID/logs?$q"
+                assert_eq 400 "$CODE" "logs with '$q': $BODY"
+        done
+        for q in "direction=up" "level=loud" "cursor=1.5"; do
+                api GET "/v2/sandboxes/$ID/logs?$q"
+                assert_eq 400 "$CODE" "v2 logs with '$q': $BODY"
+                assert_eq 1 "$(printf '%s\n' "$(json 'j["message"]')" | grep -c .)" "a one-line message"
+        done
+        api DELETE "/sandboxes/$ID"
+        api GET "/sandboxes/$ID/logs"
+        assert_eq 404 "$CODE" "the logs of a killed sandbox"
+}
+
 # what the sandbox uses, with or without a cgroup: its processes' resident memory and CPU time, and
 # its writable layer's bytes
 test_metrics_count_what_the_sandbox_uses() {
