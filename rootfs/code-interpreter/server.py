@@ -12,8 +12,9 @@ live Jupyter kernel (ipykernel, Debian's python3-ipykernel); the API is what @e2
   POST /contexts {language?, cwd?} -> {id, language, cwd};  GET /contexts
   DELETE /contexts/ID;  POST /contexts/ID/restart;  GET /health
 
-Python only: other languages are refused with a clear 400 (man/nsbox-protocol.7).  Only the
-standard library and Debian's jupyter_client are used.
+Python, JavaScript and bash: other languages are refused with a clear 400
+(man/nsbox-protocol.7).  Only the standard library and Debian's jupyter_client are used; a Python
+kernel gets KERNEL_SETUP, E2B's extra result formats.
 """
 
 import argparse
@@ -42,6 +43,7 @@ MAX_ENV_VARS = 256
 KERNEL_START_S = 60
 INTERRUPT_GRACE_S = 5             # after an interrupt, how long the kernel has to go idle
 HEARTBEAT_S = 1                   # a silent cell's line every second
+SETUP_MAX_CELLS = 100000          # a DataFrame's values, a chart's points: more, no such format
 LANGUAGES = {"python": "python", "python3": "python", "py": "python", "ipython": "python",
              "javascript": "javascript", "js": "javascript", "node": "javascript",
              "bash": "bash", "sh": "bash", "shell": "bash"}
@@ -125,6 +127,174 @@ async function run(req) {
   await mark(process.stderr, req.marker);
 }
 """
+
+
+# Run in each Python kernel once it is up: E2B's two result formats of its own, as display
+# formatters that import nothing until a DataFrame or a Figure is shown.  "e2b/data" is a
+# DataFrame's columns ({name: [values]}, JSON-clean: NaN null, times ISO); "e2b/chart" is a
+# matplotlib figure's data, in the shape @e2b/code-interpreter's Chart types name (line, scatter,
+# bar, pie; several axes a superchart; anything else "unknown" with no elements).  Past
+# SETUP_MAX_CELLS values neither is made.  Never raises: a failure is no such format.
+KERNEL_SETUP = r"""
+def __nsbox_setup(max_cells):
+    import json, math, re
+    from IPython import get_ipython
+    from IPython.core.formatters import BaseFormatter
+    from traitlets import ObjectName
+
+    ip = get_ipython()
+
+    # by class name, in __call__: not a type printer, which the inline backend's setup takes
+    # out of every formatter for Figure
+    class Fmt(BaseFormatter):
+        print_method = ObjectName("_repr_nsbox_unused_")
+        _return_type = (dict,)
+
+        def __call__(self, obj):
+            for c in type(obj).__mro__:
+                if (c.__module__, c.__name__) == self.nsbox_type:
+                    try:
+                        return self.nsbox_fn(obj)
+                    except Exception:
+                        return None
+            return None
+
+    def formatter(mime, module, name, fn):
+        f = Fmt(parent=ip.display_formatter, format_type=mime)
+        f.nsbox_type, f.nsbox_fn = (module, name), fn
+        ip.display_formatter.formatters[mime] = f
+
+    def frame_data(df):
+        if df.size > max_cells:
+            return None
+        s = json.loads(df.to_json(orient="split", date_format="iso", default_handler=str))
+        return {str(c): [row[i] for row in s["data"]] for i, c in enumerate(s["columns"])}
+
+    def clean(v):
+        if v is None or type(v).__name__ == "MaskedConstant":  # a scatter's NaN
+            return None
+        if hasattr(v, "isoformat"):
+            return v.isoformat()
+        if isinstance(v, str):
+            return v
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            return str(v)
+        return f if math.isfinite(f) else None
+
+    def unit(label):
+        m = re.search(r"\s\((.*?)\)|\[(.*?)\]", label or "")
+        return (m.group(1) or m.group(2)) if m else None
+
+    def scale(ax, axis):
+        conv = type(axis.converter).__name__ if axis.converter is not None else ""
+        if "Date" in conv:
+            return "datetime"
+        if "StrCategory" in conv:
+            return "categorical"
+        return axis.get_scale()
+
+    def axis_value(axis, sc, v):
+        # a position on an axis as the user gave it: a category, a time, a number
+        if sc == "categorical" and axis.units is not None:
+            for k, i in axis.units._mapping.items():
+                if i == v:
+                    return k
+        if sc == "datetime":
+            from matplotlib.dates import num2date
+            return num2date(float(v)).isoformat()
+        return clean(v)
+
+    def base(kind, ax):
+        return {"type": kind, "title": ax.get_title() or None, "elements": []}
+
+    def planar(kind, ax):
+        c = base(kind, ax)
+        xl, yl = ax.get_xlabel() or None, ax.get_ylabel() or None
+        c.update(x_label=xl, y_label=yl, x_unit=unit(xl), y_unit=unit(yl))
+        return c
+
+    def ticks(c, ax):
+        for n, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            sc = scale(ax, axis)
+            c[n + "_scale"] = sc
+            c[n + "_ticks"] = [axis_value(axis, sc, t) if sc == "datetime" else clean(t) for t in axis.get_ticklocs()]
+            c[n + "_tick_labels"] = [t.get_text() for t in axis.get_ticklabels()]
+
+    def kind_of(ax):
+        from matplotlib.collections import PathCollection
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Rectangle, Wedge
+        from matplotlib.text import Text
+        objs = [o for o in ax.get_children() if o in ax._children and not isinstance(o, Text)]
+        for kind, t in (("line", Line2D), ("scatter", PathCollection), ("pie", Wedge), ("bar", Rectangle)):
+            if objs and all(isinstance(o, t) for o in objs):
+                return kind
+        return "unknown"
+
+    def chart_of_axes(ax, budget):
+        kind = kind_of(ax)
+        if kind == "line" or kind == "scatter":
+            c = planar(kind, ax)
+            ticks(c, ax)
+            xs, ys = c["x_scale"], c["y_scale"]
+            if kind == "line":
+                series = [(l.get_label(), zip(l.get_xdata(), l.get_ydata())) for l in ax.get_lines()]
+            else:
+                series = [(p.get_label(), ((axis_value(ax.xaxis, xs, x), axis_value(ax.yaxis, ys, y)) for x, y in p.get_offsets()))
+                          for p in ax.collections]
+            for label, pts in series:
+                points = []
+                for x, y in pts:
+                    budget[0] -= 1
+                    if budget[0] < 0:
+                        raise OverflowError
+                    points.append([clean(x), clean(y)])
+                c["elements"].append({"label": label, "points": points})
+            return c
+        if kind == "bar":
+            c = planar(kind, ax)
+            flip = False
+            for n, cont in enumerate(ax.containers):
+                group = cont.get_label()
+                if not group or group.startswith("_"):
+                    group = "Group %d" % n
+                flip = getattr(cont, "orientation", "vertical") == "horizontal"
+                axis = ax.yaxis if flip else ax.xaxis
+                sc = scale(ax, axis)
+                where = {round(float(t), 6): l.get_text() for t, l in zip(axis.get_ticklocs(), axis.get_ticklabels())}
+                for r in cont:
+                    at = r.get_y() + r.get_height() / 2 if flip else r.get_x() + r.get_width() / 2
+                    label = axis_value(axis, sc, at) if sc == "categorical" else where.get(round(at, 6)) or str(clean(at))
+                    c["elements"].append({"label": str(label), "group": group, "value": clean(r.get_width() if flip else r.get_height())})
+            if flip:
+                c["x_label"], c["y_label"], c["x_unit"], c["y_unit"] = c["y_label"], c["x_label"], c["y_unit"], c["x_unit"]
+            return c
+        if kind == "pie":
+            c = base(kind, ax)
+            for w in ax.patches:
+                c["elements"].append({"label": w.get_label(), "angle": abs(round(w.theta2 - w.theta1, 4)), "radius": clean(w.r)})
+            return c
+        return base("unknown", ax)
+
+    def figure_chart(fig):
+        axes = fig.get_axes()
+        budget = [max_cells]
+        try:
+            if len(axes) == 1:
+                return chart_of_axes(axes[0], budget)
+            if axes:
+                title = fig._suptitle.get_text() if fig._suptitle is not None else None
+                return {"type": "superchart", "title": title or None, "elements": [chart_of_axes(a, budget) for a in axes]}
+        except OverflowError:
+            pass
+        return None
+
+    formatter("e2b/data", "pandas.core.frame", "DataFrame", frame_data)
+    formatter("e2b/chart", "matplotlib.figure", "Figure", figure_chart)
+
+""" + "__nsbox_setup(%d)\ndel __nsbox_setup\n" % SETUP_MAX_CELLS
 
 
 class ProcKernel:
@@ -267,6 +437,21 @@ class Context:
         except Exception:
             self.shutdown()
             raise
+        self.silent(KERNEL_SETUP)
+
+    def silent(self, code):
+        """Code of ours (the setup, environment variables): run, wait, show nothing."""
+        mid = self.kc.execute(code, silent=True, store_history=False)
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            try:
+                msg = self.kc.get_shell_msg(timeout=0.5)
+            except queue.Empty:
+                if not self.alive():
+                    return
+                continue
+            if msg["parent_header"].get("msg_id") == mid:
+                return
 
     def restart(self):
         self.shutdown()
@@ -411,19 +596,7 @@ class Execution:
         self.emit(data)
 
     def silent(self, code):
-        """Code of ours (environment variables): run, wait, show nothing."""
-        kc = self.ctx.kc
-        mid = kc.execute(code, silent=True, store_history=False)
-        end = time.monotonic() + 10
-        while time.monotonic() < end:
-            try:
-                msg = kc.get_shell_msg(timeout=0.5)
-            except queue.Empty:
-                if not self.ctx.alive():
-                    return
-                continue
-            if msg["parent_header"].get("msg_id") == mid:
-                return
+        self.ctx.silent(code)
 
     def run(self, code):
         kc = self.ctx.kc

@@ -48,6 +48,28 @@ await check("ci_png_and_html", async () => {
         assert(t.results[0].isMainResult, "main result");
 });
 
+// E2B's own result formats: a figure's data as result.chart, a DataFrame's columns as result.data
+await check("ci_chart_and_data", async () => {
+        const l = await sb.runCode(
+                "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9], label='sq')\nplt.title('Squares')\nplt.xlabel('distance (m)')\nplt.show()",
+        );
+        const c = l.results[0]?.chart;
+        assert(c, `no chart: ${JSON.stringify(l.results.map((r) => Object.keys(r.raw)))}`);
+        eq(["line", "Squares", "distance (m)", "m", "linear"], [c.type, c.title, c.x_label, c.x_unit, c.x_scale], "the line chart");
+        eq([{ label: "sq", points: [[1, 1], [2, 4], [3, 9]] }], c.elements, "its points");
+        assert(c.x_ticks.length > 0 && c.x_ticks.length === c.x_tick_labels.length, `x ticks ${JSON.stringify([c.x_ticks, c.x_tick_labels])}`);
+        const b = await sb.runCode("import matplotlib.pyplot as plt\nplt.bar(['a', 'b'], [3, 5], label='n')\nplt.show()");
+        eq({ type: "bar", elements: [{ label: "a", group: "n", value: 3 }, { label: "b", group: "n", value: 5 }] },
+                { type: b.results[0]?.chart?.type, elements: b.results[0]?.chart?.elements }, "the bar chart");
+        const p = await sb.runCode("import matplotlib.pyplot as plt\nplt.pie([1, 3], labels=['x', 'y'])\nplt.show()");
+        eq([["x", 90], ["y", 270]], p.results[0]?.chart?.elements.map((e) => [e.label, e.angle]), "the pie chart's wedges");
+        const s = await sb.runCode("import matplotlib.pyplot as plt\nfig, (a, b) = plt.subplots(1, 2)\nfig.suptitle('Two')\na.plot([1, 2])\nb.scatter([1], [2])\nplt.show()");
+        eq(["superchart", "Two", ["line", "scatter"]], [s.results[0]?.chart?.type, s.results[0]?.chart?.title, s.results[0]?.chart?.elements.map((e) => e.type)], "two axes");
+        const d = await sb.runCode("import pandas as pd, numpy as np\npd.DataFrame({'a': [1, np.nan], 'b': ['x', 'y']})");
+        eq({ a: [1, null], b: ["x", "y"] }, d.results[0]?.data, "a DataFrame's data");
+        eq(["html", "data"], d.results[0]?.formats(), "its formats");
+}, 60000);
+
 await check("ci_streams_and_errors", async () => {
         const seen = [];
         const t0 = Date.now();

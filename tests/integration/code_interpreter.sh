@@ -393,6 +393,7 @@ test_sdk_through_the_port_proxy() {
         assert_not_contains "$out" "skip " "the SDK's checks"
         assert_contains "$out" "ok ci_timeout_interrupts" "the SDK's checks"
         assert_contains "$out" "ok ci_contexts" "the SDK's context calls (no access token: public ports)"
+        assert_contains "$out" "ok ci_chart_and_data" "E2B's chart and data results"
         assert_eq 0 "$st" "node's exit status"
 }
 

@@ -346,6 +346,8 @@ def t_code_interpreter():
                        on_stdout=out.append, on_result=res.append, on_error=errs.append)
         check(out == ["hello\n"] and x.logs.stdout == ["hello\n"], f"stdout callback and logs: {out} {x.logs}")
         check(len(res) == 1 and res[0].png_bytes()[:4] == b"\x89PNG" and "png" in res[0].formats(), f"chart: {res}")
+        check(res[0].chart and res[0].chart["type"] == "line" and res[0].chart["elements"][0]["points"] == [[0, 1], [1, 2]],
+              f"the chart's data: {res[0].chart}")
         check(x.error is not None and x.error.name == "ZeroDivisionError" and "line 5" in x.error.traceback
               and [e.name for e in errs] == ["ZeroDivisionError"], f"error: {x.error} {errs}")
         err_out = []
