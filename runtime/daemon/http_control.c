@@ -109,8 +109,11 @@ json_t *control_sandbox_json(daemon_state *d, sandbox *s)
                               (json_int_t)((s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK) >> 20), "envdVersion",
                               HTTP_ENVD_VERSION, "metadata", meta ? meta : s->labels ? s->labels : json_object());
         with_access(d, s, o);
-        if (o)
+        if (o) {
                 json_object_set_new(o, "network", json_pack("{sb}", "allowPublicTraffic", http_public_traffic(s)));
+                json_object_set_new(o, "lifecycle", json_pack("{ss sb}", "onTimeout", s->expiry_pause ? "pause" : "kill", "autoResume",
+                                                              json_object_get(s->http, "auto_resume") != NULL));
+        }
         return o;
 }
 
@@ -262,8 +265,14 @@ static void create_start(hreq *r, control *k)
         k->timeout_s = CONTROL_DEFAULT_TIMEOUT_S;
         k->internet = true;
         k->public_traffic = r->d->conf->http_public_traffic;
+        json_t *vols = json_object_get(b, "volumeMounts"), *iam = json_object_get(b, "iam");
         if (t && (!json_is_string(t) || json_string_length(t) == 0 || json_string_length(t) >= sizeof(k->template_id))) {
                 control_error(r, 400, "'templateID' must be a template name");
+        } else if (vols && !json_is_null(vols) && !(json_is_array(vols) && json_array_size(vols) == 0)) {
+                /* not taken and forgotten: what the program writes there would not persist */
+                control_error(r, 400, "'volumeMounts': nsbox has no E2B volumes (a template's mounts bind host directories: nsboxd(8), TEMPLATES)");
+        } else if (iam && !json_is_null(iam)) {
+                control_error(r, 400, "'iam': nsbox issues no workload identity tokens");
         } else if (seconds(r, json_object_get(b, "timeout"), "timeout", &k->timeout_s) == 0 &&
                    boolean(r, json_object_get(b, "autoPause"), "autoPause", &k->auto_pause) == 0 &&
                    auto_resume(r, json_object_get(b, "autoResume"), &k->auto_resume) == 0 &&

@@ -105,8 +105,11 @@ test_create_get_list_kill() {
         local left
         left=$(json 'int((__import__("datetime").datetime.fromisoformat(j["endAt"].replace("Z", "+00:00")) - __import__("datetime").datetime.now(__import__("datetime").timezone.utc)).total_seconds())')
         [ "$left" -gt 100 ] && [ "$left" -le 121 ] || fail "endAt is $left s away, not about 120"
+        assert_eq "kill False" "$(json 'j["lifecycle"]["onTimeout"], j["lifecycle"]["autoResume"]' | tr -d "(',)")" "the default lifecycle"
         local other=$ID
-        create
+        create '{"autoPause": true, "autoResume": {"enabled": true}, "volumeMounts": []}'
+        api GET "/sandboxes/$ID"
+        assert_eq "pause True" "$(json 'j["lifecycle"]["onTimeout"], j["lifecycle"]["autoResume"]' | tr -d "(',)")" "lifecycle: pause, auto-resume"
         api GET "/v2/sandboxes"
         assert_eq 2 "$(json 'len(j)')" "listed"
         # as the SDKs send it: encodeURIComponent of each key and value, a form, the query's own escaping
@@ -281,7 +284,8 @@ test_bad_bodies_change_nothing() {
         for b in 'nope' '[]' '{"timeout": "60"}' '{"timeout": -1}' '{"timeout": 1e12}' '{"metadata": {"a": 1}}' \
                  '{"metadata": "x"}' '{"envVars": {"A": null}}' '{"autoPause": "yes"}' '{"templateID": 7}' \
                  '{"allow_internet_access": 1}' '{"autoResume": true}' '{"autoResume": {"enabled": 1}}' \
-                 '{"autoResume": {"enabled": true, "x": 1}}' '{"envVars": {"A=B": "x"}}' '{"envVars": {"": "x"}}'; do
+                 '{"autoResume": {"enabled": true, "x": 1}}' '{"envVars": {"A=B": "x"}}' '{"envVars": {"": "x"}}' \
+                 '{"volumeMounts": [{"name": "v", "path": "/data"}]}' '{"iam": {"tokens": {}}}'; do
                 api POST /v2/sandboxes "$b"
                 assert_eq 400 "$CODE" "create with $b: $BODY"
                 assert_eq 400 "$(json 'j["code"]')" "its JSON code"
