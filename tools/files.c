@@ -288,7 +288,78 @@ static int create_temp(int dirfd, const char *name, char tmp[static NAME_MAX + 1
         return -EEXIST;
 }
 
-/* Replace name in dirfd with data, atomically: readers see the old or the new file, never half. */
+/* The bytes of src (from its start) to dst: copy_file_range, or read and write where the
+ * kernel cannot (another file system type). 0 or -errno. */
+static int copy_fd(int src, int dst)
+{
+        for (loff_t in = 0, out = 0;;) {
+                ssize_t n = copy_file_range(src, &in, dst, &out, 1 << 30, 0);
+                if (n == 0)
+                        return 0;
+                if (n > 0)
+                        continue;
+                if (in || (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP))
+                        return -errno;
+                if (lseek(src, 0, SEEK_SET) < 0 || lseek(dst, 0, SEEK_SET) < 0)
+                        return -errno;
+                char buf[65536];
+                for (;;) {
+                        ssize_t r = read(src, buf, sizeof(buf));
+                        if (r <= 0)
+                                return r < 0 ? -errno : 0;
+                        int w = write_full(dst, buf, (size_t)r);
+                        if (w < 0)
+                                return w;
+                }
+        }
+}
+
+/* The written temporary tmp (in tmp_dir) becomes name (in dir), as a write of name would leave
+ * it: renamed over it, atomically (readers see the old or the new file, never half), except
+ * when name has other hard links, or the two are on different file systems (a symlink
+ * followed there): then its contents are copied into name, which keeps its inode and links.
+ * tmp is gone after, either way. 0, or -1 with e set. */
+static int commit_temp(int tmp_dir, const char *tmp, int dir, const char *name, const char *shown, tool_error *e)
+{
+        struct stat st;
+        bool linked = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1;
+        int r = 0;
+        if (linked || renameat(tmp_dir, tmp, dir, name) < 0) {
+                r = linked || errno == EXDEV ? 0 : -errno;
+                _cleanup_close_ int src = r == 0 ? openat(tmp_dir, tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+                _cleanup_close_ int dst = -1;
+                if (r == 0 && src < 0)
+                        r = -errno;
+                /* in place when linked; across file systems, a temporary of the target's own */
+                char dtmp[NAME_MAX + 1] = "";
+                struct stat sst;
+                if (r == 0 && fstat(src, &sst) < 0)
+                        r = -errno;
+                if (r == 0)
+                        dst = linked ? openat(dir, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC) : create_temp(dir, name, dtmp);
+                if (r == 0 && dst < 0)
+                        r = dst == -1 ? -errno : dst;
+                if (r == 0 && !linked && fchmod(dst, sst.st_mode & 07777) < 0)
+                        r = -errno;
+                if (r == 0)
+                        r = copy_fd(src, dst);
+                if (r == 0 && close(steal_fd(&dst)) < 0)
+                        r = -errno;
+                if (r == 0 && !linked && renameat(dir, dtmp, dir, name) < 0)
+                        r = -errno;
+                if (r < 0 && dtmp[0])
+                        unlinkat(dir, dtmp, 0);
+                if (r == 0)
+                        unlinkat(tmp_dir, tmp, 0);
+        }
+        if (r < 0) {
+                unlinkat(tmp_dir, tmp, 0);
+                return tool_fail_errno(e, r, "write '%s'", shown);
+        }
+        return 0;
+}
+
+/* Replace name in dirfd with data (commit_temp: atomically, or in place for a hard-linked file). */
 static int replace_at(int dirfd, const char *name, const char *shown, const void *data, size_t len, mode_t mode,
                       tool_error *e)
 {
@@ -299,13 +370,11 @@ static int replace_at(int dirfd, const char *name, const char *shown, const void
         int r = fchmod(fd, mode) < 0 ? -errno : write_full(fd, data, len);
         if (r == 0 && close(steal_fd(&fd)) < 0)
                 r = -errno;
-        if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-                r = -errno;
         if (r < 0) {
                 unlinkat(dirfd, tmp, 0);
                 return tool_fail_errno(e, r, "write '%s'", shown);
         }
-        return 0;
+        return commit_temp(dirfd, tmp, dirfd, name, shown, e);
 }
 
 typedef struct write_opts {
@@ -712,10 +781,10 @@ int tool_write_fd_commit(tool_fd_write *w, json_t **ret_result, tool_error *e)
 {
         int r = close(w->fd) < 0 ? -errno : 0;
         w->fd = -1;
-        if (r == 0 && renameat(w->dirfd, w->tmp, w->dirfd, w->name) < 0)
-                r = -errno;
-        if (r < 0) {
-                tool_fail_errno(e, r, "write_file: write '%s'", w->target);
+        if (r < 0 || commit_temp(w->dirfd, w->tmp, w->dirfd, w->name, w->target, e) < 0) {
+                if (r < 0)
+                        tool_fail_errno(e, r, "write '%s'", w->target);
+                tool_fail_wrap(e, "write_file");
                 tool_write_fd_abort(w);
                 return -1;
         }
@@ -1172,11 +1241,11 @@ int tool_remove(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_erro
 int tool_rename(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_error *e)
 {
         static const char tool[] = "rename";
-        _cleanup_free_ char *from = NULL, *to = NULL;
-        bool overwrite = true;
+        _cleanup_free_ char *from = NULL, *to = NULL, *target = NULL;
+        bool overwrite = true, as_write = false;
         if (tool_param_path(ctx, in, tool, "from", NULL, &from, e) < 0 ||
             tool_param_path(ctx, in, tool, "to", NULL, &to, e) < 0 ||
-            tool_param_bool(in, tool, "overwrite", &overwrite, e) < 0)
+            tool_param_bool(in, tool, "overwrite", &overwrite, e) < 0 || tool_param_bool(in, tool, "write", &as_write, e) < 0)
                 return -1;
 
         _cleanup_close_ int from_dir = -1, to_dir = -1;
@@ -1187,9 +1256,26 @@ int tool_rename(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_erro
         /* A missing source must not leave new directories behind for the destination. */
         if (fstatat(from_dir, from_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return tool_fail_errno(e, errno, "%s: '%s'", tool, from);
-        if (open_parent(ctx, to, true, &to_dir, &to_name, e) < 0)
+        if (as_write) { /* a staged write's end: from becomes to as write_file would make it */
+                struct stat tst;
+                if (!S_ISREG(st.st_mode))
+                        return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s' is not a regular file", tool, from);
+                if (follow_final_symlinks(ctx, to, &target, e) < 0 || open_parent(ctx, target, true, &to_dir, &to_name, e) < 0)
+                        return tool_fail_wrap(e, tool);
+                bool existed = fstatat(to_dir, to_name, &tst, AT_SYMLINK_NOFOLLOW) == 0;
+                if (existed && !overwrite)
+                        return tool_fail(e, TOOL_CONFLICT, "%s: '%s' already exists", tool, to);
+                if (existed && S_ISDIR(tst.st_mode))
+                        return tool_fail_errno(e, EISDIR, "%s: '%s'", tool, target);
+                if (existed && !S_ISREG(tst.st_mode))
+                        return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s': not a regular file", tool, target);
+                if (existed && fchmodat(from_dir, from_name, tst.st_mode & 07777, 0) < 0)
+                        return tool_fail_errno(e, errno, "%s: '%s'", tool, from);
+                if (commit_temp(from_dir, from_name, to_dir, to_name, target, e) < 0)
+                        return tool_fail_wrap(e, tool);
+        } else if (open_parent(ctx, to, true, &to_dir, &to_name, e) < 0) {
                 return tool_fail_wrap(e, tool);
-        if (renameat2(from_dir, from_name, to_dir, to_name, overwrite ? 0 : RENAME_NOREPLACE) < 0) {
+        } else if (renameat2(from_dir, from_name, to_dir, to_name, overwrite ? 0 : RENAME_NOREPLACE) < 0) {
                 if (errno == EEXIST && !overwrite)
                         return tool_fail(e, TOOL_CONFLICT, "%s: '%s' already exists", tool, to);
                 return tool_fail_errno(e, errno, "%s: rename '%s' to '%s'", tool, from, to);

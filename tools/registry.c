@@ -361,7 +361,8 @@ static const tool_spec specs[] = {
                         "properties": {
                                 "from": {"type": "string", "description": "Path to move, absolute or relative to the working directory."},
                                 "to": {"type": "string", "description": "New path, absolute or relative to the working directory."},
-                                "overwrite": {"type": "boolean", "description": "Replace to if it exists (default true; false makes an existing to an error)."}
+                                "overwrite": {"type": "boolean", "description": "Replace to if it exists (default true; false makes an existing to an error)."},
+                                "write": {"type": "boolean", "description": "Finish a write staged in from (a regular file): to is followed through its symlinks and keeps its mode, and a to with other hard links keeps them (its contents replaced in place), as write_file does; from is removed if that fails."}
                         },
                         "required": ["from", "to"]
                 }),

@@ -106,7 +106,8 @@ static char *temp_path(const char *path)
 /* ---- answers ---------------------------------------------------------------------------------- */
 
 /* An error of a call: nsbox's code as envd's status; out of space (too_large) is 507.  One
- * about an upload's temporary names the file instead, with the reason (the message's end). */
+ * about an upload's temporary, or its file (its rename), names the file, with the reason (the
+ * message's end). */
 static void fail_msg(files_state *st, json_t *msg, bool upload)
 {
         const char *why = NULL, *code = rpc_error_code(msg, &why);
@@ -114,7 +115,7 @@ static void fail_msg(files_state *st, json_t *msg, bool upload)
         if (upload && !strcmp(code, "too_large"))
                 status = 507;
         const upfile *f = upload && st->cur < st->n_files ? &st->files[st->cur] : NULL;
-        const char *reason = f && f->tmp && strstr(why, f->tmp) ? strrchr(why, ':') : NULL;
+        const char *reason = f && f->tmp && (strstr(why, f->tmp) || strstr(why, f->path)) ? strrchr(why, ':') : NULL;
         if (reason)
                 files_fail(st, status, "cannot write '%s':%s", f->path, reason + 1);
         else
@@ -496,7 +497,8 @@ static void advance(files_state *st)
                         write_chunk(st, f);
                 } else if (f->complete && !f->len && !st->inflight) {
                         st->inflight++;
-                        (void)http_call(st->r, "rename", json_pack("{ss ss sb}", "from", f->tmp, "to", f->path, "overwrite", true), false);
+                        (void)http_call(st->r, "rename", json_pack("{ss ss sb sb}", "from", f->tmp, "to", f->path, "overwrite", true, "write", true),
+                                        false);
                 } else {
                         return; /* more bytes are coming */
                 }

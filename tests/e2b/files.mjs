@@ -141,6 +141,27 @@ await check("remove", async () => {
 });
 
 // with one URL for every sandbox (E2B_SANDBOX_URL) the URLs name no sandbox: the signature does
+// as envd's write: an executable stays executable, a symlink is written through, hard links stay
+await check("write_keeps_mode_symlinks_and_hard_links", async () => {
+        await sb.files.write(`${H}/s.sh`, "#!/bin/sh\necho 1\n");
+        await sb.commands.run(`cd ${H} && chmod 750 s.sh && ln -s s.sh link && ln s.sh hard`);
+        const before = (await sb.commands.run(`stat -c '%a %i %h' ${H}/s.sh`)).stdout;
+        await sb.files.write(`${H}/s.sh`, "#!/bin/sh\necho 2\n");
+        eq(before, (await sb.commands.run(`stat -c '%a %i %h' ${H}/s.sh`)).stdout, "mode, inode and links after a write");
+        eq("2\n", (await sb.commands.run(`${H}/hard`)).stdout, "the hard link runs the new script");
+        await sb.files.write(`${H}/link`, "#!/bin/sh\necho 3\n");
+        eq("symbolic link\n3\n", (await sb.commands.run(`stat -c %F ${H}/link && ${H}/s.sh`)).stdout, "a write through the symlink");
+        await sb.commands.run(`rm ${H}/hard`);
+        await sb.files.write(`${H}/s.sh`, "#!/bin/sh\necho 4\n");
+        eq("750\n4\n", (await sb.commands.run(`stat -c %a ${H}/s.sh && ${H}/s.sh`)).stdout, "mode after an atomic replace");
+        // through a link to another file system (the sandbox's /dev/shm is a tmpfs of its own)
+        await sb.commands.run(`echo old > /dev/shm/f && chmod 640 /dev/shm/f && ln -s /dev/shm/f ${H}/shm`);
+        await sb.files.write(`${H}/shm`, "new\n");
+        eq("symbolic link\n640\nnew\n", (await sb.commands.run(`stat -c %F ${H}/shm && stat -c %a /dev/shm/f && cat /dev/shm/f`)).stdout,
+                "a write through a link to another file system");
+        eq("", (await sb.commands.run(`ls -A ${H} /dev/shm | grep -e '\\.upload-' -e '\\.nsbox-' || true`)).stdout, "no temporary left");
+});
+
 await check("upload_and_download_urls_work_with_no_header", async () => {
         const form = new FormData();
         form.append("file", new Blob(["by a signed URL\n"]), "signed.txt");

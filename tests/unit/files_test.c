@@ -984,6 +984,17 @@ START_TEST(test_write_file_creates_the_file_and_its_parents)
 }
 END_TEST
 
+/* the root directory has exactly n entries (a temporary left over would be one more) */
+static void assert_root_holds(size_t n)
+{
+        char **names = NULL;
+        int fd = open(root_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_eq(tool_read_dir(fd, &names), 0);
+        close(fd);
+        ck_assert_uint_eq(strv_length(names), n);
+        strv_free(names);
+}
+
 START_TEST(test_write_file_replaces_atomically_and_keeps_the_mode)
 {
         put_host(H("s.sh"), "old\n", 0751);
@@ -998,13 +1009,7 @@ START_TEST(test_write_file_replaces_atomically_and_keeps_the_mode)
         ck_assert_uint_eq(mode_of(H("n")), 0755);
         ASSERT_OK(tool_write_file, "{s:s, s:s, s:s}", "path", "m", "content", "x", "mode", "640");
         ck_assert_uint_eq(mode_of(H("m")), 0640);
-        /* no temporary file is left behind */
-        char **names = NULL;
-        int fd = open(root_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        ck_assert_int_eq(tool_read_dir(fd, &names), 0);
-        close(fd);
-        ck_assert_uint_eq(strv_length(names), 3);
-        strv_free(names);
+        assert_root_holds(3); /* no temporary file is left behind */
 }
 END_TEST
 
@@ -1542,6 +1547,61 @@ START_TEST(test_rename_without_overwrite_refuses_an_existing_destination)
 }
 END_TEST
 
+static ino_t ino_of(const char *host_path)
+{
+        struct stat st;
+        ck_assert_int_eq(lstat(host_path, &st), 0);
+        return st.st_ino;
+}
+
+/* A file with other hard links is written in place: its inode and links stay (as a shell's > does) */
+START_TEST(test_write_file_keeps_the_hard_links_of_a_linked_file)
+{
+        put_host(H("f"), "old\n", 0750);
+        ck_assert_int_eq(link(H("f"), H("g")), 0);
+        ino_t ino = ino_of(H("f"));
+        ASSERT_OK(tool_write_file, "{s:s, s:s}", "path", "f", "content", "new\n");
+        ASSERT_CONTENT(H("g"), "new\n");
+        ck_assert_uint_eq(ino_of(H("f")), ino);
+        ck_assert_uint_eq(mode_of(H("f")), 0750);
+        ck_assert_int_eq(unlink(H("g")), 0);
+        ASSERT_OK(tool_write_file, "{s:s, s:s}", "path", "f", "content", "newer\n");
+        ASSERT_CONTENT(H("f"), "newer\n");
+        ck_assert_uint_eq(mode_of(H("f")), 0750);
+        assert_root_holds(1); /* no temporary left */
+}
+END_TEST
+
+/* rename's write: a staged upload ends as write_file would: through a link, with the mode kept */
+START_TEST(test_rename_write_finishes_a_staged_write_as_write_file_does)
+{
+        put_host(H("s.sh"), "old\n", 0750);
+        ck_assert_int_eq(symlink("s.sh", H("link")), 0);
+        put("stage1", "one\n");
+        ASSERT_OK(tool_rename, "{s:s, s:s, s:b}", "from", "stage1", "to", "link", "write", true);
+        ck_assert_str_eq(S(res, "to"), "/link");
+        ASSERT_CONTENT(H("s.sh"), "one\n");
+        ck_assert_uint_eq(mode_of(H("s.sh")), 0750);
+        struct stat st;
+        ck_assert(lstat(H("link"), &st) == 0 && S_ISLNK(st.st_mode));
+        ck_assert(!exists_host(H("stage1")));
+        ck_assert_int_eq(link(H("s.sh"), H("hard")), 0);
+        put("stage2", "two\n");
+        ASSERT_OK(tool_rename, "{s:s, s:s, s:b}", "from", "stage2", "to", "s.sh", "write", true);
+        ASSERT_CONTENT(H("hard"), "two\n");
+        ck_assert(!exists_host(H("stage2")));
+        put("stage3", "new\n"); /* a new file */
+        ASSERT_OK(tool_rename, "{s:s, s:s, s:b}", "from", "stage3", "to", "d/new", "write", true);
+        ASSERT_CONTENT(H("d/new"), "new\n");
+        /* onto a directory, or from a directory: refused, the directory untouched */
+        put("stage4", "x");
+        ASSERT_FAILS(TOOL_IS_DIRECTORY, "'/d': Is a directory", tool_rename, "{s:s, s:s, s:b}", "from", "stage4", "to", "d", "write", true);
+        ASSERT_CONTENT(H("d/new"), "new\n");
+        ASSERT_FAILS(TOOL_INVALID_ARGUMENT, "'/d' is not a regular file", tool_rename, "{s:s, s:s, s:b}", "from", "d", "to", "z", "write",
+                     true);
+}
+END_TEST
+
 /* The test cases of every tool that opens paths; fallback: with tool_open's user-space resolver. */
 static void add_tool_cases(Suite *s, bool fallback)
 {
@@ -1625,6 +1685,8 @@ static void add_tool_cases(Suite *s, bool fallback)
         unit_add(tc, test_remove_refuses_the_root);
         unit_add(tc, test_rename_moves_and_creates_destination_parents);
         unit_add(tc, test_rename_without_overwrite_refuses_an_existing_destination);
+        unit_add(tc, test_rename_write_finishes_a_staged_write_as_write_file_does);
+        unit_add(tc, test_write_file_keeps_the_hard_links_of_a_linked_file);
 }
 
 Suite *files_suite(void)

@@ -35,7 +35,7 @@ static const struct {
         { "exists", "path", "path" },
         { "mkdir", "path parents mode", "path" },
         { "remove", "path recursive", "path" },
-        { "rename", "from to overwrite", "from to" },
+        { "rename", "from to overwrite write", "from to" },
         { "glob", "pattern path", "pattern" },
         { "grep", "pattern path glob fixed ignore_case max_count context", "pattern" },
         { "git_init", "path initial_branch bare", "" },
