@@ -81,16 +81,27 @@ def _runtime_env():
     return base
 
 
-# The JavaScript context: node with a vm context of its own that keeps its globals between
-# cells; requests on stdin (a JSON line each), the cell's value or error on fd 3, then the marker
-# on stdout and on stderr, so that each stream is known to be complete.
+# The JavaScript context: node with a context of its own that keeps its globals between cells;
+# requests on stdin (a JSON line each), the cell's value or error on fd 3, then the marker on
+# stdout and on stderr, so that each stream is known to be complete.  A cell runs as a script in
+# that context (breakOnSigint: an interrupt ends even a busy loop), unless it has a top-level
+# await or a static import: node's REPL evaluates those (it rewrites a top-level await, keeping
+# the cell's declarations for the next cells), each import made a dynamic one first.  The REPL's
+# domain catches what such a cell throws later, in a callback, instead of the process dying.
 JS_DRIVER = r"""
 const vm = require('vm'), util = require('util'), fs = require('fs'), readline = require('readline');
+const repl = require('repl'), { PassThrough } = require('stream');
 const out = fs.createWriteStream(null, { fd: Number(process.env.NSBOX_CI_FD) });
 delete process.env.NSBOX_CI_FD;
-const ctx = vm.createContext({ console, require, process, Buffer, URL, URLSearchParams, TextEncoder,
-  TextDecoder, setTimeout, setInterval, setImmediate, clearTimeout, clearInterval, clearImmediate,
-  queueMicrotask, structuredClone, fetch: globalThis.fetch, module: { exports: {} } });
+const server = repl.start({ input: new PassThrough(), output: new PassThrough(), terminal: false, useGlobal: false, prompt: '' });
+const ctx = server.context;
+// the REPL's context logs to the REPL's output: the cells' console is the process's
+Object.defineProperty(ctx, 'console', { value: console, writable: true, configurable: true, enumerable: false });
+let settle = null;  // the running cell's end: settle(error) or settle(null, value)
+if (server._domain) {
+  server._domain.removeAllListeners('error');
+  server._domain.on('error', (e) => { if (settle) settle(e); else process.stderr.write(String((e && e.stack) || e) + '\n'); });
+}
 let interrupt = null;
 process.on('SIGINT', () => { if (interrupt) interrupt(); });
 const rl = readline.createInterface({ input: process.stdin });
@@ -105,14 +116,53 @@ async function pump() {
   busy = false;
 }
 const mark = (stream, m) => new Promise((r) => stream.write(m + '\n', r));
+const interrupted = () => ({ name: 'Interrupted', message: 'the execution was interrupted', stack: '' });
+// import X, * as N, { a, b as c } from 'm' at a line's start: made dynamic, on the same line
+let imports = 0;
+const IMPORT = /^([ \t]*)import\s+(?:(?:([\w$]+)\s*,?\s*)?(?:\*\s*as\s+([\w$]+)|\{([^}]*)\})?\s*from\s*)?(['"][^'"\n]+['"])[ \t]*;?/gm;
+const dynamicImports = (code) => code.replace(IMPORT, (all, indent, def, ns, named, spec) => {
+  const m = '__nsbox_import_' + ++imports, parts = ['const ' + m + ' = await import(' + spec + ');'];
+  if (def) parts.push('const ' + def + ' = ' + m + '.default;');
+  if (ns) parts.push('const ' + ns + ' = ' + m + ';');
+  if (named) parts.push('const {' + named.replace(/([\w$]+)\s+as\s+([\w$]+)/g, '$1: $2') + '} = ' + m + ';');
+  return indent + parts.join(' ');
+});
+function needsRepl(code) {
+  try {
+    new vm.Script(code, { filename: 'cell' });
+    return false;
+  } catch (e) {
+    return e instanceof SyntaxError && /await is only valid|import statement/.test(e.message);
+  }
+}
+function replEval(code) {
+  return new Promise((resolve, reject) => {
+    let done = false;
+    const end = (err, v) => {
+      if (done) return;
+      done = true;
+      settle = interrupt = null;
+      if (err instanceof repl.Recoverable) err = err.err;  // input cut short: its SyntaxError
+      if (err) reject(err); else resolve(v);
+    };
+    settle = end;
+    interrupt = () => end(interrupted());
+    try { server.eval(dynamicImports(code), ctx, 'cell', end); } catch (e) { end(e); }
+  });
+}
 async function run(req) {
   const saved = {};
   for (const [k, v] of Object.entries(req.env || {})) { saved[k] = process.env[k]; process.env[k] = v; }
   let msg = null;
   try {
-    let v = vm.runInContext(req.code, ctx, { filename: 'cell', breakOnSigint: true });
-    if (v && typeof v.then === 'function')
-      v = await Promise.race([v, new Promise((_, rej) => { interrupt = () => rej({ name: 'Interrupted', message: 'the execution was interrupted', stack: '' }); })]);
+    let v;
+    if (needsRepl(req.code)) {
+      v = await replEval(req.code);
+    } else {
+      v = vm.runInContext(req.code, ctx, { filename: 'cell', breakOnSigint: true });
+      if (v && typeof v.then === 'function')
+        v = await Promise.race([v, new Promise((_, rej) => { interrupt = () => rej(interrupted()); })]);
+    }
     if (v !== undefined) msg = { type: 'result', text: typeof v === 'string' ? v : util.inspect(v) };
   } catch (e) {
     const o = e !== null && typeof e === 'object';

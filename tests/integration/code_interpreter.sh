@@ -248,6 +248,18 @@ test_bash_and_javascript_contexts() {
         assert_eq TypeError "$(field 'of("error")[0]["name"]')" "javascript error"
         run "$id" "Promise.resolve(y)" '{"language": "js"}'
         assert_eq 41 "$(field 'main(l)["text"]')" "javascript after the interrupt, a promise's value"
+        # top-level await and static imports, as E2B's JavaScript kernel takes them; what they
+        # declare stays for the next cells, as a script's declarations do
+        run "$id" $'import { join } from "path";\nimport * as os from "os"\nconst r = await Promise.resolve(y + 1);\nconsole.log(join("a", "b")); r + os.EOL.length' '{"language": "js"}'
+        assert_eq "a/b 43" "$(field 'of("stdout")[0]["text"].strip() + " " + main(l)["text"]')" "javascript: imports and a top-level await"
+        run "$id" "r + y" '{"language": "js"}'
+        assert_eq 83 "$(field 'main(l)["text"]')" "the await cell's declaration in the next cell"
+        run "$id" "await null; throw new RangeError('late')" '{"language": "js"}'
+        assert_eq RangeError "$(field 'of("error")[0]["name"]')" "an await cell's error"
+        run "$id" "await new Promise(() => {})" '{"language": "js", "timeout": 1}'
+        assert_contains "$(field 'of("error")[0]["value"]')" "interrupted" "an await cell interrupted"
+        run "$id" "y" '{"language": "js"}'
+        assert_eq 41 "$(field 'main(l)["text"]')" "javascript after that interrupt"
 }
 
 test_bad_input_is_refused_clearly() {
