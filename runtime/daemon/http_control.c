@@ -142,8 +142,8 @@ static json_t *body_json(hreq *r)
         return b;
 }
 
-/* an object of strings, at most max of them, each at most CONTROL_MAX_STRING bytes */
-/* An object of strings: metadata, or envVars, whose keys are variable names (no '='). */
+/* An object of strings, at most max of them, each at most CONTROL_MAX_STRING bytes: metadata, or
+ * envVars, whose keys are variable names (no '='). */
 static int string_map(hreq *r, json_t *v, const char *name, size_t max, bool env, json_t **ret)
 {
         *ret = NULL;
@@ -208,6 +208,20 @@ static int auto_resume(hreq *r, json_t *v, bool *ret)
 
 /* network: allowPublicTraffic is kept (http.c port_open); egress rules, an egress proxy and a
  * host mask are refused, never ignored: a sandbox asked to be closed must not be left open. */
+/* A key of a network object that nsbox does not act on: empty egress lists pass; rules are
+ * refused (400) rather than taken and not enforced. 0 for an empty list, else -EINVAL. */
+static int network_rule(hreq *r, const char *what, const char *key, json_t *x)
+{
+        if ((!strcmp(key, "allowOut") || !strcmp(key, "denyOut")) && json_is_array(x) && !json_array_size(x))
+                return 0;
+        if (!strcmp(key, "allowOut") || !strcmp(key, "denyOut") || !strcmp(key, "rules") || !strcmp(key, "egressProxy") ||
+            !strcmp(key, "maskRequestHost") || !strcmp(key, "httpsPorts"))
+                control_error(r, 400, "'%s.%s' is not supported by nsbox (allow_internet_access turns the internet off)", what, key);
+        else
+                control_error(r, 400, "'%s' has an unknown key '%.64s'", what, key);
+        return -EINVAL;
+}
+
 static int network(hreq *r, json_t *v, bool *public_traffic)
 {
         if (!v || json_is_null(v))
@@ -219,19 +233,36 @@ static int network(hreq *r, json_t *v, bool *public_traffic)
         const char *key;
         json_t *x;
         json_object_foreach(v, key, x) {
-                if (!strcmp(key, "allowPublicTraffic"))
-                        continue;
-                if ((!strcmp(key, "allowOut") || !strcmp(key, "denyOut")) && json_is_array(x) && !json_array_size(x))
-                        continue;
-                if (!strcmp(key, "allowOut") || !strcmp(key, "denyOut") || !strcmp(key, "rules") || !strcmp(key, "egressProxy") ||
-                    !strcmp(key, "maskRequestHost") || !strcmp(key, "httpsPorts")) {
-                        control_error(r, 400, "'network.%s' is not supported by nsbox (allow_internet_access turns the internet off)", key);
+                if (strcmp(key, "allowPublicTraffic") && network_rule(r, "network", key, x) < 0)
                         return -EINVAL;
-                }
-                control_error(r, 400, "'network' has an unknown key '%.64s'", key);
-                return -EINVAL;
         }
         return boolean(r, json_object_get(v, "allowPublicTraffic"), "network.allowPublicTraffic", public_traffic);
+}
+
+/* PUT /sandboxes/ID/network (the SDKs' updateNetwork): nsbox sets a sandbox's network when it
+ * starts it, so an update may only ask for what it has (204); another setting is refused,
+ * naming why, rather than taken and not done. */
+static void network_update(hreq *r, sandbox *s, json_t *b)
+{
+        bool online = s->policy && s->policy->net == NET_NAT;
+        const char *key;
+        json_t *x;
+        json_object_foreach(b, key, x) {
+                if (!strcmp(key, "allow_internet_access")) {
+                        if (!json_is_boolean(x)) {
+                                control_error(r, 400, "'allow_internet_access' must be true or false");
+                                return;
+                        }
+                        if (json_is_true(x) != online) {
+                                control_error(r, 409, "nsbox cannot turn a running sandbox's internet %s: give allow_internet_access at create",
+                                              online ? "off" : "on");
+                                return;
+                        }
+                } else if (network_rule(r, "network", key, x) < 0) {
+                        return;
+                }
+        }
+        http_answer(r, 204, NULL, NULL, 0);
 }
 
 /* ---- the operations ---------------------------------------------------------------------------- */
@@ -912,6 +943,9 @@ static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
                 k->step_id = http_rpc(r, "destroy", json_pack("{sO}", "sandbox", id));
         } else if (!strcmp(what, "/metrics") && !strcmp(m, "GET")) {
                 metrics(r, s);
+        } else if (!strcmp(what, "/network") && !strcmp(m, "PUT")) {
+                if ((b = body_json(r)))
+                        network_update(r, s, b);
         } else if (!strcmp(what, "/logs") && !strcmp(m, "GET")) {
                 logs(r, s, !strncmp(r->url, "/v2/", 4));
         } else if (!strcmp(what, "/pause") && post) {

@@ -110,6 +110,19 @@ test_create_get_list_kill() {
         create '{"autoPause": true, "autoResume": {"enabled": true}, "volumeMounts": []}'
         api GET "/sandboxes/$ID"
         assert_eq "pause True" "$(json 'j["lifecycle"]["onTimeout"], j["lifecycle"]["autoResume"]' | tr -d "(',)")" "lifecycle: pause, auto-resume"
+        # updateNetwork: what the sandbox has is 204; another setting is refused, naming why
+        local net=$ID
+        create '{"allow_internet_access": false}'
+        api PUT "/sandboxes/$ID/network" '{"allow_internet_access": false, "allowOut": []}'
+        assert_eq 204 "$CODE" "updateNetwork to what it is: $BODY"
+        api PUT "/sandboxes/$ID/network" '{"allow_internet_access": true}'
+        assert_eq 409 "$CODE" "updateNetwork turning the internet on: $BODY"
+        for b in '{"denyOut": ["1.1.1.1"]}' '{"allow_internet_access": "no"}' '{"bogus": 1}' '[]'; do
+                api PUT "/sandboxes/$ID/network" "$b"
+                assert_eq 400 "$CODE" "updateNetwork with $b: $BODY"
+        done
+        api DELETE "/sandboxes/$ID"
+        ID=$net
         api GET "/v2/sandboxes"
         assert_eq 2 "$(json 'len(j)')" "listed"
         # as the SDKs send it: encodeURIComponent of each key and value, a form, the query's own escaping
