@@ -41,6 +41,7 @@
 #define MAX_CALLS_PER_SANDBOX 1024
 #define SANDBOX_LOG_MAX 128      /* a sandbox's log lines kept (sandbox_log_add) */
 #define SANDBOX_LOG_CMD_MAX 200  /* bytes of a command's line in it */
+#define SANDBOX_LOG_MSG_MAX 400  /* bytes of any line in it: 128 lines stay under 64 KiB */
 #define READY_TIMEOUT_NS (30ull * 1000000000)
 #define WARMUP_TIMEOUT_NS (10ull * 1000000000) /* a pooled sandbox's warm-up (create.c, pool_warm) */
 #define PAUSE_TIMEOUT_MS 5000

@@ -40,7 +40,7 @@ void sandbox_log_add(sandbox *s, int prio, const char *event, const char *msg)
                 return;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        json_t *m = json_stringn(msg, utf8_cut(msg, 1024));
+        json_t *m = json_stringn(msg, utf8_cut(msg, SANDBOX_LOG_MSG_MAX));
         json_t *e = json_pack("{sI si ss so}", "ms", (json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, "prio", prio & 7, "event", event,
                               "msg", m ? m : json_string("(a message that is not UTF-8)"));
         if (!e || json_array_append_new(s->log, e) < 0)

@@ -228,6 +228,7 @@ test_logs_tell_what_happened_to_the_sandbox() {
         start_daemon "$d"
         create
         "$NSBOX" exec "$ID" -- sh -c 'echo "a b"' > /dev/null || fail "exec"
+        "$NSBOX" exec "$ID" -- echo "$(head -c 300 /dev/zero | tr '\0' x)" > /dev/null || fail "exec of a long line"
         api POST "/sandboxes/$ID/pause"
         assert_eq 204 "$CODE" "pause"
         api POST "/sandboxes/$ID/connect" '{"timeout": 300}'
@@ -235,10 +236,12 @@ test_logs_tell_what_happened_to_the_sandbox() {
         api GET "/sandboxes/$ID/logs"
         assert_eq 200 "$CODE" "logs: $BODY"
         # v1: each line a JSON object with a level, as the CLI parses it; the same in logEntries
-        assert_eq "sandbox.created process.started sandbox.paused sandbox.resumed" \
+        assert_eq "sandbox.created process.started process.started sandbox.paused sandbox.resumed" \
                 "$(json '" ".join(json.loads(l["line"])["event"] for l in j["logs"] if json.loads(l["line"])["level"] == "info")' | sed 's/ sandbox.timeout_set//g')" "the events"
         assert_eq "exec: sh -c echo \"a b\"" "$(json '[e["message"] for e in j["logEntries"] if e["fields"]["event"] == "process.started"][0]')" "the command"
         assert_eq True "$(json 'len(j["logs"]) == len(j["logEntries"]) and all(l["timestamp"].endswith("Z") for l in j["logs"])')" "v1's two forms"
+        assert_eq "206 True" "$(json '[(len(e["message"]), e["message"].endswith("xx...")) for e in j["logEntries"] if "xxx" in e["message"]][0]' | tr -d "(),")" \
+                "a long command's line, cut at 200 bytes"
         before=$(( $(date +%s) * 1000 - 600000 ))
         api GET "/sandboxes/$ID/logs?start=$before&limit=2"
         assert_eq 2 "$(json 'len(j["logs"])')" "a limit of 2"
