@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "../dlog.h"
+#include "../../tools/tool.h"
 
 sandbox *sandbox_by_serial(daemon_state *d, uint64_t serial)
 {
@@ -23,16 +24,7 @@ sandbox *sandbox_by_serial(daemon_state *d, uint64_t serial)
 static daemon_state *log_daemon;
 
 /* s cut to at most max bytes, at a character's start */
-static size_t utf8_cut(const char *s, size_t max)
-{
-        size_t n = strnlen(s, max + 1);
-        if (n <= max)
-                return n;
-        n = max;
-        while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
-                n--;
-        return n;
-}
+static size_t utf8_cut(const char *s, size_t max) { return tool_utf8_cut(s, strnlen(s, max + 1), max); }
 
 void sandbox_log_add(sandbox *s, int prio, const char *event, const char *msg)
 {
