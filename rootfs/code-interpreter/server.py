@@ -86,8 +86,8 @@ def _runtime_env():
 # stdout and on stderr, so that each stream is known to be complete.  A cell runs as a script in
 # that context (breakOnSigint: an interrupt ends even a busy loop), unless it has a top-level
 # await or a static import: node's REPL evaluates those (it rewrites a top-level await, keeping
-# the cell's declarations for the next cells), each import made a dynamic one first.  The REPL's
-# domain catches what such a cell throws later, in a callback, instead of the process dying.
+# the cell's declarations for the next cells), each import made a dynamic one first.  What a cell
+# throws later, in a callback, is an error of the cell running then: the context lives on.
 JS_DRIVER = r"""
 const vm = require('vm'), util = require('util'), fs = require('fs'), readline = require('readline');
 const repl = require('repl'), { PassThrough } = require('stream');
@@ -98,9 +98,14 @@ const ctx = server.context;
 // the REPL's context logs to the REPL's output: the cells' console is the process's
 Object.defineProperty(ctx, 'console', { value: console, writable: true, configurable: true, enumerable: false });
 let settle = null;  // the running cell's end: settle(error) or settle(null, value)
+// what a cell throws later (a timer's callback, a promise nobody awaited) ends the cell running
+// then, or goes to stderr between cells; it does not end the context, as in a Jupyter kernel
+const stray = (e) => { if (settle) settle(e); else process.stderr.write('Uncaught ' + String((e && e.stack) || e) + '\n'); };
+process.on('uncaughtException', stray);
+process.on('unhandledRejection', stray);
 if (server._domain) {
   server._domain.removeAllListeners('error');
-  server._domain.on('error', (e) => { if (settle) settle(e); else process.stderr.write(String((e && e.stack) || e) + '\n'); });
+  server._domain.on('error', stray);
 }
 let interrupt = null;
 process.on('SIGINT', () => { if (interrupt) interrupt(); });
@@ -161,14 +166,14 @@ async function run(req) {
     } else {
       v = vm.runInContext(req.code, ctx, { filename: 'cell', breakOnSigint: true });
       if (v && typeof v.then === 'function')
-        v = await Promise.race([v, new Promise((_, rej) => { interrupt = () => rej(interrupted()); })]);
+        v = await Promise.race([v, new Promise((_, rej) => { interrupt = () => rej(interrupted()); settle = rej; })]);
     }
     if (v !== undefined) msg = { type: 'result', text: typeof v === 'string' ? v : util.inspect(v) };
   } catch (e) {
     const o = e !== null && typeof e === 'object';
     msg = { type: 'error', name: (o && e.name) || 'Error', value: o ? String(e.message) : String(e), traceback: (o && e.stack) || '' };
   } finally {
-    interrupt = null;
+    interrupt = settle = null;
     for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
   }
   if (msg) out.write(JSON.stringify(msg) + '\n');

@@ -260,6 +260,12 @@ test_bash_and_javascript_contexts() {
         assert_contains "$(field 'of("error")[0]["value"]')" "interrupted" "an await cell interrupted"
         run "$id" "y" '{"language": "js"}'
         assert_eq 41 "$(field 'main(l)["text"]')" "javascript after that interrupt"
+        # a throw in a callback after its cell ended, a promise nobody awaited: the context lives on
+        run "$id" "setTimeout(() => { throw new Error('late') }, 10); Promise.reject(new Error('unawaited')); 1" '{"language": "js"}'
+        sleep 0.3
+        run "$id" "y" '{"language": "js"}'
+        assert_eq 41 "$(field 'main(l)["text"]')" "javascript after a late throw"
+        assert_contains "$OUT" "Uncaught Error: late" "the late throw, on the next cell's stderr"
 }
 
 test_bad_input_is_refused_clearly() {
