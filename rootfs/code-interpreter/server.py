@@ -668,8 +668,7 @@ class Execution:
                 continue
             if not self.ctx.alive():
                 self.line({"type": "error", "name": "DeadKernelError",
-                           "value": "the kernel of context %s died; restart it (POST /contexts/%s/restart)"
-                           % (self.ctx.id, self.ctx.id), "traceback": ""})
+                           "value": "the kernel of context %s died; the next cell starts a new one" % self.ctx.id, "traceback": ""})
                 return
             now = time.monotonic()
             if self.count is not None and now - self.last > HEARTBEAT_S:
@@ -734,8 +733,8 @@ class Execution:
                     self.line({"type": kind, "text": text.decode(errors="replace"), "timestamp": time.time()})
             elif kind == "eof" or not k.alive():
                 self.line({"type": "error", "name": "DeadKernelError",
-                           "value": "the %s of context %s ended; restart it (POST /contexts/%s/restart)"
-                           % (k.language, self.ctx.id, self.ctx.id), "traceback": ""})
+                           "value": "the %s of context %s ended; the next cell starts a new one" % (k.language, self.ctx.id),
+                           "traceback": ""})
                 return
             now = time.monotonic()
             if now - self.last > HEARTBEAT_S:
@@ -830,10 +829,17 @@ def run_locked(ctx, code, envs, timeout, emit, gone):
     with ctx.lock:
         ex = Execution(ctx, emit, gone, timeout)
         if not ctx.alive():
-            ex.line({"type": "error", "name": "DeadKernelError",
-                     "value": "the kernel of context %s is dead; restart it (POST /contexts/%s/restart)"
-                     % (ctx.id, ctx.id), "traceback": ""})
-        elif ctx.proc:
+            # as Jupyter's restarter does: a kernel that died is started again for the next cell
+            try:
+                ctx.restart()
+            except Exception as e:
+                ex.line({"type": "error", "name": "DeadKernelError",
+                         "value": "the kernel of context %s died and did not start again: %s" % (ctx.id, e), "traceback": ""})
+                ex.line({"type": "end_of_execution"})
+                return
+            ex.line({"type": "stderr", "text": "[nsbox: the kernel of this context had died; this cell runs in a new one, "
+                     "without the old one's state]\n", "timestamp": time.time()})
+        if ctx.proc:
             ex.run_proc(code, envs)
         else:
             if envs:

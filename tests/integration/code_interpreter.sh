@@ -215,17 +215,26 @@ test_timeout_interrupts_and_the_context_survives() {
         assert_eq 8 "$(field 'main(l)["text"]')" "x after the client went away"
 }
 
-test_dead_kernel_is_reported_and_restartable() {
+# a kernel that dies is reported by its cell and started again for the next one, as Jupyter's
+# restarter does: a default context is never left dead (the SDK user has no id to restart it by)
+test_dead_kernel_is_reported_and_started_again() {
         local id ctx
         ci_sandbox id
         req "$id" POST /contexts '{}'
         ctx=$(printf '%s' "${OUT#* }" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])') || fail "context: $OUT"
+        run "$id" "y = 1" "{\"context_id\": \"$ctx\"}"
         run "$id" "import os; os._exit(1)" "{\"context_id\": \"$ctx\"}"
-        run "$id" "1" "{\"context_id\": \"$ctx\"}"
-        assert_eq DeadKernelError "$(field 'of("error")[0]["name"]')" "a dead kernel: $OUT"
+        assert_eq DeadKernelError "$(field 'of("error")[0]["name"]')" "the cell that killed its kernel: $OUT"
+        run "$id" "'y' in dir()" "{\"context_id\": \"$ctx\"}"
+        assert_eq False "$(field 'main(l)["text"]')" "the next cell, in a new kernel: $OUT"
+        assert_contains "$(field 'of("stderr")[0]["text"]')" "runs in a new one" "what the next cell is told"
+        run "$id" "exit 3" '{"language": "bash"}'
+        assert_eq DeadKernelError "$(field 'of("error")[0]["name"]')" "bash's exit: $OUT"
+        run "$id" "echo again" '{"language": "bash"}'
+        assert_eq again "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "bash's default context after its exit"
         req "$id" POST "/contexts/$ctx/restart"
         run "$id" "2 + 2" "{\"context_id\": \"$ctx\"}"
-        assert_eq 4 "$(field 'main(l)["text"]')" "after the restart"
+        assert_eq 4 "$(field 'main(l)["text"]')" "after an explicit restart"
 }
 
 test_bash_and_javascript_contexts() {
