@@ -605,6 +605,7 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                                 set_lifetimes(d, p, &rq);
                                 p->bound_client = rq.close_with_client ? c->serial : 0;
                                 d->tpl[rq.tpl].hits++;
+                                d->tpl[rq.tpl].used_at = p->created;
                                 p->fresh = true;
                                 pool_later(d, now_ns() + POOL_REFILL_DELAY_NS);
                                 dlog(LOG_INFO, "pool.handover", p->sup.id, "sandbox %s handed over from the pool of template '%s' to uid %u", p->sup.id, d->conf->templates[rq.tpl].name,
@@ -643,8 +644,10 @@ static int admit(daemon_state *d, client *c, json_t *id, json_t *params, bool go
                 reply_error(c, id, RPC_SERVER_ERROR, RPC_CAPACITY, "%s", why.buf);
                 goto out;
         }
-        if (rq.tpl >= 0)
+        if (rq.tpl >= 0) {
                 d->tpl[rq.tpl].misses++;
+                d->tpl[rq.tpl].used_at = time(NULL);
+        }
         s->owner = c->uid;
         s->goc = goc;
         snprintf(s->claim, sizeof(s->claim), "%s", claim ? claim : "");

@@ -118,6 +118,11 @@ unsigned http_status_of(const char *code);
 void control_request(hreq *r);
 json_t *control_sandbox_json(daemon_state *d, sandbox *s);
 void control_error(hreq *r, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void control_figures(json_t *o, const nsbox_limits *l); /* cpuCount, memoryMB, diskSizeMB */
+void control_spawned(daemon_state *d, const char *template_id); /* an E2B create of it answered */
+
+/* http_templates.c: GET /templates[/ID], /templates/aliases/NAME: the templates a create takes */
+void templates_request(hreq *r);
 
 /* http_interp.c: the built-in code-interpreter template (its server started in a sandbox) */
 bool interp_template(const char *name);

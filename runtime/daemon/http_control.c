@@ -19,6 +19,7 @@
 #define CONTROL_MAX_ENVS 256
 #define CONTROL_LIST_MAX 1000
 #define CONTROL_FORKS_MAX 100 /* the OpenAPI's maximum count */
+#define CONTROL_METRICS_IDS_MAX 100 /* the OpenAPI's sandbox_ids maxItems */
 
 /* OP_INTERP_*: the code-interpreter template's steps after create (http_interp.c) */
 enum { OP_NONE, OP_CREATE, OP_KILL, OP_PAUSE, OP_CONNECT, OP_TIMEOUT, OP_SNAPSHOT, OP_INTERP_START, OP_INTERP_ENVS, OP_INTERP_WAIT,
@@ -91,6 +92,16 @@ static void with_access(daemon_state *d, sandbox *s, json_t *o)
         json_object_set_new(o, "domain", d->conf->http_domain ? json_string(d->conf->http_domain) : json_null());
 }
 
+/* cpuCount, memoryMB and diskSizeMB of a sandbox with these limits: the host's where none */
+void control_figures(json_t *o, const nsbox_limits *l)
+{
+        long cpus = l->cpus > 0 ? (long)(l->cpus + 0.999) : sysconf(_SC_NPROCESSORS_ONLN);
+        uint64_t mem = l->memory ? l->memory : (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+        json_object_set_new(o, "cpuCount", json_integer(cpus > 0 ? cpus : 1));
+        json_object_set_new(o, "memoryMB", json_integer((json_int_t)(mem >> 20)));
+        json_object_set_new(o, "diskSizeMB", json_integer((json_int_t)((l->disk ? l->disk : NSBOX_DEFAULT_DISK) >> 20)));
+}
+
 /* SandboxDetail / ListedSandbox of the OpenAPI */
 json_t *control_sandbox_json(daemon_state *d, sandbox *s)
 {
@@ -101,13 +112,10 @@ json_t *control_sandbox_json(daemon_state *d, sandbox *s)
                                      : s->created + CONTROL_MAX_TIMEOUT_S;
         rfc3339(end, sizeof(end), end_t);
         json_t *meta = json_object_get(s->http, "metadata");
-        long cpus = s->limits.cpus > 0 ? (long)(s->limits.cpus + 0.999) : sysconf(_SC_NPROCESSORS_ONLN);
-        uint64_t mem = s->limits.memory ? s->limits.memory : (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
-        json_t *o = json_pack("{ss ss ss ss ss ss si sI sI ss sO}", "templateID", template_of(d, s), "sandboxID", s->sup.id, "clientID",
-                              "nsbox", "startedAt", started, "endAt", end, "state", s->paused ? "paused" : "running", "cpuCount",
-                              (int)(cpus > 0 ? cpus : 1), "memoryMB", (json_int_t)(mem >> 20), "diskSizeMB",
-                              (json_int_t)((s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK) >> 20), "envdVersion",
+        json_t *o = json_pack("{ss ss ss ss ss ss ss sO}", "templateID", template_of(d, s), "sandboxID", s->sup.id, "clientID", "nsbox",
+                              "startedAt", started, "endAt", end, "state", s->paused ? "paused" : "running", "envdVersion",
                               HTTP_ENVD_VERSION, "metadata", meta ? meta : s->labels ? s->labels : json_object());
+        control_figures(o, &s->limits);
         with_access(d, s, o);
         if (o) {
                 json_object_set_new(o, "network", json_pack("{sb}", "allowPublicTraffic", http_public_traffic(s)));
@@ -115,6 +123,19 @@ json_t *control_sandbox_json(daemon_state *d, sandbox *s)
                                                               json_object_get(s->http, "auto_resume") != NULL));
         }
         return o;
+}
+
+/* A create of template_id made its sandbox: counted for E2B's spawnCount where nsboxd's
+ * configuration has no template of the name (create.c counts those, whoever asks). */
+void control_spawned(daemon_state *d, const char *template_id)
+{
+        if (interp_config_template(d->conf, template_id))
+                return;
+        int i = !strcmp(template_id, "base") ? 0 : interp_template(template_id) ? 1 : -1;
+        if (i >= 0) {
+                d->builtin[i].hits++;
+                d->builtin[i].used_at = time(NULL);
+        }
 }
 
 /* Sandbox: create's and connect's answer */
@@ -430,6 +451,7 @@ static void create_done(hreq *r, control *k, json_t *msg)
                 control_error(r, 500, "the sandbox went away as it was made");
                 return;
         }
+        control_spawned(r->d, k->template_id);
         if (k->interp) {
                 snprintf(k->sandbox_id, sizeof(k->sandbox_id), "%s", s->sup.id);
                 if (s->interp_pid > 0 || s->interp_starting) { /* from a warm pool: started already */
@@ -711,14 +733,15 @@ static void list(hreq *r, bool v2)
         list_args_free(a);
 }
 
-static void metrics(hreq *r, sandbox *s)
+/* SandboxMetric: what s uses now */
+static json_t *metric_json(daemon_state *d, sandbox *s)
 {
         nsbox_cgroup_stats cs = { 0 };
         bool has = nsbox_cgroup_stats_read(&s->sup.sb.cg, &cs) == 0;
         char ts[32];
         time_t now = time(NULL);
         rfc3339(ts, sizeof(ts), now);
-        json_t *info = control_sandbox_json(r->d, s);
+        json_t *info = control_sandbox_json(d, s);
         json_int_t cpus = json_integer_value(json_object_get(info, "cpuCount"));
         json_int_t mem_total = json_integer_value(json_object_get(info, "memoryMB")) << 20;
         json_int_t disk_total = json_integer_value(json_object_get(info, "diskSizeMB")) << 20;
@@ -741,10 +764,53 @@ static void metrics(hreq *r, sandbox *s)
         uint64_t life_us = (uint64_t)(now - s->created) * 1000000ull;
         if (life_us && cpus)
                 pct = 100.0 * (double)used_us / (double)life_us / (double)cpus;
-        http_answer_json(r, 200, json_pack("[{ss sI si sf sI sI sI sI sI}]", "timestamp", ts, "timestampUnix", (json_int_t)now, "cpuCount",
-                                           (int)cpus, "cpuUsedPct", pct, "memUsed", (json_int_t)mem, "memTotal", mem_total, "memCache",
-                                           (json_int_t)0, "diskUsed", (json_int_t)nsbox_sandbox_disk_used(&s->sup.sb), "diskTotal",
-                                           disk_total));
+        return json_pack("{ss sI si sf sI sI sI sI sI}", "timestamp", ts, "timestampUnix", (json_int_t)now, "cpuCount", (int)cpus, "cpuUsedPct",
+                         pct, "memUsed", (json_int_t)mem, "memTotal", mem_total, "memCache", (json_int_t)0, "diskUsed",
+                         (json_int_t)nsbox_sandbox_disk_used(&s->sup.sb), "diskTotal", disk_total);
+}
+
+/* GET /sandboxes/metrics?sandbox_ids=A,B: the key's own among them, by id (unknown ones left
+ * out, as E2B does); at most the OpenAPI's 100 ids, each once. */
+static void metrics_many(hreq *r)
+{
+        const char *ids = http_arg(r, "sandbox_ids");
+        if (!ids || !*ids) {
+                control_error(r, 400, "'sandbox_ids' is needed: sandbox ids separated by commas");
+                return;
+        }
+        json_t *out = json_object();
+        unsigned n = 0;
+        for (const char *p = ids;; p++) {
+                size_t len = strcspn(p, ",");
+                char id[NSBOX_ID_SIZE];
+                if (!len || len >= sizeof(id) || ++n > CONTROL_METRICS_IDS_MAX) {
+                        json_decref(out);
+                        control_error(r, 400, n > CONTROL_METRICS_IDS_MAX ? "'sandbox_ids': at most %d ids" : "'sandbox_ids': an id is empty or too long",
+                                      CONTROL_METRICS_IDS_MAX);
+                        return;
+                }
+                memcpy(id, p, len);
+                id[len] = 0;
+                if (json_object_get(out, id)) {
+                        json_decref(out);
+                        control_error(r, 400, "'sandbox_ids': '%s' is given twice", id);
+                        return;
+                }
+                sandbox *s = find_visible(r, id);
+                json_t *m = s ? metric_json(r->d, s) : json_null();
+                json_object_set_new(out, id, m ? m : json_null());
+                p += len;
+                if (!*p)
+                        break;
+        }
+        /* nulls held the unknown ids' places for the check of repeats */
+        const char *key;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(out, tmp, key, v)
+                if (json_is_null(v))
+                        json_object_del(out, key);
+        http_answer_json(r, 200, json_pack("{so}", "sandboxes", out));
 }
 
 /* A query argument that is a whole number up to max: absent leaves *ret; bad is a 400. */
@@ -942,7 +1008,7 @@ static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
                 k->op = OP_KILL;
                 k->step_id = http_rpc(r, "destroy", json_pack("{sO}", "sandbox", id));
         } else if (!strcmp(what, "/metrics") && !strcmp(m, "GET")) {
-                metrics(r, s);
+                http_answer_json(r, 200, json_pack("[o]", metric_json(r->d, s)));
         } else if (!strcmp(what, "/network") && !strcmp(m, "PUT")) {
                 if ((b = body_json(r)))
                         network_update(r, s, b);
@@ -1103,6 +1169,17 @@ void control_request(hreq *r)
                         control_error(r, 405, "%s is not allowed on %s", m, u);
                 return;
         }
+        if (!strcmp(u, "/sandboxes/metrics")) {
+                if (!strcmp(m, "GET"))
+                        metrics_many(r);
+                else
+                        control_error(r, 405, "%s is not allowed on %s", m, u);
+                return;
+        }
+        if ((!strcmp(u, "/templates") || !strncmp(u, "/templates/", 11)) && !strcmp(m, "GET")) {
+                templates_request(r);
+                return;
+        }
         if (!strncmp(u, "/templates/", 11) && !strcmp(m, "DELETE")) { /* deleteSnapshot: a snapshot, not a template */
                 if (nsbox_snapshot_name_check(u + 11, NULL) < 0) {
                         control_error(r, 404, "snapshot '%.100s' not found", u + 11);
@@ -1113,6 +1190,11 @@ void control_request(hreq *r)
                 return;
         }
         const char *rest = !strncmp(u, "/sandboxes/", 11) ? u + 11 : !strncmp(u, "/v2/sandboxes/", 14) ? u + 14 : NULL;
+        if (!rest && (!strncmp(u, "/templates", 10) || !strncmp(u, "/v2/templates", 13) || !strncmp(u, "/v3/templates", 13))) {
+                control_error(r, 501, "nsbox builds no E2B templates: a template is nsboxd's configuration (nsboxd(8), TEMPLATES), "
+                                      "a snapshot (createSnapshot) serves as one too");
+                return;
+        }
         if (!rest) {
                 control_error(r, 404, "%s %s is not part of the API nsbox serves", m, u);
                 return;

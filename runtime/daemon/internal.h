@@ -203,6 +203,7 @@ typedef struct waiting {
 
 typedef struct tpl_state {
         uint64_t hits, misses;
+        time_t used_at;     /* the last create of it (E2B's lastSpawnedAt) */
         unsigned fails;     /* pooled starts failed in a row */
         uint64_t retry_ns;  /* no pooled start before this */
         uint64_t failures;  /* pooled starts failed in all */
@@ -249,6 +250,7 @@ typedef struct daemon_state {
         bool stop;
         const nsbox_dconfig *conf;
         tpl_state *tpl;
+        tpl_state builtin[2]; /* E2B creates of base and of the built-in code interpreter (hits only) */
         waiting *waitq;
         bool capacity_freed;     /* since the wait queue was last looked at */
         bool pool_dirty;         /* a pool may be short: look (pool_fill) */
@@ -258,6 +260,7 @@ typedef struct daemon_state {
         uint64_t lat_total;
         bool stopping, activated;
         uint64_t drain_deadline_ns, start_ns;
+        time_t started_at; /* the wall clock's at start_ns: the configuration's load (E2B templates) */
         int state_dirfd;         /* <socket>.state: one file per live sandbox */
         uid_use uses[MAX_CLIENTS]; /* one per uid with a connection */
         unsigned n_uses;

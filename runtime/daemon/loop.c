@@ -419,6 +419,7 @@ int nsbox_daemon_run(const nsbox_daemon_config *cfg, nsbox_error *err)
         nsbox_dconfig_defaults(&defaults);
         d.conf = cfg->conf ? cfg->conf : &defaults;
         d.start_ns = now_ns();
+        d.started_at = time(NULL);
         d.activated = activated_fd >= 0;
         d.agent_fd = -1;
         r = daemon_open(&d, cfg, sock, &paths, activated_fd, err);

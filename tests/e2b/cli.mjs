@@ -1,5 +1,5 @@
 // E2B's CLI (@e2b/cli, which bundles its own copy of the e2b SDK): `e2b sandbox list` and
-// `e2b sandbox kill ID`.  It reads E2B_API_KEY, E2B_API_URL and E2B_SANDBOX_URL like the SDK; with
+// `e2b sandbox kill ID`, the other sandbox commands, `e2b template list`.  It reads E2B_API_KEY, E2B_API_URL and E2B_SANDBOX_URL like the SDK; with
 // no key it would read ~/.e2b/config.json, so HOME is a scratch directory here, and its npm
 // update check is off (NO_UPDATE_NOTIFIER).
 import { execFile } from "node:child_process";
@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
-import { Sandbox, NotFoundError } from "e2b";
+import { Sandbox, NotFoundError, Template } from "e2b";
 import { check, assert, eq, throwsA, atEnd, done, RUN } from "./lib.mjs";
 
 const require = createRequire(import.meta.url);
@@ -74,6 +74,18 @@ await check("cli_sandbox_info_exec_metrics_pause_resume_logs", async () => {
                 assert(events.includes(e), `e2b sandbox logs has no ${e}: ` + show(l));
         assert(lines.some((x) => x.message.includes("echo from-the-cli")), "the logs do not name the command: " + show(l));
 }, 60000);
+
+// `e2b template list`, and Template.exists() of the SDK: the templates a create takes
+await check("cli_template_list_and_exists", async () => {
+        const j = await e2b("template", "list", "--format", "json");
+        eq(0, j.status, "e2b template list --format json: " + show(j));
+        const ids = JSON.parse(j.stdout).map((t) => t.templateID);
+        assert(ids.includes("base") && ids.includes("code-interpreter-v1"), "e2b template list: " + show(j));
+        const p = await e2b("template", "list");
+        assert(p.status === 0 && /Public\s+base\s/.test(p.stdout), "the table of e2b template list: " + show(p));
+        eq([true, true, false], [await Template.exists("base"), await Template.exists("code-interpreter"), await Template.exists("no-such")],
+           "Template.exists");
+});
 
 await check("cli_sandbox_kill", async () => {
         const r = await e2b("sandbox", "kill", sb.sandboxId);

@@ -292,6 +292,53 @@ test_metrics_count_what_the_sandbox_uses() {
         assert_eq "1 1 1" "$m" "diskUsed >= 30 MB, memUsed >= 80 MiB, cpuUsedPct > 0: $BODY"
 }
 
+test_templates_are_what_a_create_takes() {
+        trap cleanup EXIT
+        local d
+        d=$(new_dir)
+        start_daemon "$d" ', "templates": {"small": {"create": {"memory": "256M"}}}'
+        api GET /templates
+        assert_eq 200 "$CODE" "template list: $BODY"
+        assert_eq "base small code-interpreter-v1" "$(json '" ".join(t["templateID"] for t in j)')" "base, the configured one, the code interpreter"
+        assert_eq "0 None ready True" "$(json '"%d %s %s %s" % (j[1]["spawnCount"], j[1]["lastSpawnedAt"], j[1]["buildStatus"], j[1]["public"])')" \
+                "small, never used yet"
+        create '{"templateID": "small"}'
+        create
+        api GET /templates
+        assert_eq "1 1 256 True" "$(json '"%d %d %d %s" % (j[0]["spawnCount"], j[1]["spawnCount"], j[1]["memoryMB"], j[1]["lastSpawnedAt"] is not None)')" \
+                "each create counted; small's figures are its sandboxes': $BODY"
+        api GET /templates/aliases/code-interpreter
+        assert_eq "200 code-interpreter-v1" "$CODE $(json 'j["templateID"]')" "the code interpreter's other name"
+        api GET /templates/aliases/no-such
+        assert_eq "404 404" "$CODE $(json 'j["code"]')" "an unknown alias"
+        api GET /templates/small
+        assert_eq "200 small ready" "$CODE $(json 'j["templateID"] + " " + j["builds"][0]["status"]')" "one template with its build"
+        api POST /v3/templates '{"name": "mine"}'
+        assert_eq 501 "$CODE" "a template build: $BODY"
+        api GET /templates
+        assert_eq 3 "$(json 'len(j)')" "the refused build made no template"
+}
+
+test_metrics_of_many_sandboxes() {
+        trap cleanup EXIT
+        local d a b
+        d=$(new_dir)
+        start_daemon "$d"
+        create
+        a=$ID
+        create
+        b=$ID
+        api GET "/sandboxes/metrics?sandbox_ids=$a,$b,0123456789abcdef0123456789abcdef"
+        assert_eq 200 "$CODE" "metrics of many: $BODY"
+        assert_eq "$(printf '%s\n' "$a" "$b" | sort | tr '\n' ' ')" "$(json '" ".join(sorted(j["sandboxes"])) + " "')" "both, the unknown id left out"
+        assert_eq 1073741824 "$(json 'j["sandboxes"]["'"$a"'"]["diskTotal"]')" "a SandboxMetric each"
+        local q
+        for q in "" "sandbox_ids=" "sandbox_ids=$a,$a" "sandbox_ids=$a,,$b" "sandbox_ids=$(python3 -c 'print(",".join("%032x" % i for i in range(101)))')"; do
+                api GET "/sandboxes/metrics?$q"
+                assert_eq "400 400" "$CODE $(json 'j["code"]')" "metrics?$q"
+        done
+}
+
 test_bad_bodies_change_nothing() {
         trap cleanup EXIT
         local d b
