@@ -65,6 +65,8 @@ static int apply(const nsbox_run_options *o, nsbox_policy *p, nsbox_error *err)
                 if ((r = nsbox_publish_parse(*a, &pub, err)) < 0 || (r = nsbox_policy_add_publish(p, &pub, err)) < 0)
                         return nsbox_err_wrap(err, r, "--publish");
         }
+        if (o->writable_root) /* the sandbox's own upper layer takes the writes, within its disk limit */
+                p->root_readonly = false;
         if (o->has_timeout)
                 p->limits.timeout_ms = o->timeout_ms;
         if (o->has_disk)

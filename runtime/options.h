@@ -37,6 +37,7 @@ typedef struct nsbox_run_options {
         bool reuse;                /* create: get_or_create by the labels */
         bool close_with_client;    /* create's JSON only */
         bool progress;             /* create's JSON only: progress events while a repository is cloned */
+        bool writable_root;        /* create's JSON only: the root writable (the policy's root.readonly false) */
         bool has_idle, has_wait;
         uint64_t idle_ms, wait_ms;
         bool has_timeout, has_disk, has_memory, has_pids, has_cpus;

@@ -262,6 +262,8 @@ const nsbox_param nsbox_params[] = {
           "destroyed when the client's connection closes" },
         { "progress", NULL, 0, NSBOX_PARAM_FLAG, 0, LIFE, F(progress), 0, 0, 0, NULL, NULL, NULL,
           "progress events while a repository is cloned" },
+        { "writable_root", NULL, 0, NSBOX_PARAM_FLAG, 0, 0, F(writable_root), 0, 0, 0, NULL, NULL, NULL,
+          "a writable root: what is written outside the policy's writable places goes to the sandbox's own layer" },
         { NULL, "count", 0, NSBOX_PARAM_COUNT, NSBOX_CMD_CREATE | NSBOX_CMD_MCP, 0, F(count), 0, 1, 256, "expected a number from 1 to 256", NULL,
           NULL, "create N sandboxes" },
         { NULL, "reuse", 0, NSBOX_PARAM_FLAG, NSBOX_CMD_CREATE | NSBOX_CMD_MCP, 0, F(reuse), 0, 0, 0, NULL, NULL, NULL,

@@ -67,6 +67,30 @@ static json_t *stat_json(const struct stat *st, const char *target, size_t targe
         return o;
 }
 
+/* A symlink's "resolved": where it leads, every link on the way followed inside the root, as a
+ * path of the root (envd's symlinkTarget); the link's own path when it leads nowhere. */
+static int add_resolved(const tool_ctx *ctx, json_t *o, const char *abs)
+{
+        const char *res = abs;
+        char real[PATH_MAX];
+        tool_error ignored;
+        _cleanup_close_ int fd = -1;
+        if (tool_open(ctx, abs, O_PATH, 0, &fd, &ignored) == 0) {
+                char link[32];
+                snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+                ssize_t n = readlink(link, real, sizeof(real) - 1);
+                size_t rl = strlen(ctx->root_path);
+                if (n > 0) {
+                        real[n] = '\0';
+                        if (!strcmp(ctx->root_path, "/"))
+                                res = real;
+                        else if (!strncmp(real, ctx->root_path, rl) && (real[rl] == '/' || !real[rl]))
+                                res = real[rl] ? real + rl : "/";
+                }
+        }
+        return json_object_set_new(o, "resolved", path_json(res));
+}
+
 /* ---- parameters shared by the writing tools ---- */
 
 /* 'mode': an integer (420) or a string of octal digits ("0644", "755"), at most 07777. */
@@ -981,6 +1005,7 @@ typedef struct listed {
 } listed;
 
 typedef struct listing {
+        const tool_ctx *ctx; /* where its symlinks resolve */
         listed *v;
         size_t n, alloc;
         bool truncated;
@@ -1027,7 +1052,8 @@ static int list_walk(int dirfd, const char *dir, unsigned depth, listing *l)
                 json_t *entry = stat_json(&st, tlen >= 0 ? target : NULL, tlen >= 0 ? (size_t)tlen : 0, true);
                 char *path = tool_path_join(dir, *np);
                 if (!entry || !path || json_object_set_new(entry, "name", nsbox_json_text(*np, strlen(*np), NULL)) < 0 ||
-                    json_object_set_new(entry, "path", path_json(path)) < 0 || list_add(l, path, entry) < 0) {
+                    json_object_set_new(entry, "path", path_json(path)) < 0 ||
+                    (S_ISLNK(st.st_mode) && add_resolved(l->ctx, entry, path) < 0) || list_add(l, path, entry) < 0) {
                         json_decref(entry);
                         free(path);
                         return -ENOMEM;
@@ -1056,7 +1082,7 @@ int tool_list_dir(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_er
         _cleanup_close_ int fd = -1;
         if (tool_open(ctx, abs, O_RDONLY | O_DIRECTORY, 0, &fd, e) < 0)
                 return tool_fail_wrap(e, tool);
-        listing l = { 0 };
+        listing l = { .ctx = ctx };
         int r = list_walk(fd, abs, (unsigned)depth, &l);
         json_t *entries = r < 0 ? NULL : json_array();
         if (l.v)
@@ -1104,7 +1130,7 @@ int tool_stat(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_error 
         if (tlen >= (ssize_t)sizeof(target))
                 tlen = sizeof(target) - 1;
         json_t *o = stat_json(&st, tlen >= 0 ? target : NULL, tlen >= 0 ? (size_t)tlen : 0, true);
-        if (!o || json_object_set_new(o, "path", path_json(abs)) < 0) {
+        if (!o || json_object_set_new(o, "path", path_json(abs)) < 0 || (S_ISLNK(st.st_mode) && add_resolved(ctx, o, abs) < 0)) {
                 json_decref(o);
                 return oom(e);
         }

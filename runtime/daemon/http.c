@@ -194,6 +194,12 @@ void http_stream_end(hreq *r)
         http_wake(r);
 }
 
+void http_stream_abort(hreq *r)
+{
+        r->stream_abort = true;
+        http_stream_end(r);
+}
+
 sandbox *http_sandbox(hreq *r)
 {
         for (sandbox *s = r->d->sandboxes; s; s = s->next)
@@ -433,12 +439,18 @@ static bool port_open(hreq *r, sandbox *s)
 }
 
 /* A paused sandbox made with autoResume is resumed by the traffic that reaches it, and given
- * its timeout again (its "auto_resume": seconds), as E2B does. */
+ * its timeout again (its "auto_resume": seconds), as E2B does; without it the traffic gets
+ * E2B's answer for a sandbox that is not running, a 502 (the SDKs' isRunning() is false, a
+ * call raises their TimeoutError), until Sandbox.connect resumes it. */
 static int wake(hreq *r, sandbox *s)
 {
         json_t *again = json_object_get(s->http, "auto_resume");
-        if (!s->paused || !json_is_integer(again))
+        if (!s->paused)
                 return 0;
+        if (!json_is_integer(again)) {
+                control_error(r, 502, "The sandbox %s is paused: Sandbox.connect() resumes it", s->sup.id);
+                return -EAGAIN;
+        }
         nsbox_error err = { 0 };
         if (sandbox_pause(s, false, " by traffic", &err) < 0) {
                 control_error(r, 500, "cannot resume sandbox %s: %s", s->sup.id, err.msg ? err.msg : "");
@@ -579,7 +591,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
                 return (ssize_t)n;
         }
         if (r->stream_end)
-                return MHD_CONTENT_READER_END_OF_STREAM;
+                return r->stream_abort ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
         r->suspended = true;
         MHD_suspend_connection(r->conn);
         return 0;

@@ -64,6 +64,7 @@ struct hreq {
         char *location, *next_token;    /* extra headers: X-Next-Token */
         /* a stream */
         bool streaming, stream_end;
+        bool stream_abort;              /* its end is the connection's close, with no end of its own */
         const char *stream_type;
         size_t stream_block;            /* bytes MHD takes from sout at a time (0: 64 KiB) */
         /* its length, when known before it begins (Content-Length, not chunked: MHD sends from
@@ -100,6 +101,7 @@ void http_answer_json(hreq *r, unsigned status, json_t *body);                  
 int http_stream_begin(hreq *r, unsigned status, const char *type); /* -EAGAIN: the user has HTTP_STREAMS_PER_UID */
 int http_stream_write(hreq *r, const void *data, size_t len);
 void http_stream_end(hreq *r);
+void http_stream_abort(hreq *r); /* what is queued goes, then the connection is closed unended */
 void http_wake(hreq *r);
 sandbox *http_sandbox(hreq *r);      /* r's sandbox, if it is still there */
 hreq *http_req_by_serial(daemon_state *d, uint64_t serial); /* a live request, or NULL */

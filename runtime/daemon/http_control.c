@@ -6,6 +6,7 @@
 #include "http.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/random.h>
@@ -20,6 +21,7 @@
 #define CONTROL_LIST_MAX 1000
 #define CONTROL_FORKS_MAX 100 /* the OpenAPI's maximum count */
 #define CONTROL_METRICS_IDS_MAX 100 /* the OpenAPI's sandbox_ids maxItems */
+#define CONTROL_METRICS_BUCKET_S 5  /* E2B's metrics are 5 s apart */
 
 /* OP_INTERP_*: the code-interpreter template's steps after create (http_interp.c) */
 enum { OP_NONE, OP_CREATE, OP_KILL, OP_PAUSE, OP_CONNECT, OP_TIMEOUT, OP_SNAPSHOT, OP_INTERP_START, OP_INTERP_ENVS, OP_INTERP_WAIT,
@@ -296,14 +298,16 @@ static sandbox *find_visible(hreq *r, const char *id)
         return NULL;
 }
 
-/* E2B's base image as nsbox has it: the user's home as the working directory, the internet
- * unless asked not; a name that is no template is a snapshot of the user's (createSnapshot's
+/* E2B's base image as nsbox has it: the user's home as the working directory, a writable root,
+ * the internet unless asked not; a name that is no template is a snapshot of the user's (createSnapshot's
  * snapshotID), the base sandbox started on it. */
 static void base_params(daemon_state *d, control *k, json_t *p)
 {
         if (strcmp(k->template_id, "base") && !k->interp)
                 json_object_set_new(p, "from", json_string(k->template_id));
         json_object_set_new(p, "workdir", json_string("/home/user"));
+        /* E2B's files API writes anywhere (envd is root): here the root is the sandbox's own */
+        json_object_set_new(p, "writable_root", json_true());
         if (k->internet && d->conf->http_internet)
                 json_object_set_new(p, "net", json_string("nat"));
 }
@@ -564,6 +568,9 @@ static bool metadata_match(const char *filter, json_t *meta)
 /* GET /sandboxes, /v2/sandboxes: the arguments, checked once */
 typedef struct list_args {
         char *filter;
+        char *tpl;                /* template: its ID or another name of it */
+        double started_after;     /* startedAfter, Unix seconds (0: none) */
+        bool asc;                 /* order=asc: oldest first */
         bool v2, running, paused;
         unsigned long max, from; /* from: a serial (this node's pages) or an offset (the catalog's: "c" tokens) */
         bool from_catalog;
@@ -573,29 +580,89 @@ typedef struct list_args {
 static void list_args_free(list_args *a)
 {
         free(a->filter);
+        free(a->tpl);
         free(a);
 }
 
-static bool listed_state(const list_args *a, bool paused) { return paused ? a->paused : a->running; }
+/* An RFC 3339 date-time (2026-01-02T03:04:05[.123]Z, or an offset for Z) as Unix seconds;
+ * false when it is not one. */
+static bool rfc3339_parse(const char *v, double *ret)
+{
+        struct tm tm = { 0 };
+        const char *p = v ? strptime(v, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+        if (!p || strlen(v) < 19 || v[4] != '-' || v[10] != 'T')
+                return false;
+        double frac = 0, scale = 0.1;
+        if (*p == '.') {
+                if (!(p[1] >= '0' && p[1] <= '9'))
+                        return false;
+                for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+                        frac += (*p - '0') * scale;
+        }
+        long off = 0;
+        if (*p == 'Z' || *p == 'z') {
+                p++;
+        } else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':' && strspn(p + 1, "0123456789") == 2 &&
+                   strspn(p + 4, "0123456789") == 2) {
+                off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 + ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
+                off = *p == '-' ? -off : off;
+                p += 6;
+        } else {
+                return false;
+        }
+        time_t t = timegm(&tm);
+        if (*p || t == (time_t)-1)
+                return false;
+        *ret = (double)t - (double)off + frac;
+        return true;
+}
 
-/* This node's sandboxes alone: newest first, paged by serial. */
+/* Is the listed sandbox o (a ListedSandbox) one the query asks for? */
+static bool list_keeps(const list_args *a, json_t *o)
+{
+        const char *st = json_string_value(json_object_get(o, "state")), *tpl = json_string_value(json_object_get(o, "templateID"));
+        double started = 0;
+        if (!(st && !strcmp(st, "paused") ? a->paused : a->running))
+                return false;
+        if (a->filter && !metadata_match(a->filter, json_object_get(o, "metadata")))
+                return false;
+        if (a->tpl && !(tpl && (!strcmp(tpl, a->tpl) || (interp_template(tpl) && interp_template(a->tpl)))))
+                return false;
+        return !a->started_after ||
+               (rfc3339_parse(json_string_value(json_object_get(o, "startedAt")), &started) && started >= a->started_after);
+}
+
+/* This node's sandboxes alone: newest first (or oldest, order=asc), paged by serial. */
 static void list_local(hreq *r, const list_args *a)
 {
         json_t *arr = json_array();
         unsigned long n = 0, more = 0;
-        for (sandbox *s = r->d->sandboxes; s && arr; s = s->next) {
-                if (s->pooled || !s->ready || r->uid != s->owner || (a->from && s->serial >= a->from) || !listed_state(a, s->paused))
+        sandbox **v = calloc(r->d->n_sandboxes + 1, sizeof(*v));
+        size_t nv = 0;
+        for (sandbox *s = r->d->sandboxes; s && v && nv < r->d->n_sandboxes; s = s->next)
+                if (!s->pooled && s->ready && r->uid == s->owner && (!a->from || (a->asc ? s->serial >= a->from : s->serial < a->from)))
+                        v[nv++] = s;
+        /* the list holds the newest first */
+        for (size_t i = 0; a->asc && i < nv / 2; i++) {
+                sandbox *t = v[i];
+                v[i] = v[nv - 1 - i];
+                v[nv - 1 - i] = t;
+        }
+        for (size_t i = 0; i < nv && arr; i++) {
+                json_t *o = control_sandbox_json(r->d, v[i]);
+                if (!o || !list_keeps(a, o)) {
+                        json_decref(o);
                         continue;
-                json_t *meta = json_object_get(s->http, "metadata");
-                if (a->filter && !metadata_match(a->filter, meta ? meta : s->labels))
-                        continue;
+                }
                 if (n == a->max) {
-                        more = s->serial + 1;
+                        json_decref(o);
+                        more = a->asc ? v[i]->serial : v[i]->serial + 1;
                         break;
                 }
-                json_array_append_new(arr, control_sandbox_json(r->d, s));
+                json_array_append_new(arr, o);
                 n++;
         }
+        free(v);
         if (more && asprintf(&r->next_token, "%lu", more) < 0)
                 r->next_token = NULL;
         http_answer_json(r, 200, arr);
@@ -607,6 +674,8 @@ static int newest_first(const void *x, const void *y)
         int c = strcmp(json_string_value(json_object_get(b, "startedAt")) ?: "", json_string_value(json_object_get(a, "startedAt")) ?: "");
         return c ? c : strcmp(json_string_value(json_object_get(a, "sandboxID")) ?: "", json_string_value(json_object_get(b, "sandboxID")) ?: "");
 }
+
+static int oldest_first(const void *x, const void *y) { return newest_first(y, x); }
 
 /* The catalog's answer: every node's records of the owner, this node's own taken fresh. */
 static void list_catalog(daemon_state *d, void *ctx, json_t *records)
@@ -634,19 +703,16 @@ static void list_catalog(daemon_state *d, void *ctx, json_t *records)
                 json_array_append(all, o);
         }
         json_t **v = calloc(json_array_size(all) + 1, sizeof(*v));
-        json_array_foreach(all, i, o) {
-                json_t *meta = json_object_get(o, "metadata");
-                const char *st = json_string_value(json_object_get(o, "state"));
-                if (v && listed_state(a, st && !strcmp(st, "paused")) && (!a->filter || metadata_match(a->filter, meta)))
+        json_array_foreach(all, i, o)
+                if (v && list_keeps(a, o))
                         v[n++] = o;
-        }
         if (!v) {
                 json_decref(all);
                 list_args_free(a);
                 control_error(r, 500, "out of memory");
                 return;
         }
-        qsort(v, n, sizeof(*v), newest_first);
+        qsort(v, n, sizeof(*v), a->asc ? oldest_first : newest_first);
         json_t *page = json_array();
         for (size_t k = a->from; k < n && k < a->from + a->max; k++)
                 json_array_append(page, v[k]);
@@ -688,6 +754,20 @@ static enum MHD_Result state_arg(void *cls, enum MHD_ValueKind kind, const char 
 static void list(hreq *r, bool v2)
 {
         const char *filter = http_arg(r, "metadata"), *limit = http_arg(r, "limit"), *next = http_arg(r, "nextToken");
+        const char *order = http_arg(r, "order"), *tpl = http_arg(r, "template"), *after = http_arg(r, "startedAfter");
+        double started_after = 0;
+        if (order && strcmp(order, "asc") && strcmp(order, "desc")) {
+                control_error(r, 400, "'order' must be asc or desc");
+                return;
+        }
+        if (after && (!rfc3339_parse(after, &started_after) || started_after <= 0)) {
+                control_error(r, 400, "'startedAfter' must be an RFC 3339 date-time, e.g. 2026-01-02T03:04:05Z");
+                return;
+        }
+        if (tpl && (!*tpl || strlen(tpl) > NSBOX_TEMPLATE_NAME_MAX * 2)) {
+                control_error(r, 400, "'template' must be a template's name");
+                return;
+        }
         states st = { 0 };
         MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, state_arg, &st);
         if (st.bad) {
@@ -700,7 +780,7 @@ static void list(hreq *r, bool v2)
         }
         list_args *a = calloc(1, sizeof(*a));
         char *end;
-        if (!a || (filter && !(a->filter = strdup(filter)))) {
+        if (!a || (filter && !(a->filter = strdup(filter))) || (tpl && !(a->tpl = strdup(tpl)))) {
                 if (a)
                         list_args_free(a);
                 control_error(r, 500, "out of memory");
@@ -708,6 +788,8 @@ static void list(hreq *r, bool v2)
         }
         a->max = CONTROL_LIST_MAX;
         a->v2 = v2;
+        a->asc = order && !strcmp(order, "asc");
+        a->started_after = started_after;
         a->req = r->serial;
         if (limit && (!*limit || (a->max = strtoul(limit, &end, 10)) == 0 || *end || a->max > CONTROL_LIST_MAX)) {
                 list_args_free(a);
@@ -940,6 +1022,8 @@ static void fork_next(hreq *r, control *k)
         if (nsbox_dconfig_template(r->d->conf, k->template_id))
                 json_object_set_new(p, "template", json_string(k->template_id));
         json_object_set_new(p, "workdir", json_string("/home/user"));
+        if (!nsbox_dconfig_template(r->d->conf, k->template_id))
+                json_object_set_new(p, "writable_root", json_true());
         if (k->internet && r->d->conf->http_internet && !nsbox_dconfig_template(r->d->conf, k->template_id))
                 json_object_set_new(p, "net", json_string("nat"));
         k->op = OP_FORK;
@@ -992,6 +1076,34 @@ static void snapshots_answer(hreq *r, json_t *res)
         http_answer_json(r, 200, arr);
 }
 
+/* connect's answer: 201 when it resumed the sandbox, else 200 */
+static void connected(hreq *r, control *k, sandbox *s)
+{
+        if (!s->http && http_sandbox_token(s) < 0) {
+                control_error(r, 500, "out of memory");
+                return;
+        }
+        http_answer_json(r, k->was_paused ? 201 : 200, created_json(r, s));
+}
+
+/* GET .../metrics[?start=&end=] (Unix seconds): nsbox samples a sandbox when asked, not on a
+ * clock, so the one sample is now's, answered when the range holds now (E2B's samples are 5 s
+ * apart: an end up to 5 s before now still holds it) and [] for a range of the past. */
+static void metrics(hreq *r, sandbox *s)
+{
+        unsigned long long start = 0, end = ULLONG_MAX, now = (unsigned long long)time(NULL);
+        if (query_uint(r, "start", LLONG_MAX, &start) < 0 || query_uint(r, "end", LLONG_MAX, &end) < 0)
+                return;
+        if (start > end) {
+                control_error(r, 400, "'start' is after 'end'");
+                return;
+        }
+        json_t *arr = json_array();
+        if (start <= now && (end == ULLONG_MAX || end + CONTROL_METRICS_BUCKET_S >= now))
+                json_array_append_new(arr, metric_json(r->d, s));
+        http_answer_json(r, 200, arr);
+}
+
 /* /sandboxes/{id}[/what] with a sandbox of the key's user.  A key reaches its own user's
  * sandboxes and no other's, root's key too (root's reach over every sandbox is the socket's). */
 static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
@@ -1008,7 +1120,7 @@ static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
                 k->op = OP_KILL;
                 k->step_id = http_rpc(r, "destroy", json_pack("{sO}", "sandbox", id));
         } else if (!strcmp(what, "/metrics") && !strcmp(m, "GET")) {
-                http_answer_json(r, 200, json_pack("[o]", metric_json(r->d, s)));
+                metrics(r, s);
         } else if (!strcmp(what, "/network") && !strcmp(m, "PUT")) {
                 if ((b = body_json(r)))
                         network_update(r, s, b);
@@ -1030,6 +1142,8 @@ static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
                                 control_error(r, 409, "Sandbox %s is already running", s->sup.id);
                         else if (s->paused)
                                 k->step_id = http_rpc(r, "resume", json_pack("{sO}", "sandbox", id));
+                        else if (k->timeout_s && (!s->expires_ns || s->expires_ns >= now_ns() + k->timeout_s * 1000000000ull))
+                                connected(r, k, s); /* a connect extends a running sandbox's time, never shortens it */
                         else
                                 k->step_id = http_rpc(r, "set_timeout", json_pack("{sO sI}", "sandbox", id, "timeout", (json_int_t)k->timeout_s));
                 }
@@ -1132,11 +1246,7 @@ static void on_msg(hreq *r, json_t *msg)
                         k->step_id = http_rpc(r, "set_timeout", json_pack("{ss sI}", "sandbox", id, "timeout", (json_int_t)k->timeout_s));
                         return;
                 }
-                if (!s->http && http_sandbox_token(s) < 0) {
-                        control_error(r, 500, "out of memory");
-                        return;
-                }
-                http_answer_json(r, k->was_paused ? 201 : 200, created_json(r, s));
+                connected(r, k, s);
                 return;
         }
         }

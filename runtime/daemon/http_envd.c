@@ -79,6 +79,14 @@ void envd_end(hreq *r, const char *code, const char *message)
 {
         if (r->stream_end)
                 return;
+        if (code && !strcmp(code, "unavailable") && !http_sandbox(r)) {
+                /* its sandbox went (killed, or past its timeout): the stream stops as it does when
+                 * E2B's VM goes, the connection dropped with no end message, and the SDKs ask
+                 * /health (502), then raise their TimeoutError "the sandbox was killed or reached
+                 * its end of life while the request was in flight" */
+                http_stream_abort(r);
+                return;
+        }
         json_t *end = code ? json_pack("{s{ss ss}}", "error", "code", code, "message", message ? message : code) : json_object();
         size_t len = 0;
         char *text = end ? nsbox_json_dumps(end, &len) : NULL;
@@ -91,7 +99,8 @@ void envd_end(hreq *r, const char *code, const char *message)
 
 /* A call's error as Connect's code; a call cut short because its sandbox went (killed, or
  * past its timeout) is "unavailable", as a request to a sandbox that is gone is on E2B: the
- * SDKs raise their TimeoutError, whose hint is the sandbox's timeout. */
+ * SDKs raise their TimeoutError, whose hint is the sandbox's timeout (a stream under way is
+ * dropped instead: envd_end). */
 const char *envd_code(hreq *r, const char *nsbox_code)
 {
         return http_sandbox(r) ? connect_code_of(nsbox_code) : "unavailable";

@@ -261,7 +261,11 @@ static json_t *entry_info(json_t *t)
         json_t *e = json_pack("{ss ss ss ss si ss so so so}", "name", name, "type", file_type(type), "path", path, "size", size,
                               "mode", (int)(mode & 0777), "permissions", perm, "owner", owner_name(json_object_get(t, "uid")), "group",
                               owner_name(json_object_get(t, "gid")), "modifiedTime", rfc3339(json_real_value(json_object_get(t, "mtime"))));
-        json_t *target = json_object_get(t, "target");
+        /* envd's symlinkTarget is where the link leads, resolved (the link's own path when it
+         * leads nowhere); the link's text is the agent's fallback */
+        json_t *target = json_object_get(t, "resolved");
+        if (!json_is_string(target))
+                target = json_object_get(t, "target");
         if (e && json_is_string(target))
                 json_object_set(e, "symlinkTarget", target);
         return e;
@@ -385,6 +389,10 @@ static void unary_msg(hreq *r, json_t *msg)
         if ((uint64_t)json_integer_value(json_object_get(msg, "id")) != o->call || r->status || r->streaming)
                 return;
         const char *why, *code = rpc_error_code(msg, &why);
+        if (code && o->kind == FS_REMOVE && !strcmp(connect_code_of(code), "not_found") && http_sandbox(r)) {
+                envd_answer(r, json_object()); /* envd's RemoveAll: nothing there is nothing to remove */
+                return;
+        }
         if (code) {
                 tool_failed(r, o, code, why);
                 return;

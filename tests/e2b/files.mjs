@@ -138,6 +138,27 @@ await check("remove", async () => {
         eq(false, await sb.files.exists(`${H}/m/2.txt`), "a removed file");
         await sb.files.remove(`${H}/m`);
         eq(false, await sb.files.exists(`${H}/m`), "a removed directory with files in it");
+        await sb.files.remove(`${H}/m`); // envd's RemoveAll: nothing there is nothing to remove
+        await sb.files.remove(`${H}/no/such/dir/file`);
+});
+
+// envd's symlinkTarget is where the link leads, resolved; a dangling link's is its own path
+await check("get_info_of_symlinks_resolves_them", async () => {
+        await sb.files.write(`${H}/sl/real.txt`, "real");
+        await sb.commands.run(`cd ${H}/sl && ln -s real.txt rel && ln -s ${H}/sl/rel chain && ln -s nothing dangling && ln -s .. up`);
+        eq(`${H}/sl/real.txt`, (await sb.files.getInfo(`${H}/sl/rel`)).symlinkTarget, "a relative link");
+        eq(`${H}/sl/real.txt`, (await sb.files.getInfo(`${H}/sl/chain`)).symlinkTarget, "a link to a link");
+        eq(`${H}/sl/dangling`, (await sb.files.getInfo(`${H}/sl/dangling`)).symlinkTarget, "a dangling link");
+        const listed = Object.fromEntries((await sb.files.list(`${H}/sl`)).map((e) => [e.name, e.symlinkTarget]));
+        eq({ real: undefined, rel: `${H}/sl/real.txt`, up: H }, { real: listed["real.txt"], rel: listed.rel, up: listed.up }, "list's");
+});
+
+// E2B's files API writes anywhere (envd is root); here the root is the sandbox's own, writable
+await check("files_outside_home_and_tmp", async () => {
+        const info = await sb.files.write([{ path: "/0/a.txt", data: "zero" }, { path: "/workspace/b.txt", data: "b" }]);
+        eq(["/0/a.txt", "/workspace/b.txt"], info.map((i) => i.path), "written");
+        eq("zero b", (await sb.commands.run("cat /0/a.txt; echo -n ' '; cat /workspace/b.txt")).stdout, "read back by a command");
+        eq(true, await sb.files.makeDir("/data/in"), "makeDir at the root");
 });
 
 // with one URL for every sandbox (E2B_SANDBOX_URL) the URLs name no sandbox: the signature does

@@ -173,6 +173,84 @@ test_paging() {
         assert_eq 400 "$CODE" "a token not given"
 }
 
+# order, startedAfter and template as e2b 2.x's Sandbox.list sends them; paging either way
+test_list_order_started_after_and_template() {
+        trap cleanup EXIT
+        local d a b c after
+        d=$(new_dir)
+        start_daemon "$d" ', "templates": {"small": {"create": {"memory": "256M"}}}'
+        create
+        a=$ID
+        sleep 1.1
+        after=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
+        create
+        b=$ID
+        create '{"templateID": "small"}'
+        c=$ID
+        api GET "/v2/sandboxes?order=asc"
+        assert_eq "$a $b $c" "$(json '" ".join(s["sandboxID"] for s in j)')" "oldest first"
+        api GET "/v2/sandboxes"
+        assert_eq "$c $b $a" "$(json '" ".join(s["sandboxID"] for s in j)')" "newest first, the default"
+        local page seen="" token="" i
+        for i in 1 2 3; do
+                CODE=$(curl -s -D "$TEST_TMP/h" -o "$TEST_TMP/body" -w '%{http_code}' -H "X-API-KEY: $KEY" \
+                        "$URL/v2/sandboxes?order=asc&limit=1${token:+&nextToken=$token}")
+                BODY=$(cat "$TEST_TMP/body")
+                seen="$seen $(json 'j[0]["sandboxID"]')"
+                token=$(grep -i '^x-next-token:' "$TEST_TMP/h" | tr -d '\r' | cut -d' ' -f2)
+        done
+        assert_eq " $a $b $c" "$seen" "pages of one, oldest first"
+        assert_eq "" "$token" "no token after the last page"
+        api GET "/v2/sandboxes?startedAfter=$after"
+        assert_eq "$c $b" "$(json '" ".join(s["sandboxID"] for s in j)')" "started at or after $after"
+        api GET "/v2/sandboxes?template=small"
+        assert_eq "$c" "$(json '" ".join(s["sandboxID"] for s in j)')" "of template small"
+        api GET "/v2/sandboxes?template=nope"
+        assert_eq "[]" "$BODY" "of an unknown template"
+        for page in "order=up" "startedAfter=yesterday" "startedAfter=2026-13-01T00:00:00Z" "template="; do
+                api GET "/v2/sandboxes?$page"
+                assert_eq "400 400" "$CODE $(json 'j["code"]')" "list with '$page'"
+        done
+}
+
+# E2B's answers around a paused sandbox and a sandbox's time: its data plane is a 502 (isRunning()
+# false) until connect resumes it; connect extends a running sandbox's time, never shortens it;
+# metrics answer for a range that holds now
+test_paused_data_plane_connect_and_metrics_range() {
+        trap cleanup EXIT
+        local d end now
+        d=$(new_dir)
+        start_daemon "$d"
+        create '{"templateID": "base", "timeout": 600}'
+        api GET "/sandboxes/$ID"
+        end=$(json 'j["endAt"]')
+        api POST "/sandboxes/$ID/connect" '{"timeout": 10}'
+        assert_eq 200 "$CODE" "connect"
+        api GET "/sandboxes/$ID"
+        assert_eq "$end" "$(json 'j["endAt"]')" "a shorter connect timeout leaves endAt"
+        api POST "/sandboxes/$ID/connect" '{"timeout": 3600}'
+        api GET "/sandboxes/$ID"
+        [ "$(json 'j["endAt"]')" \> "$end" ] || fail "a longer connect timeout did not extend endAt ($end): $BODY"
+        health() { curl -s -o /dev/null -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "X-Access-Token: $TOKEN" "$URL/health"; }
+        assert_eq 204 "$(health)" "envd's /health while running"
+        api POST "/sandboxes/$ID/pause"
+        assert_eq 204 "$CODE" "pause"
+        assert_eq 502 "$(health)" "envd's /health while paused"
+        assert_eq 502 "$(curl -s -o "$TEST_TMP/b" -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "X-Access-Token: $TOKEN" \
+                -H 'Content-Type: application/json' -d '{}' "$URL/process.Process/List")" "a call while paused"
+        assert_contains "$(cat "$TEST_TMP/b")" "is paused" "its message"
+        api POST "/sandboxes/$ID/connect" '{"timeout": 300}'
+        assert_eq 201 "$CODE" "connect resumes"
+        assert_eq 204 "$(health)" "envd's /health once resumed"
+        now=$(date +%s)
+        api GET "/sandboxes/$ID/metrics?start=$((now - 60))&end=$now"
+        assert_eq 1 "$(json 'len(j)')" "a range holding now: $BODY"
+        api GET "/sandboxes/$ID/metrics?start=$((now - 3600))&end=$((now - 1800))"
+        assert_eq "200 []" "$CODE $BODY" "a range of the past"
+        api GET "/sandboxes/$ID/metrics?start=$now&end=$((now - 5))"
+        assert_eq 400 "$CODE" "start after end"
+}
+
 test_timeout_connect_pause_metrics() {
         trap cleanup EXIT
         local d

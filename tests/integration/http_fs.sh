@@ -111,11 +111,13 @@ test_stat_and_list_dir_describe_entries() {
                 "$(jget "$OUT" '" ".join(str(j["entry"][k]) for k in ("name", "type", "path", "size", "mode", "permissions", "owner", "group"))')" "Stat's entry"
         [[ $(jget "$OUT" 'j["entry"]["modifiedTime"]') =~ ^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$ ]] || fail "modifiedTime: $OUT"
         fs Stat '{"path": "/home/user/st/ln"}'
-        assert_eq "FILE_TYPE_SYMLINK f.txt" "$(jget "$OUT" 'j["entry"]["type"] + " " + j["entry"]["symlinkTarget"]')" "a symlink"
+        assert_eq "FILE_TYPE_SYMLINK /home/user/st/f.txt" "$(jget "$OUT" 'j["entry"]["type"] + " " + j["entry"]["symlinkTarget"]')" \
+                "a symlink: where it leads, resolved (envd's)"
         fs Stat '{"path": "/"}'
-        # a user's sandbox maps only its own uid: its / shows as user's there
+        # a user's sandbox maps only its own uid: its / shows as user's there; writable by the
+        # sandbox's user (the E2B base's root is its own), sticky as /tmp is (Go's "t")
         [ "$TEST_AS" = root ] &&
-                assert_eq "root root drwxr-xr-x" "$(jget "$OUT" 'j["entry"]["owner"] + " " + j["entry"]["group"] + " " + j["entry"]["permissions"]')" "/"
+                assert_eq "root root dtrwxrwxrwx" "$(jget "$OUT" 'j["entry"]["owner"] + " " + j["entry"]["group"] + " " + j["entry"]["permissions"]')" "/"
         fs ListDir '{"path": "st"}'
         assert_eq 200 "$CODE" "ListDir: $OUT"
         assert_eq "/home/user/st/f.txt /home/user/st/ln /home/user/st/sub" "$(jget "$OUT" '" ".join(e["path"] for e in j["entries"])')" "depth 1"
@@ -144,7 +146,8 @@ test_make_dir_move_remove() {
 
 test_errors_are_one_line_and_change_nothing() {
         expect_error Stat '{"path": "/nope"}' 404 not_found
-        expect_error Remove '{"path": "nope"}' 404 not_found
+        fs Remove '{"path": "nope"}'
+        assert_eq "200 {}" "$CODE $OUT" "Remove of a missing path (envd's RemoveAll)"
         expect_error Move '{"source": "nope", "destination": "x"}' 404 not_found
         expect_error ListDir '{"path": "/nope"}' 404 not_found
         expect_error ListDir '{"path": "/etc/passwd"}' 400 invalid_argument "Not a directory"
