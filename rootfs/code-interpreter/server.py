@@ -466,15 +466,18 @@ class ProcKernel:
 class Context:
     """One kernel.  `lock` serialises executions: a kernel runs one cell at a time."""
 
-    def __init__(self, language, cwd):
+    def __init__(self, language, cwd, lazy=False):
         self.id = uuid.uuid4().hex
         self.language = language
         self.cwd = cwd
         self.lock = threading.Lock()
         self.km = self.kc = self.proc = None
-        self.start()
+        self.started = False
+        if not lazy:
+            self.start()
 
     def start(self):
+        self.started = True
         if self.language != "python":
             self.proc = ProcKernel(self.language, self.cwd)
             return
@@ -513,6 +516,8 @@ class Context:
         self.start()
 
     def shutdown(self):
+        if not self.started:
+            return
         try:
             if self.proc:
                 self.proc.shutdown()
@@ -524,9 +529,13 @@ class Context:
             pass
 
     def alive(self):
+        if not self.started:
+            return True  # nothing ran, nothing died
         return self.proc.alive() if self.proc else self.km.is_alive()
 
     def interrupt(self):
+        if not self.started:
+            return
         if self.proc:
             self.proc.interrupt()
         else:
@@ -543,18 +552,24 @@ class Contexts:
         self.all = {}
         self.defaults = {}          # language -> its default context
 
-    def create(self, language, cwd):
+    def create(self, language, cwd, lazy=False):
         lang = normal_language(language)
         cwd = cwd or self.cwd
-        if not isinstance(cwd, str) or not os.path.isdir(cwd):
-            raise ApiError(400, "'cwd' must be an existing directory: %r" % (cwd,))
+        if not isinstance(cwd, str) or not cwd.startswith("/") or len(cwd) > 4096:
+            raise ApiError(400, "'cwd' must be an absolute path: %r" % (cwd,))
+        try:
+            os.makedirs(cwd, exist_ok=True)  # as the sandbox's user, where it may write
+        except OSError as e:
+            raise ApiError(400, "'cwd' %r cannot be made: %s" % (cwd, e.strerror))
+        if not os.path.isdir(cwd):
+            raise ApiError(400, "'cwd' must be a directory: %r" % (cwd,))
         with self.lock:
             if len(self.all) >= MAX_CONTEXTS:
                 raise ApiError(429, "at most %d contexts per sandbox; delete one first" % MAX_CONTEXTS)
             self.all[None] = None  # a place held while the kernel starts
             ctx = None
         try:
-            ctx = Context(lang, cwd)
+            ctx = Context(lang, cwd, lazy)
         finally:
             with self.lock:
                 del self.all[None]
@@ -569,12 +584,12 @@ class Contexts:
             raise ApiError(404, "context '%s' not found" % str(cid)[:100])
         return ctx
 
-    def default_context(self, language="python"):
+    def default_context(self, language="python", lazy=False):
         with self.lock:
             ctx = self.defaults.get(language)
             ctx = ctx if ctx and ctx.id in self.all else None
         if not ctx:
-            ctx = self.create(language, None)
+            ctx = self.create(language, None, lazy)
             self.defaults[language] = ctx
         return ctx
 
@@ -828,6 +843,14 @@ def execute(contexts, req, emit, gone):
 def run_locked(ctx, code, envs, timeout, emit, gone):
     with ctx.lock:
         ex = Execution(ctx, emit, gone, timeout)
+        if not ctx.started:  # a default context listed before its first cell (javascript)
+            try:
+                ctx.start()
+            except Exception as e:
+                ex.line({"type": "error", "name": "KernelStartError",
+                         "value": "the %s kernel of context %s did not start: %s" % (ctx.language, ctx.id, e), "traceback": ""})
+                ex.line({"type": "end_of_execution"})
+                return
         if not ctx.alive():
             # as Jupyter's restarter does: a kernel that died is started again for the next cell
             try:
@@ -998,6 +1021,8 @@ def main():
         srv = Server((host or "127.0.0.1", int(port)), Handler)
         cs = Contexts(cwd)
         cs.default_context()  # started before the server answers: healthy means ready
+        if shutil.which("node"):  # listed from the start, as E2B's; its node starts at its first cell
+            cs.default_context("javascript", lazy=True)
     except Exception as e:
         # said where the one starting us (nsboxd's template) looks, and on stderr
         why = "the code interpreter did not start: %s: %s" % (type(e).__name__, e)

@@ -539,7 +539,12 @@ static void px_done(pxreq *x, CURLcode res)
         }
         px_release(x);
         if (x->headers_done) {
-                http_stream_end(r);
+                /* cut short (its sandbox went, the server died): the client sees a cut, as the
+                 * SDKs do when E2B's VM goes, not a whole answer */
+                if (res == CURLE_OK)
+                        http_stream_end(r);
+                else
+                        http_stream_abort(r);
                 return;
         }
         if (x->fail_status == 429)

@@ -84,6 +84,17 @@ await check("ci_streams_and_errors", async () => {
         assert(e.executionCount > 0, "executionCount");
 });
 
+// as E2B's server: python and javascript default contexts listed from the start (node starts at
+// the javascript one's first cell); a context's cwd is made when missing
+await check("ci_default_contexts_and_a_new_cwd", async () => {
+        const langs = (await sb.listCodeContexts()).map((x) => x.language).sort();
+        eq(["javascript", "python"], langs, "the default contexts");
+        eq("3", (await sb.runCode("1 + 2", { language: "javascript" })).text, "the javascript default context's first cell");
+        const c = await sb.createCodeContext({ language: "python", cwd: "/workspace/new/dir" });
+        eq("/workspace/new/dir", (await sb.runCode("import os; os.getcwd()", { context: c })).text, "cwd made");
+        await sb.removeCodeContext(c);
+});
+
 await check("ci_contexts", async () => {
         // the SDK's context calls carry no access token: ports are public, as on E2B
         const c = await sb.createCodeContext({ language: "python", cwd: "/tmp" });
@@ -126,6 +137,23 @@ await check("ci_bad_input", async () => {
         }
         assert(err && err.name === "NotFoundError", `unknown context: ${err}`);
 });
+
+// a cell cut short by its sandbox's kill: the proxied answer is cut, not ended, so the SDK finds
+// the sandbox gone and raises its TimeoutError (E2B's own test, killedSandbox.test.ts)
+await check("ci_run_code_of_a_killed_sandbox_is_a_timeout_error", async () => {
+        const k = await Sandbox.create({ metadata: { run: RUN }, timeoutMs: 120000 });
+        const running = k.runCode("import time; time.sleep(300)", { timeoutMs: 300000 });
+        running.catch(() => {});
+        await new Promise((r) => setTimeout(r, 1500));
+        await k.kill();
+        let err;
+        try {
+                await running;
+        } catch (e) {
+                err = e;
+        }
+        assert(err && err.name === "TimeoutError" && /killed/.test(err.message), `expected TimeoutError, got ${err}`);
+}, 90000);
 
 // Novita's code interpreter builds https://49999-ID.DOMAIN whatever NOVITA_SANDBOX_URL says: it is
 // run by domain, through TLS, in tests/e2b/domain.mjs (tests/integration/http_tls.sh).

@@ -421,6 +421,8 @@ test_sdk_through_the_port_proxy() {
         assert_contains "$out" "ok ci_timeout_interrupts" "the SDK's checks"
         assert_contains "$out" "ok ci_contexts" "the SDK's context calls (no access token: public ports)"
         assert_contains "$out" "ok ci_chart_and_data" "E2B's chart and data results"
+        assert_contains "$out" "ok ci_default_contexts_and_a_new_cwd" "python and javascript default contexts"
+        assert_contains "$out" "ok ci_run_code_of_a_killed_sandbox_is_a_timeout_error" "a cell cut by a kill"
         assert_eq 0 "$st" "node's exit status"
 }
 
