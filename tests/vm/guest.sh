@@ -561,7 +561,9 @@ t_v1_daemon_limits() {
 # (a frozen v1 task dies of SIGKILL only once thawed).
 t_v1_pause_resume() {
         id=$(nsbox create 2> "$T/err") || fail "nsbox create: $(oneline < "$T/err")"
-        out=$(nsbox call "$id" exec '{"shell":"i=0; while :; do i=$((i+1)); echo $i > /tmp/c; sleep 0.1; done","background":true}' 2>&1) ||
+        # the count goes in by rename: a freeze between echo's truncation and its write would
+        # leave an empty file for the read right after resume
+        out=$(nsbox call "$id" exec '{"shell":"i=0; while :; do i=$((i+1)); echo $i > /tmp/c.new; mv /tmp/c.new /tmp/c; sleep 0.1; done","background":true}' 2>&1) ||
                 fail "starting the counter: $(echo "$out" | oneline)"
         sleep 1
         out=$(nsbox pause "$id" 2>&1) || fail "nsbox pause: $(echo "$out" | oneline)"
