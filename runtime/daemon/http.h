@@ -121,6 +121,7 @@ void control_request(hreq *r);
 json_t *control_sandbox_json(daemon_state *d, sandbox *s);
 void control_error(hreq *r, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void control_figures(json_t *o, const nsbox_limits *l); /* cpuCount, memoryMB, diskSizeMB */
+void control_rfc3339(char *buf, size_t n, time_t t); /* 2026-01-02T03:04:05Z */
 void control_spawned(daemon_state *d, const char *template_id); /* an E2B create of it answered */
 
 /* http_templates.c: GET /templates[/ID], /templates/aliases/NAME: the templates a create takes */

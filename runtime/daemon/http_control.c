@@ -67,7 +67,7 @@ void control_error(hreq *r, unsigned status, const char *fmt, ...)
         http_answer_json(r, status, json_pack("{si ss}", "code", (int)status, "message", msg));
 }
 
-static void rfc3339(char *buf, size_t n, time_t t)
+void control_rfc3339(char *buf, size_t n, time_t t)
 {
         struct tm tm;
         gmtime_r(&t, &tm);
@@ -109,10 +109,10 @@ json_t *control_sandbox_json(daemon_state *d, sandbox *s)
 {
         char started[32], end[32];
         uint64_t now = now_ns();
-        rfc3339(started, sizeof(started), s->created);
+        control_rfc3339(started, sizeof(started), s->created);
         time_t end_t = s->expires_ns ? time(NULL) + (time_t)((s->expires_ns > now ? s->expires_ns - now : 0) / 1000000000ull)
                                      : s->created + CONTROL_MAX_TIMEOUT_S;
-        rfc3339(end, sizeof(end), end_t);
+        control_rfc3339(end, sizeof(end), end_t);
         json_t *meta = json_object_get(s->http, "metadata");
         json_t *o = json_pack("{ss ss ss ss ss ss ss sO}", "templateID", template_of(d, s), "sandboxID", s->sup.id, "clientID", "nsbox",
                               "startedAt", started, "endAt", end, "state", s->paused ? "paused" : "running", "envdVersion",
@@ -822,7 +822,7 @@ static json_t *metric_json(daemon_state *d, sandbox *s)
         bool has = nsbox_cgroup_stats_read(&s->sup.sb.cg, &cs) == 0;
         char ts[32];
         time_t now = time(NULL);
-        rfc3339(ts, sizeof(ts), now);
+        control_rfc3339(ts, sizeof(ts), now);
         json_t *info = control_sandbox_json(d, s);
         json_int_t cpus = json_integer_value(json_object_get(info, "cpuCount"));
         json_int_t mem_total = json_integer_value(json_object_get(info, "memoryMB")) << 20;
@@ -956,7 +956,7 @@ static void logs(hreq *r, sandbox *s, bool v2)
                 if ((back ? ms > from : ms < from) || e2b_level_rank(lv) < min || (search && !strstr(msg, search)))
                         continue;
                 char ts[40], t[32];
-                rfc3339(t, sizeof(t), (time_t)(ms / 1000));
+                control_rfc3339(t, sizeof(t), (time_t)(ms / 1000));
                 snprintf(ts, sizeof(ts), "%.19s.%03uZ", t, (unsigned)(ms % 1000));
                 json_t *fields = json_pack("{ss ss}", "logger", "nsboxd", "event", ev);
                 if (!v2) {

@@ -55,13 +55,6 @@ static bool template_named(daemon_state *d, const char *name, tpl_view *v)
         return false;
 }
 
-static void rfc3339(char *buf, size_t n, time_t t)
-{
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* A build id in the OpenAPI's uuid form, from the template's name and configuration: the same
  * while they are, another once they change. */
 static void build_id(daemon_state *d, const tpl_view *v, char out[37])
@@ -98,9 +91,9 @@ static void figures(daemon_state *d, const tpl_view *v, json_t *o)
 static json_t *template_json(daemon_state *d, const tpl_view *v, bool with_builds)
 {
         char since[32], used[32], id[37];
-        rfc3339(since, sizeof(since), d->started_at);
+        control_rfc3339(since, sizeof(since), d->started_at);
         if (v->use->used_at)
-                rfc3339(used, sizeof(used), v->use->used_at);
+                control_rfc3339(used, sizeof(used), v->use->used_at);
         build_id(d, v, id);
         json_t *names = json_array();
         for (size_t a = 0; a < TEMPLATE_ALIASES_MAX && v->aliases[a]; a++)
