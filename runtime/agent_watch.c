@@ -2,9 +2,12 @@
 /* The agent's watch calls (serve.h, watch.h): a directory's changes as events until
  * cancelled, each call an inotify fd in the agent's epoll loop. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include "serve.h"
 #include "proto.h"
@@ -20,6 +23,7 @@ typedef struct watch_call {
         nsbox_watch *w;
         uint32_t events;
         bool paused;
+        bool entries; /* an event of what is there carries its stat (with metadata) */
         json_int_t n_events;
 } watch_call;
 
@@ -35,6 +39,15 @@ static void watch_send_event(void *ud, const char *op, const char *path, const c
                               nsbox_json_text(path, strlen(path), NULL));
         if (m && type)
                 json_object_set_new(m, "type", json_string(type));
+        if (m && ws->wc->entries && (!strcmp(op, "create") || !strcmp(op, "write") || !strcmp(op, "chmod"))) {
+                /* as at the time it is read: an entry gone meanwhile has none (envd) */
+                tool_error e = { 0 };
+                char *abs = NULL;
+                json_t *entry = NULL;
+                if (tool_path_normalize(&ws->a->tctx, path, &abs, &e) == 0 && tool_entry(&ws->a->tctx, "watch", abs, false, true, &entry, &e) == 0)
+                        json_object_set_new(m, "entry", entry);
+                free(abs);
+        }
         send_frame(ws->a, m, NULL, 0);
         ws->wc->n_events++;
 }
@@ -60,18 +73,41 @@ static void watch_end(agent *a, watch_call *wc, bool cancelled, const char *ende
         free(wc);
 }
 
+/* Whether path is a directory on a network file system (NFS, CIFS, SMB, FUSE: envd's list), whose
+ * events may never come. */
+static bool on_network_fs(const tool_ctx *ctx, const char *path)
+{
+        tool_error ignored;
+        char *abs = NULL;
+        int fd = -1;
+        struct statfs sf;
+        bool net = false;
+        if (tool_path_normalize(ctx, path, &abs, &ignored) == 0 && tool_open(ctx, abs, O_PATH | O_DIRECTORY, 0, &fd, &ignored) == 0 &&
+            fstatfs(fd, &sf) == 0)
+                net = sf.f_type == 0x6969 || sf.f_type == (typeof(sf.f_type))0xFF534D42 || sf.f_type == 0x517B ||
+                      sf.f_type == (typeof(sf.f_type))0xFE534D42 || sf.f_type == 0x65735546;
+        if (fd >= 0)
+                close(fd);
+        free(abs);
+        return net;
+}
+
 void handle_watch(agent *a, const request *rq)
 {
         tool_error e = { 0 };
         const char *path = NULL;
-        bool recursive = false, stream = false;
+        bool recursive = false, stream = false, entries = false, network = true;
         if (tool_param_string(&rq->in, "watch", "path", true, &path, &e) < 0 || tool_param_bool(&rq->in, "watch", "recursive", &recursive, &e) < 0 ||
-            tool_param_bool(&rq->in, "watch", "stream", &stream, &e) < 0) {
+            tool_param_bool(&rq->in, "watch", "stream", &stream, &e) < 0 || tool_param_bool(&rq->in, "watch", "entries", &entries, &e) < 0 ||
+            tool_param_bool(&rq->in, "watch", "network_mounts", &network, &e) < 0) {
                 send_tool_error(a, rq->id, &e);
                 return;
         }
         if (!stream) {
                 tool_fail(&e, TOOL_INVALID_ARGUMENT, "watch needs stream: true (its changes come as events until cancelled)");
+        } else if (!network && on_network_fs(&a->tctx, path)) {
+                tool_fail(&e, TOOL_INVALID_ARGUMENT, "watch: '%s' is on a network file system, whose changes may never be reported "
+                          "(network_mounts: true watches it anyway)", path);
         } else if (a->n_watches >= MAX_WATCHES) {
                 tool_fail(&e, TOOL_CONFLICT, "watch: %d watches are active in this sandbox (the limit); cancel one first", MAX_WATCHES);
         } else {
@@ -80,6 +116,7 @@ void handle_watch(agent *a, const request *rq)
                         agent_exit(a, 125);
                 if (nsbox_watch_open(&a->tctx, path, recursive, &wc->w, &e) == 0) {
                         wc->call_id = rq->id;
+                        wc->entries = entries;
                         wc->serial = ++a->next_serial;
                         if (nsbox_epoll_add(a->epfd, nsbox_watch_fd(wc->w), WATCH(wc->serial, WATCH_INOTIFY), &wc->events, EPOLLIN) == 0) {
                                 wc->next = a->watches;

@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "../runtime/base64.h"
@@ -89,6 +91,159 @@ static int add_resolved(const tool_ctx *ctx, json_t *o, const char *abs)
                 }
         }
         return json_object_set_new(o, "resolved", path_json(res));
+}
+
+/* ---- metadata: a file's user.e2b.* extended attributes (envd's file metadata) ---- */
+
+#define META_PREFIX "user.e2b."
+#define META_PREFIX_LEN (sizeof(META_PREFIX) - 1)
+
+static bool printable_ascii(const char *s, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+                        return false;
+        return true;
+}
+
+int tool_metadata_check(const json_t *m, char *why, size_t n)
+{
+        const char *k;
+        json_t *v;
+        size_t total = 0;
+        if (!json_is_object(m)) {
+                snprintf(why, n, "metadata must be an object of strings");
+                return -EINVAL;
+        }
+        json_object_foreach((json_t *)m, k, v) {
+                size_t kl = strlen(k);
+                if (!kl || kl > TOOL_METADATA_KEY_MAX || !printable_ascii(k, kl)) {
+                        snprintf(why, n, "metadata key '%.64s': 1 to %u printable ASCII bytes", k, TOOL_METADATA_KEY_MAX);
+                        return -EINVAL;
+                }
+                if (!json_is_string(v) || !printable_ascii(json_string_value(v), json_string_length(v))) {
+                        snprintf(why, n, "metadata value of '%.64s' must be printable ASCII", k);
+                        return -EINVAL;
+                }
+                total += META_PREFIX_LEN + kl + json_string_length(v);
+        }
+        if (total > TOOL_METADATA_MAX) {
+                snprintf(why, n, "metadata of %zu bytes is over %u (keys with their 'user.e2b.' and values)", total,
+                         TOOL_METADATA_MAX);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* The attribute names of fd (an O_PATH descriptor), through its /proc/self/fd link: a buffer to
+ * free and its length, or -errno. */
+static ssize_t xattr_names(const char *proc, char **ret)
+{
+        for (int tries = 0; tries < 4; tries++) {
+                ssize_t n = listxattr(proc, NULL, 0);
+                if (n <= 0)
+                        return n < 0 ? -errno : 0;
+                char *buf = malloc((size_t)n);
+                if (!buf)
+                        return -ENOMEM;
+                ssize_t got = listxattr(proc, buf, (size_t)n);
+                if (got >= 0) {
+                        *ret = buf;
+                        return got;
+                }
+                free(buf);
+                if (errno != ERANGE) /* ERANGE: one was added meanwhile */
+                        return -errno;
+        }
+        return -ERANGE;
+}
+
+/* The metadata of fd (O_PATH, a regular file or a directory): {key: value} of its user.e2b.*
+ * attributes, the prefix left out; NULL when it has none or they cannot be read.  Attributes set
+ * by other means than an upload are shown when their name and value are UTF-8 and the value at
+ * most TOOL_METADATA_MAX bytes; past TOOL_METADATA_MAX bytes in all, the rest are left out. */
+static json_t *metadata_read(int fd)
+{
+        char proc[32], *names = NULL, val[TOOL_METADATA_MAX];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        ssize_t n = xattr_names(proc, &names);
+        json_t *m = NULL;
+        size_t total = 0;
+        for (ssize_t off = 0; n > 0 && off < n; off += (ssize_t)strlen(names + off) + 1) {
+                const char *name = names + off;
+                if (strncmp(name, META_PREFIX, META_PREFIX_LEN) || !name[META_PREFIX_LEN])
+                        continue;
+                ssize_t vl = getxattr(proc, name, val, sizeof(val));
+                if (vl < 0)
+                        continue; /* removed meanwhile, or too long */
+                bool lossy = false;
+                json_t *v = nsbox_json_text(val, (size_t)vl, &lossy);
+                json_t *k = v && !lossy ? nsbox_json_text(name + META_PREFIX_LEN, strlen(name + META_PREFIX_LEN), &lossy) : NULL;
+                total += strlen(name) + (size_t)vl;
+                if (k && !lossy && total <= TOOL_METADATA_MAX && (m || (m = json_object())))
+                        json_object_set(m, json_string_value(k), v);
+                json_decref(k);
+                json_decref(v);
+        }
+        free(names);
+        return m;
+}
+
+/* Make fd's metadata m (checked: tool_metadata_check): its other user.e2b.* attributes removed.
+ * A file system without user attributes (proc, sys) keeps none, as envd. 0 or -errno. */
+static int metadata_write(int fd, const json_t *m)
+{
+        char proc[32], *names = NULL, full[XATTR_NAME_MAX + 1];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        ssize_t n = xattr_names(proc, &names);
+        if (n == -ENOTSUP)
+                return 0;
+        if (n < 0)
+                return (int)n;
+        int r = 0;
+        for (ssize_t off = 0; r == 0 && off < n; off += (ssize_t)strlen(names + off) + 1) {
+                const char *name = names + off;
+                if (!strncmp(name, META_PREFIX, META_PREFIX_LEN) && !json_object_get(m, name + META_PREFIX_LEN) &&
+                    removexattr(proc, name) < 0 && errno != ENODATA)
+                        r = -errno;
+        }
+        free(names);
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)m, k, v) {
+                snprintf(full, sizeof(full), META_PREFIX "%s", k);
+                if (r == 0 && setxattr(proc, full, json_string_value(v), json_string_length(v), 0) < 0)
+                        r = errno == ENOTSUP ? 0 : -errno;
+        }
+        return r;
+}
+
+/* name's (in dirfd) metadata made m, unless it is the file of *unless (the same inode: set
+ * already); 0, or -1 with errno set. */
+static int write_metadata_at(int dirfd, const char *name, const struct stat *unless, const json_t *m)
+{
+        _cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -1;
+        if (unless && st.st_dev == unless->st_dev && st.st_ino == unless->st_ino)
+                return 0;
+        int r = metadata_write(fd, m);
+        errno = -r;
+        return r < 0 ? -1 : 0;
+}
+
+static json_t *read_metadata_at(int dirfd, const char *name)
+{
+        _cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? NULL : metadata_read(fd);
+}
+
+/* Add fd's metadata to o as "metadata" (none: nothing added); -1 only when out of memory. */
+static int add_metadata(json_t *o, int fd, const struct stat *st)
+{
+        json_t *m = S_ISREG(st->st_mode) || S_ISDIR(st->st_mode) ? metadata_read(fd) : NULL;
+        return m ? json_object_set_new(o, "metadata", m) : 0;
 }
 
 /* ---- parameters shared by the writing tools ---- */
@@ -1006,6 +1161,7 @@ typedef struct listed {
 
 typedef struct listing {
         const tool_ctx *ctx; /* where its symlinks resolve */
+        bool metadata;       /* each entry's (add_metadata) */
         listed *v;
         size_t n, alloc;
         bool truncated;
@@ -1028,6 +1184,14 @@ static int list_add(listing *l, char *path, json_t *entry)
 static int compare_listed(const void *a, const void *b)
 {
         return strcmp(((const listed *)a)->path, ((const listed *)b)->path);
+}
+
+static int list_metadata(const listing *l, int dirfd, const char *name, const struct stat *st, json_t *entry)
+{
+        if (!l->metadata || !(S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)))
+                return 0;
+        _cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? 0 : add_metadata(entry, fd, st); /* gone meanwhile: none */
 }
 
 /* The entries of dirfd (at dir) and, depth > 1, of its directories; symlinks never descended. */
@@ -1053,7 +1217,8 @@ static int list_walk(int dirfd, const char *dir, unsigned depth, listing *l)
                 char *path = tool_path_join(dir, *np);
                 if (!entry || !path || json_object_set_new(entry, "name", nsbox_json_text(*np, strlen(*np), NULL)) < 0 ||
                     json_object_set_new(entry, "path", path_json(path)) < 0 ||
-                    (S_ISLNK(st.st_mode) && add_resolved(l->ctx, entry, path) < 0) || list_add(l, path, entry) < 0) {
+                    (S_ISLNK(st.st_mode) && add_resolved(l->ctx, entry, path) < 0) || list_metadata(l, dirfd, *np, &st, entry) < 0 ||
+                    list_add(l, path, entry) < 0) {
                         json_decref(entry);
                         free(path);
                         return -ENOMEM;
@@ -1073,8 +1238,10 @@ int tool_list_dir(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_er
         static const char tool[] = "list_dir";
         _cleanup_free_ char *abs = NULL;
         uint64_t depth = 1;
+        bool metadata = false;
         if (tool_param_path(ctx, in, tool, "path", ".", &abs, e) < 0 ||
-            tool_param_uint(in, tool, "depth", LIST_MAX_DEPTH, &depth, e) < 0)
+            tool_param_uint(in, tool, "depth", LIST_MAX_DEPTH, &depth, e) < 0 ||
+            tool_param_bool(in, tool, "metadata", &metadata, e) < 0)
                 return -1;
         if (depth < 1)
                 return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: 'depth' must be at least 1", tool);
@@ -1082,7 +1249,7 @@ int tool_list_dir(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_er
         _cleanup_close_ int fd = -1;
         if (tool_open(ctx, abs, O_RDONLY | O_DIRECTORY, 0, &fd, e) < 0)
                 return tool_fail_wrap(e, tool);
-        listing l = { .ctx = ctx };
+        listing l = { .ctx = ctx, .metadata = metadata };
         int r = list_walk(fd, abs, (unsigned)depth, &l);
         json_t *entries = r < 0 ? NULL : json_array();
         if (l.v)
@@ -1107,18 +1274,12 @@ int tool_list_dir(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_er
 
 /* ---- stat, exists ---- */
 
-int tool_stat(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_error *e)
+int tool_entry(const tool_ctx *ctx, const char *tool, const char *abs, bool follow, bool metadata, json_t **ret,
+               tool_error *e)
 {
-        static const char tool[] = "stat";
-        _cleanup_free_ char *abs = NULL;
-        bool follow = false;
-        if (tool_param_path(ctx, in, tool, "path", NULL, &abs, e) < 0 ||
-            tool_param_bool(in, tool, "follow", &follow, e) < 0)
-                return -1;
-
         _cleanup_close_ int fd = -1;
         if (tool_open(ctx, abs, O_PATH | (follow ? 0 : O_NOFOLLOW), 0, &fd, e) < 0)
-                return tool_fail_wrap(e, tool);
+                return tool_fail_wrap(e, "%s", tool);
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return tool_fail_errno(e, errno, "%s: stat '%s'", tool, abs);
@@ -1130,12 +1291,24 @@ int tool_stat(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_error 
         if (tlen >= (ssize_t)sizeof(target))
                 tlen = sizeof(target) - 1;
         json_t *o = stat_json(&st, tlen >= 0 ? target : NULL, tlen >= 0 ? (size_t)tlen : 0, true);
-        if (!o || json_object_set_new(o, "path", path_json(abs)) < 0 || (S_ISLNK(st.st_mode) && add_resolved(ctx, o, abs) < 0)) {
+        if (!o || json_object_set_new(o, "path", path_json(abs)) < 0 || (S_ISLNK(st.st_mode) && add_resolved(ctx, o, abs) < 0) ||
+            (metadata && add_metadata(o, fd, &st) < 0)) {
                 json_decref(o);
                 return oom(e);
         }
-        out->result = o;
+        *ret = o;
         return 0;
+}
+
+int tool_stat(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_error *e)
+{
+        static const char tool[] = "stat";
+        _cleanup_free_ char *abs = NULL;
+        bool follow = false, metadata = false;
+        if (tool_param_path(ctx, in, tool, "path", NULL, &abs, e) < 0 ||
+            tool_param_bool(in, tool, "follow", &follow, e) < 0 || tool_param_bool(in, tool, "metadata", &metadata, e) < 0)
+                return -1;
+        return tool_entry(ctx, tool, abs, follow, metadata, &out->result, e);
 }
 
 int tool_exists(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_error *e)
@@ -1273,6 +1446,15 @@ int tool_rename(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_erro
             tool_param_path(ctx, in, tool, "to", NULL, &to, e) < 0 ||
             tool_param_bool(in, tool, "overwrite", &overwrite, e) < 0 || tool_param_bool(in, tool, "write", &as_write, e) < 0)
                 return -1;
+        json_t *meta = json_object_get(in->params, "metadata");
+        char why[160];
+        if (json_is_null(meta))
+                meta = NULL;
+        if (meta && !as_write)
+                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: 'metadata' is for a write's end (write: true)", tool);
+        if (meta && tool_metadata_check(meta, why, sizeof(why)) < 0)
+                return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: %s", tool, why);
+        json_t *meta_now = NULL; /* to's metadata after (meta given) */
 
         _cleanup_close_ int from_dir = -1, to_dir = -1;
         const char *from_name, *to_name;
@@ -1295,10 +1477,21 @@ int tool_rename(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_erro
                         return tool_fail_errno(e, EISDIR, "%s: '%s'", tool, target);
                 if (existed && !S_ISREG(tst.st_mode))
                         return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: '%s': not a regular file", tool, target);
+                /* the metadata goes on the temporary while it is still writable (a read-only file's
+                 * mode comes next), and again on to if its contents were copied into it */
+                if (meta && write_metadata_at(from_dir, from_name, NULL, meta) < 0) {
+                        int err = errno;
+                        unlinkat(from_dir, from_name, 0);
+                        return tool_fail_errno(e, err, "%s: metadata of '%s'", tool, to);
+                }
                 if (existed && fchmodat(from_dir, from_name, tst.st_mode & 07777, 0) < 0)
                         return tool_fail_errno(e, errno, "%s: '%s'", tool, from);
                 if (commit_temp(from_dir, from_name, to_dir, to_name, target, e) < 0)
                         return tool_fail_wrap(e, tool);
+                if (meta && write_metadata_at(to_dir, to_name, &st, meta) < 0)
+                        return tool_fail_errno(e, errno, "%s: metadata of '%s'", tool, to);
+                if (meta)
+                        meta_now = read_metadata_at(to_dir, to_name);
         } else if (open_parent(ctx, to, true, &to_dir, &to_name, e) < 0) {
                 return tool_fail_wrap(e, tool);
         } else if (renameat2(from_dir, from_name, to_dir, to_name, overwrite ? 0 : RENAME_NOREPLACE) < 0) {
@@ -1307,5 +1500,11 @@ int tool_rename(const tool_ctx *ctx, const tool_in *in, tool_out *out, tool_erro
                 return tool_fail_errno(e, errno, "%s: rename '%s' to '%s'", tool, from, to);
         }
         out->result = json_pack("{s:o, s:o}", "from", path_json(from), "to", path_json(to));
+        if (out->result && meta_now && json_object_set_new(out->result, "metadata", meta_now) < 0) {
+                json_decref(out->result);
+                out->result = NULL;
+        } else if (!out->result) {
+                json_decref(meta_now);
+        }
         return out->result ? 0 : oom(e);
 }

@@ -177,7 +177,9 @@ static const tool_spec specs[] = {
                         "type": "object",
                         "properties": {
                                 "path": {"type": "string", "description": "Directory to watch, absolute or relative to the working directory."},
-                                "recursive": {"type": "boolean", "description": "Watch every directory under it too, new ones included (default false)."}
+                                "recursive": {"type": "boolean", "description": "Watch every directory under it too, new ones included (default false)."},
+                                "entries": {"type": "boolean", "description": "Each create, write and chmod event also carries entry: what stat with metadata answers of the path when the event is read, if it is still there (default false)."},
+                                "network_mounts": {"type": "boolean", "description": "false: a directory on a network file system (NFS, CIFS, SMB, FUSE), whose changes may never be reported, is refused (default true)."}
                         },
                         "required": ["path"]
                 }),
@@ -286,7 +288,8 @@ static const tool_spec specs[] = {
                         "type": "object",
                         "properties": {
                                 "path": {"type": "string", "description": "Directory to list (default \".\", the working directory)."},
-                                "depth": {"type": "integer", "minimum": 1, "maximum": 32, "description": "Levels to descend; 1 lists the directory itself (default 1)."}
+                                "depth": {"type": "integer", "minimum": 1, "maximum": 32, "description": "Levels to descend; 1 lists the directory itself (default 1)."},
+                                "metadata": {"type": "boolean", "description": "Each file's and directory's metadata too, as stat gives it (default false)."}
                         },
                         "required": []
                 }),
@@ -301,7 +304,8 @@ static const tool_spec specs[] = {
                         "type": "object",
                         "properties": {
                                 "path": {"type": "string", "description": "File to describe, absolute or relative to the working directory."},
-                                "follow": {"type": "boolean", "description": "Describe what a symbolic link points to instead of the link (default false)."}
+                                "follow": {"type": "boolean", "description": "Describe what a symbolic link points to instead of the link (default false)."},
+                                "metadata": {"type": "boolean", "description": "Add metadata: the user.e2b.* extended attributes of a file or directory as {key: value}, the prefix left out (E2B's file metadata; left out when there are none) (default false)."}
                         },
                         "required": ["path"]
                 }),
@@ -362,7 +366,8 @@ static const tool_spec specs[] = {
                                 "from": {"type": "string", "description": "Path to move, absolute or relative to the working directory."},
                                 "to": {"type": "string", "description": "New path, absolute or relative to the working directory."},
                                 "overwrite": {"type": "boolean", "description": "Replace to if it exists (default true; false makes an existing to an error)."},
-                                "write": {"type": "boolean", "description": "Finish a write staged in from (a regular file): to is followed through its symlinks and keeps its mode, and a to with other hard links keeps them (its contents replaced in place), as write_file does; from is removed if that fails."}
+                                "write": {"type": "boolean", "description": "Finish a write staged in from (a regular file): to is followed through its symlinks and keeps its mode, and a to with other hard links keeps them (its contents replaced in place), as write_file does; from is removed if that fails."},
+                                "metadata": {"type": "object", "additionalProperties": {"type": "string"}, "description": "With write: the file's metadata after, {key: value} set as user.e2b.KEY extended attributes, its other user.e2b.* ones removed; keys of 1 to 246 and values of printable ASCII, 4096 bytes in all counting each key's prefix. The result then carries the file's metadata."}
                         },
                         "required": ["from", "to"]
                 }),

@@ -143,6 +143,18 @@ int tool_write_files(const tool_ctx *, const tool_in *, tool_out *, tool_error *
 int tool_edit_file(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
 int tool_list_dir(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
 int tool_stat(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
+/* What stat answers of abs (follow: through a final symlink), in *ret; metadata: with its
+ * "metadata", the user.e2b.* extended attributes of a regular file or a directory as {key: value}.
+ * 0, or -1 with e set (prefixed with tool). */
+int tool_entry(const tool_ctx *ctx, const char *tool, const char *abs, bool follow, bool metadata, json_t **ret,
+               tool_error *e);
+/* File metadata (envd's): keys of 1 to TOOL_METADATA_KEY_MAX printable ASCII bytes, stored as
+ * "user.e2b.KEY" attributes; values printable ASCII; at most TOOL_METADATA_MAX bytes in all, each
+ * key counted with its prefix.  tool_metadata_check: whether m ({key: value}) is such; 0, or
+ * -EINVAL with why written (one line). */
+#define TOOL_METADATA_KEY_MAX 246u
+#define TOOL_METADATA_MAX 4096u
+int tool_metadata_check(const json_t *m, char *why, size_t n);
 int tool_exists(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
 int tool_mkdir(const tool_ctx *, const tool_in *, tool_out *, tool_error *);
 int tool_remove(const tool_ctx *, const tool_in *, tool_out *, tool_error *);

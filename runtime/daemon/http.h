@@ -23,7 +23,7 @@
 #define HTTP_IDLE_TIMEOUT_S 120         /* a connection with no request in progress */
 #define HTTP_STREAMS_PER_UID 256        /* streamed requests one user holds at once */
 #define HTTP_ENVD_PORT 49983
-#define HTTP_ENVD_VERSION "0.5.8"       /* the envd features served (E2B-PROTOCOL.md) */
+#define HTTP_ENVD_VERSION "0.6.4"       /* the envd features served (E2B-PROTOCOL.md) */
 #define HTTP_TOKEN_HEX 32              /* a sandbox's data-plane access token */
 
 typedef struct hreq hreq;

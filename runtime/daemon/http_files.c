@@ -36,6 +36,7 @@ typedef struct upfile {
         bool complete;     /* all of its bytes are in buf or written */
         bool started;      /* a write_file was sent for tmp */
         bool done;         /* renamed onto path */
+        json_t *meta;      /* its metadata after (the rename's answer), or NULL */
 } upfile;
 
 typedef struct files_state {
@@ -53,6 +54,8 @@ typedef struct files_state {
         z_stream z;
         struct MHD_PostProcessor *pp;
         const char *path_arg;        /* the path query parameter (MHD's) */
+        json_t *meta;                /* X-Metadata-* headers: every file's metadata (envd 0.6.2) */
+        bool meta_bad;               /* one is not printable ASCII */
         char step[FILES_STEP];
 } files_state;
 
@@ -163,8 +166,10 @@ static void files_free(void *p)
                 free(st->files[i].name);
                 free(st->files[i].tmp);
                 free(st->files[i].buf);
+                json_decref(st->files[i].meta);
         }
         free(st->files);
+        json_decref(st->meta);
         if (st->gzip)
                 inflateEnd(&st->z);
         if (st->pp)
@@ -463,9 +468,12 @@ static void write_chunk(files_state *st, upfile *f)
 static void answer_files(files_state *st)
 {
         json_t *arr = json_array();
-        for (size_t i = 0; arr && i < st->n_files; i++)
-                json_array_append_new(arr, json_pack("{ss ss ss}", "path", st->files[i].path, "name", base_name(st->files[i].path),
-                                                     "type", "file"));
+        for (size_t i = 0; arr && i < st->n_files; i++) {
+                json_t *info = json_pack("{ss ss ss}", "path", st->files[i].path, "name", base_name(st->files[i].path), "type", "file");
+                if (info && st->files[i].meta)
+                        json_object_set(info, "metadata", st->files[i].meta);
+                json_array_append_new(arr, info);
+        }
         st->answered = true;
         http_answer_json(st->r, 200, arr);
 }
@@ -497,7 +505,9 @@ static void advance(files_state *st)
                         write_chunk(st, f);
                 } else if (f->complete && !f->len && !st->inflight) {
                         st->inflight++;
-                        (void)http_call(st->r, "rename", json_pack("{ss ss sb sb}", "from", f->tmp, "to", f->path, "overwrite", true, "write", true),
+                        (void)http_call(st->r, "rename",
+                                        json_pack("{ss ss sb sb sO}", "from", f->tmp, "to", f->path, "overwrite", true, "write", true,
+                                                  "metadata", st->meta),
                                         false);
                 } else {
                         return; /* more bytes are coming */
@@ -516,8 +526,10 @@ static void upload_msg(hreq *r, json_t *msg)
                 return;
         }
         upfile *f = st->cur < st->n_files ? &st->files[st->cur] : NULL;
-        if (f && json_object_get(json_object_get(msg, "result"), "to")) { /* the rename */
+        json_t *res = json_object_get(msg, "result");
+        if (f && json_object_get(res, "to")) { /* the rename */
                 f->done = true;
+                f->meta = json_incref(json_object_get(res, "metadata"));
                 st->cur++;
         }
         advance(st);
@@ -540,12 +552,62 @@ static size_t upload_body(hreq *r, const char *data, size_t len)
         return st->failed ? len : used;
 }
 
+/* An X-Metadata-KEY header: KEY lowercased is a key of the files' metadata, the first of a
+ * repeated one kept (envd). */
+static enum MHD_Result metadata_header(void *cls, enum MHD_ValueKind kind, const char *name, const char *value)
+{
+        files_state *st = cls;
+        (void)kind;
+        if (strncasecmp(name, "X-Metadata-", 11) || !name[11])
+                return MHD_YES;
+        char key[TOOL_METADATA_KEY_MAX + 1];
+        size_t n = strlen(name + 11);
+        if (n > TOOL_METADATA_KEY_MAX) {
+                st->meta_bad = true;
+                return MHD_YES;
+        }
+        for (size_t i = 0; i <= n; i++) {
+                unsigned char c = (unsigned char)name[11 + i];
+                key[i] = c >= 'A' && c <= 'Z' ? (char)(c + 32) : (char)c;
+                st->meta_bad |= i < n && (c < 0x20 || c > 0x7e);
+        }
+        for (const char *v = value ? value : ""; *v; v++)
+                st->meta_bad |= (unsigned char)*v < 0x20 || (unsigned char)*v > 0x7e;
+        if (!st->meta_bad && !json_object_get(st->meta, key))
+                json_object_set_new(st->meta, key, json_string(value ? value : ""));
+        return MHD_YES;
+}
+
+/* The files' metadata from the request's X-Metadata-* headers (none: each file's is cleared, as
+ * envd); -1 when answered with a 400. */
+static int upload_metadata(hreq *r, files_state *st)
+{
+        char why[192];
+        if (!(st->meta = json_object())) {
+                files_fail(st, 500, "out of memory");
+                return -1;
+        }
+        MHD_get_connection_values(r->conn, MHD_HEADER_KIND, metadata_header, st);
+        if (st->meta_bad) {
+                files_fail(st, 400, "invalid metadata: X-Metadata-* keys (at most %u bytes) and values must be printable ASCII",
+                           TOOL_METADATA_KEY_MAX);
+                return -1;
+        }
+        if (tool_metadata_check(st->meta, why, sizeof(why)) < 0) {
+                files_fail(st, 400, "invalid metadata: %s", why);
+                return -1;
+        }
+        return 0;
+}
+
 static void upload(hreq *r, files_state *st)
 {
         const char *type = http_header(r, "Content-Type"), *enc = http_header(r, "Content-Encoding");
         sandbox *s = http_sandbox(r);
         st->max_total = s && s->limits.disk ? s->limits.disk : NSBOX_DEFAULT_DISK;
         st->path_arg = http_arg(r, "path");
+        if (upload_metadata(r, st) < 0)
+                return;
         if (enc && *enc && strcasecmp(enc, "identity")) {
                 if (strcasecmp(enc, "gzip")) {
                         files_fail(st, 400, "Content-Encoding '%.64s' is not supported (gzip or identity)", enc);

@@ -268,6 +268,9 @@ static json_t *entry_info(json_t *t)
                 target = json_object_get(t, "target");
         if (e && json_is_string(target))
                 json_object_set(e, "symlinkTarget", target);
+        json_t *meta = json_object_get(t, "metadata"); /* envd 0.6.2: user.e2b.* attributes */
+        if (e && json_object_size(meta))
+                json_object_set(e, "metadata", meta);
         return e;
 }
 
@@ -304,9 +307,14 @@ static void view_free(fs_watchview *v)
         v->base = v->pending = v->created = NULL;
 }
 
-static json_t *fs_event(const char *name, const char *type)
+/* A FilesystemEvent; with the entry the agent stat'ed when it read the event (a watch with
+ * includeEntry: envd 0.6.3), for a create, write or chmod. */
+static json_t *fs_event(const char *name, const char *type, json_t *entry)
 {
-        return json_pack("{ss ss}", "name", name, "type", type);
+        json_t *ev = json_pack("{ss ss}", "name", name, "type", type);
+        if (ev && json_is_object(entry))
+                json_object_set_new(ev, "entry", entry_info(entry));
+        return ev;
 }
 
 /* One event of nsbox's watch ({op, path, type}) as envd's FilesystemEvents, appended to out:
@@ -339,18 +347,20 @@ static void view_event(fs_watchview *v, json_t *ev, json_t *out, bool *overflow)
         }
         bool just_created = v->created && !strcmp(v->created, name);
         free(v->created);
-        v->created = !strcmp(op, "create") ? strdup(name) : NULL;
+        const char *type = json_string_value(json_object_get(ev, "type")) ?: "";
+        v->created = !strcmp(op, "create") && !strcmp(type, "dir") ? strdup(name) : NULL;
         if (just_created && !strcmp(op, "chmod")) /* mkdir makes 0700, then sets the mode */
                 return;
         static const char *const ops[][2] = {
                 { "create", "EVENT_TYPE_CREATE" }, { "write", "EVENT_TYPE_WRITE" }, { "remove", "EVENT_TYPE_REMOVE" },
                 { "rename", "EVENT_TYPE_RENAME" }, { "chmod", "EVENT_TYPE_CHMOD" },
         };
+        json_t *entry = json_object_get(ev, "entry");
         for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
                 if (!strcmp(op, ops[i][0]))
-                        json_array_append_new(out, fs_event(name, ops[i][1]));
+                        json_array_append_new(out, fs_event(name, ops[i][1], entry));
         if (v->pending && !strcmp(op, "create") && !strcmp(name, v->pending))
-                json_array_append_new(out, fs_event(name, "EVENT_TYPE_WRITE"));
+                json_array_append_new(out, fs_event(name, "EVENT_TYPE_WRITE", entry));
         if (v->pending && strcmp(op, "rename")) {
                 free(v->pending);
                 v->pending = NULL;
@@ -404,7 +414,7 @@ static void unary_msg(hreq *r, json_t *msg)
                         return;
                 }
                 o->second = true;
-                o->call = http_call(r, "stat", json_pack("{ss}", "path", o->path), false);
+                o->call = http_call(r, "stat", json_pack("{ss sb}", "path", o->path, "metadata", true), false);
                 return;
         }
         json_t *answer = NULL;
@@ -456,8 +466,8 @@ static void unary(hreq *r, json_t *m, int kind)
         json_t *p = NULL;
         const char *tool = NULL;
         switch (kind) {
-        case FS_STAT: tool = "stat", p = json_pack("{ss}", "path", path); break;
-        case FS_LIST: tool = "list_dir", p = json_pack("{ss si}", "path", path, "depth", (int)depth); break;
+        case FS_STAT: tool = "stat", p = json_pack("{ss sb}", "path", path, "metadata", true); break;
+        case FS_LIST: tool = "list_dir", p = json_pack("{ss si sb}", "path", path, "depth", (int)depth, "metadata", true); break;
         case FS_MKDIR: tool = "mkdir", p = json_pack("{ss sb}", "path", path, "parents", true); break;
         case FS_REMOVE: tool = "remove", p = json_pack("{ss sb}", "path", path, "recursive", true); break;
         case FS_MOVE: tool = "rename", p = json_pack("{ss ss}", "from", path, "to", to); break;
@@ -523,32 +533,40 @@ static void watch_msg(hreq *r, json_t *msg)
         }
 }
 
-/* WatchDir's and CreateWatcher's request: {path, recursive, includeEntry, allowNetworkMounts} (the
- * last two accepted, not acted on); the path (to free), or NULL when answered with the error. */
-static char *watch_request(hreq *r, json_t *m, bool *recursive)
+/* WatchDir's and CreateWatcher's request {path, recursive, includeEntry, allowNetworkMounts} as
+ * the agent's watch call's parameters; NULL when answered with the error.  *ret_path: the path
+ * (to free). */
+static json_t *watch_request(hreq *r, json_t *m, char **ret_path)
 {
         static const char *const known[] = { "path", "recursive", "includeEntry", "allowNetworkMounts", NULL };
         char *path = NULL;
-        bool include = false, network = false;
-        *recursive = false;
-        if (known_fields(r, m, known) < 0 || path_field(r, m, "path", true, &path) < 0 || bool_field(r, m, "recursive", recursive) < 0 ||
+        bool recursive = false, include = false, network = false;
+        if (known_fields(r, m, known) < 0 || path_field(r, m, "path", true, &path) < 0 || bool_field(r, m, "recursive", &recursive) < 0 ||
             bool_field(r, m, "includeEntry", &include) < 0 || bool_field(r, m, "allowNetworkMounts", &network) < 0) {
                 free(path);
                 return NULL;
         }
-        return path;
+        json_t *p = json_pack("{ss sb sb sb}", "path", path, "recursive", recursive, "entries", include, "network_mounts", network);
+        if (!p) {
+                envd_error(r, "internal", "out of memory");
+                free(path);
+                return NULL;
+        }
+        *ret_path = path;
+        return p;
 }
 
 /* WatchDirResponse's oneof is its own: {"start": {}}, {"filesystem": {...}}, {"keepalive": {}}.
  * The first message is start once the watch is set up; a missing directory is an error. */
 static void watch_dir(hreq *r, json_t *m)
 {
-        bool recursive;
-        char *path = watch_request(r, m, &recursive);
-        if (!path)
+        char *path;
+        json_t *p = watch_request(r, m, &path);
+        if (!p)
                 return;
         fs_op *o = op_new(r, FS_WATCH);
         if (!o) {
+                json_decref(p);
                 free(path);
                 return;
         }
@@ -556,7 +574,7 @@ static void watch_dir(hreq *r, json_t *m)
         r->on_msg = watch_msg;
         r->on_tick = watch_tick;
         envd_stream_timers(r);
-        o->call = http_call(r, "watch", json_pack("{ss sb}", "path", path, "recursive", recursive), true);
+        o->call = http_call(r, "watch", p, true);
 }
 
 /* ---- the polling watchers ------------------------------------------------------------------- */
@@ -649,9 +667,9 @@ static fs_watcher *watcher_find(hreq *r, json_t *m)
 
 static void create_watcher(hreq *r, json_t *m)
 {
-        bool recursive;
-        char *path = watch_request(r, m, &recursive);
-        if (!path)
+        char *path;
+        json_t *p = watch_request(r, m, &path);
+        if (!p)
                 return;
         unsigned n = 0; /* ended ones count until removed: they may hold events */
         for (fs_watcher *w = watchers; w; w = w->next)
@@ -668,6 +686,7 @@ static void create_watcher(hreq *r, json_t *m)
                         json_decref(w->events);
                 free(w);
                 free(path);
+                json_decref(p);
                 return;
         }
         for (size_t i = 0; i < sizeof(raw); i++)
@@ -681,7 +700,7 @@ static void create_watcher(hreq *r, json_t *m)
         w->ir->on_msg = watcher_msg;
         w->next = watchers;
         watchers = w;
-        w->call = http_call(w->ir, "watch", json_pack("{ss sb}", "path", path, "recursive", recursive), true);
+        w->call = http_call(w->ir, "watch", p, true);
 }
 
 static void get_watcher_events(hreq *r, json_t *m)

@@ -2,7 +2,7 @@
 // octet-stream and gzip uploads) and envd's filesystem.Filesystem (Stat, ListDir, MakeDir,
 // Move, Remove, WatchDir).  Env: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY.
 import { randomBytes } from "node:crypto";
-import { Sandbox, NotFoundError, FileNotFoundError } from "e2b";
+import { Sandbox, NotFoundError, FileNotFoundError, InvalidArgumentError } from "e2b";
 import { check, assert, eq, throwsA, atEnd, done, until, RUN } from "./lib.mjs";
 
 let sb;
@@ -10,17 +10,19 @@ atEnd(async () => {
         if (sb) await sb.kill().catch(() => {});
 });
 const H = "/home/user";
+const sorted = (o) => o && Object.fromEntries(Object.entries(o).sort());
 const sameBytes = (a, b) => a.length === b.length && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0;
 
 await check("create_a_sandbox", async () => {
         sb = await Sandbox.create({ metadata: { run: RUN }, timeoutMs: 300000 });
 }, 60000);
 
-// below 0.5.7 the SDK silently sends every upload as multipart, and closeStdin needs 0.5.2
-await check("envd_version_at_least_0_5_7", async () => {
+// below 0.5.7 the SDK silently sends every upload as multipart, below 0.6.2 it refuses file
+// metadata, below 0.6.3 entries in watch events
+await check("envd_version_at_least_0_6_4", async () => {
         const v = sb.envdApi.version;
         const [a, b, c] = v.split(".").map(Number);
-        assert(a > 0 || b > 5 || (b === 5 && c >= 7), `envdVersion ${v}: octet-stream uploads (0.5.7) would not be used`);
+        assert(a > 0 || b > 6 || (b === 6 && c >= 4), `envdVersion ${v}: metadata (0.6.2) and watch entries (0.6.3) would be refused`);
 });
 
 await check("write_and_read_text", async () => {
@@ -215,6 +217,52 @@ await check("watch_dir_create_write_remove_events", async () => {
                 const order = events.filter((e) => e.name === "f.txt").map((e) => e.type);
                 assert(order.indexOf("create") < order.lastIndexOf("remove"), `order of events: ${order}`);
                 eq([], events.filter((e) => e.name !== "f.txt").map((e) => e.name), "events of other names than f.txt");
+        } finally {
+                await h.stop();
+        }
+});
+
+// envd 0.6.2: metadata sent with an upload (X-Metadata-* headers) is kept on the file as
+// user.e2b.* attributes, lowercased, shown by getInfo, list and rename; the next upload replaces it
+await check("file_metadata_is_kept_shown_and_replaced", async () => {
+        const w = await sb.files.write(`${H}/m.txt`, "m", { metadata: { Author: "mish", purpose: "a b" } });
+        const want = { author: "mish", purpose: "a b" };
+        eq(want, sorted(w.metadata), "write's answer");
+        eq(want, sorted((await sb.files.getInfo(`${H}/m.txt`)).metadata), "getInfo");
+        eq(want, sorted((await sb.files.list(H)).find((e) => e.name === "m.txt").metadata), "list");
+        eq("user.e2b.author mish\nuser.e2b.purpose a b\n",
+                (await sb.commands.run(`python3 -c "import os; [print(k, os.getxattr('${H}/m.txt', k).decode()) for k in sorted(os.listxattr('${H}/m.txt'))]"`)).stdout,
+                "the attributes a program in the sandbox reads");
+        eq(want, sorted((await sb.files.rename(`${H}/m.txt`, `${H}/m2.txt`)).metadata), "rename's answer");
+        const many = await sb.files.write([{ path: `${H}/m3.txt`, data: "3" }, { path: `${H}/m4.txt`, data: "4" }],
+                { metadata: { k: "v" }, useOctetStream: true });
+        eq([{ k: "v" }, { k: "v" }], many.map((f) => f.metadata), "several files, octet-stream");
+        await sb.commands.run(`cd ${H} && python3 -c "import os; os.setxattr('m3.txt', 'user.e2b.set', b'inside')"`);
+        eq({ k: "v", set: "inside" }, sorted((await sb.files.getInfo(`${H}/m3.txt`)).metadata), "an attribute set in the sandbox");
+        eq(undefined, (await sb.files.write(`${H}/m2.txt`, "again")).metadata, "an upload without metadata clears it");
+        eq(undefined, (await sb.files.getInfo(`${H}/m2.txt`)).metadata, "getInfo after that");
+        eq({ x: "1" }, (await sb.files.write(`${H}/m3.txt`, "again", { metadata: { x: "1" } })).metadata, "replaced, not merged");
+        // a key longer than an attribute name takes: a 400, the file untouched
+        const e = await throwsA(InvalidArgumentError, () => sb.files.write(`${H}/m3.txt`, "no", { metadata: { ["k".repeat(247)]: "v" } }),
+                "a 247-byte key");
+        assert(/invalid metadata/.test(e.message), `a 247-byte key: ${e.message}`);
+        eq("again", await sb.files.read(`${H}/m3.txt`), "the file after a refused upload");
+});
+
+// envd 0.6.3: a watch with includeEntry sends what a create, write or chmod left there
+await check("watch_dir_include_entry", async () => {
+        await sb.files.makeDir(`${H}/we`);
+        const events = [];
+        const h = await sb.files.watchDir(`${H}/we`, (e) => events.push(e), { timeoutMs: 20000, includeEntry: true });
+        try {
+                await sb.files.write(`${H}/we/f.txt`, "12", { metadata: { k: "v" } });
+                await sb.commands.run(`chmod 600 ${H}/we/f.txt && rm ${H}/we/f.txt`);
+                assert(await until(10000, () => events.some((e) => e.type === "remove")), `events: ${JSON.stringify(events)}`);
+                const of = (t) => events.find((e) => e.name === "f.txt" && e.type === t);
+                eq(["f.txt", `${H}/we/f.txt`, "file", 2, { k: "v" }], ["name", "path", "type", "size", "metadata"].map((k) => of("create").entry[k]),
+                        "the create's entry");
+                eq(0o600, of("chmod").entry.mode, "the chmod's entry's mode");
+                eq(undefined, of("remove").entry, "a remove has no entry");
         } finally {
                 await h.stop();
         }

@@ -96,8 +96,8 @@ test_create_get_list_kill() {
         create '{"templateID": "base", "timeout": 120, "metadata": {"user id": "a=b&c", "ünï": "çødé", "empty?": "x"}, "envVars": {"FOO": "bar"}}'
         [[ $ID =~ ^[0-9a-f]{32}$ ]] || fail "sandboxID '$ID'"
         [[ $TOKEN =~ ^[0-9a-f]{32}$ ]] || fail "envdAccessToken '$TOKEN'"
-        assert_eq "base nsbox 0.5.8" "$(json 'j["templateID"], j["clientID"], j["envdVersion"]')" "create's answer" 2> /dev/null ||
-                assert_eq "('base', 'nsbox', '0.5.8')" "$(json 'j["templateID"], j["clientID"], j["envdVersion"]')" "create's answer"
+        assert_eq "base nsbox 0.6.4" "$(json 'j["templateID"], j["clientID"], j["envdVersion"]')" "create's answer" 2> /dev/null ||
+                assert_eq "('base', 'nsbox', '0.6.4')" "$(json 'j["templateID"], j["clientID"], j["envdVersion"]')" "create's answer"
         api GET "/sandboxes/$ID"
         assert_eq 200 "$CODE" "get"
         assert_eq '{"user id": "a=b&c", "\u00fcn\u00ef": "\u00e7\u00f8d\u00e9", "empty?": "x"}' "$(json 'json.dumps(j["metadata"])')" "metadata kept exactly"

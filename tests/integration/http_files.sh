@@ -205,6 +205,33 @@ test_errors() {
         assert_eq 401 "$CODE" "a wrong access token"
 }
 
+# envd 0.6.2's file metadata: X-Metadata-KEY headers become the file's user.e2b.KEY attributes
+# (KEY lowercased, the first of a repeated one); a bad one is a 400 that changes nothing
+test_metadata_headers() {
+        new_sandbox
+        printf 'one' > one
+        printf 'two' > two
+        up "path=/home/user/m" one -H 'X-Metadata-Mixed: first' -H 'x-metadata-mixed: second' -H 'X-Metadata-: no key' \
+                -H 'X-Metadata-other: a b'
+        assert_eq 200 "$CODE" "an upload with metadata ($OUT)"
+        assert_eq "{'mixed': 'first', 'other': 'a b'}" "$(json 'dict(sorted(j[0]["metadata"].items()))')" "its answer's metadata"
+        local xattrs="import os; print(sorted((k, os.getxattr('/home/user/m', k).decode()) for k in os.listxattr('/home/user/m')))"
+        local want="[('user.e2b.mixed', 'first'), ('user.e2b.other', 'a b')]"
+        assert_eq "$want" "$("$NSBOX" exec "$ID" -- python3 -c "$xattrs" 2>&1)" "the file's attributes"
+        local bad
+        for bad in "X-Metadata-k: caf$(printf '\303\251')" "X-Metadata-$(printf 'k%.0s' $(seq 247)): v" \
+                "X-Metadata-big: $(printf 'v%.0s' $(seq 4090))"; do
+                up "path=/home/user/m" two -H "$bad"
+                assert_eq 400 "$CODE" "metadata header ${bad:0:30}...: $OUT"
+                assert_contains "$OUT" "invalid metadata" "its message"
+        done
+        assert_eq "one" "$("$NSBOX" exec "$ID" -- cat /home/user/m)" "the file after the refused uploads"
+        assert_eq "$want" "$("$NSBOX" exec "$ID" -- python3 -c "$xattrs" 2>&1)" "its attributes after them"
+        up "path=/home/user/m" two
+        assert_eq "200 None" "$CODE $(json 'j[0].get("metadata")')" "an upload without metadata ($OUT)"
+        assert_eq "[]" "$("$NSBOX" exec "$ID" -- python3 -c "$xattrs" 2>&1)" "the attributes it cleared"
+}
+
 test_interrupted_upload_leaves_nothing() {
         new_sandbox
         head -c $((16 << 20)) /dev/urandom > big

@@ -215,6 +215,26 @@ print(" ".join(e["filesystem"]["name"] + ":" + e["filesystem"]["type"] for e in 
         fs Remove '{"path": "w"}'
 }
 
+# envd 0.6.3: a watcher with includeEntry gives each create, write and chmod event its EntryInfo
+test_polling_watcher_include_entry() {
+        fs MakeDir '{"path": "pe"}'
+        fs CreateWatcher '{"path": "/home/user/pe", "includeEntry": true, "allowNetworkMounts": false}'
+        assert_eq 200 "$CODE" "CreateWatcher: $OUT"
+        local w i ev=""
+        w=$(jget "$OUT" 'j["watcherId"]')
+        write_file /home/user/pe/a hi
+        "$NSBOX" exec "$ID" -- rm /home/user/pe/a
+        for i in $(seq 100); do
+                fs GetWatcherEvents "{\"watcherId\": \"$w\"}"
+                ev="$ev $(jget "$OUT" '" ".join(e["name"] + ":" + e["type"] + ":" + e.get("entry", {}).get("path", "-") for e in j["events"])')"
+                [[ $ev == *a:EVENT_TYPE_REMOVE* ]] && break
+                sleep 0.1
+        done
+        assert_eq "a:EVENT_TYPE_CREATE:/home/user/pe/a a:EVENT_TYPE_WRITE:/home/user/pe/a a:EVENT_TYPE_REMOVE:-" "$(echo $ev)" "the events"
+        fs RemoveWatcher "{\"watcherId\": \"$w\"}"
+        expect_error CreateWatcher '{"path": "pe", "includeEntry": 1}' 400 invalid_argument includeEntry
+}
+
 test_polling_watchers() {
         fs MakeDir '{"path": "pw"}'
         fs CreateWatcher '{"path": "/home/user/pw", "recursive": false}'

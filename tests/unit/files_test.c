@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <sys/xattr.h>
 #include <linux/openat2.h>
 #include <pthread.h>
 #include <sched.h>
@@ -1602,6 +1603,91 @@ START_TEST(test_rename_write_finishes_a_staged_write_as_write_file_does)
 }
 END_TEST
 
+static char *xattr_of(const char *host, const char *name)
+{
+        static char v[256];
+        ssize_t n = getxattr(host, name, v, sizeof(v) - 1);
+        if (n < 0)
+                return NULL;
+        v[n] = '\0';
+        return v;
+}
+
+/* rename's write with metadata: the file's user.e2b.* attributes become it (others stay), in
+ * place too (a hard-linked file); stat and list_dir show them when asked */
+START_TEST(test_rename_write_metadata_replaces_the_user_e2b_attributes)
+{
+        put("stage1", "one");
+        ASSERT_OK(tool_rename, "{s:s, s:s, s:b, s:{s:s, s:s}}", "from", "stage1", "to", "f", "write", true, "metadata", "a", "1", "b", "x y");
+        ck_assert_str_eq(S(field(res, "metadata"), "a"), "1");
+        ck_assert_str_eq(xattr_of(H("f"), "user.e2b.b"), "x y");
+        ck_assert_int_eq(setxattr(H("f"), "user.other", "o", 1, 0), 0);
+        ck_assert_int_eq(setxattr(H("f"), "user.e2b.bin", "\xff\xfe", 2, 0), 0); /* not UTF-8: not shown */
+        ASSERT_OK(tool_stat, "{s:s, s:b}", "path", "f", "metadata", true);
+        char *got = json_dumps(field(res, "metadata"), JSON_SORT_KEYS | JSON_COMPACT);
+        ck_assert_str_eq(got, "{\"a\":\"1\",\"b\":\"x y\"}");
+        free(got);
+        ASSERT_OK(tool_stat, "{s:s}", "path", "f");
+        ck_assert_ptr_null(json_object_get(res, "metadata"));
+        ASSERT_OK(tool_list_dir, "{s:s, s:b}", "path", "/", "metadata", true);
+        ck_assert_str_eq(S(field(json_array_get(field(res, "entries"), 0), "metadata"), "b"), "x y");
+        /* replaced, the file's other attributes kept; an empty set clears them */
+        ck_assert_int_eq(link(H("f"), H("hard")), 0);
+        put("stage2", "two");
+        ASSERT_OK(tool_rename, "{s:s, s:s, s:b, s:{s:s}}", "from", "stage2", "to", "f", "write", true, "metadata", "c", "3");
+        ASSERT_CONTENT(H("hard"), "two");
+        got = json_dumps(field(res, "metadata"), JSON_SORT_KEYS | JSON_COMPACT);
+        ck_assert_str_eq(got, "{\"c\":\"3\"}");
+        free(got);
+        ck_assert_str_eq(xattr_of(H("hard"), "user.other"), "o");
+        ck_assert_ptr_null(xattr_of(H("hard"), "user.e2b.a"));
+        ck_assert_int_eq(unlink(H("hard")), 0);
+        put("stage3", "three");
+        ASSERT_OK(tool_rename, "{s:s, s:s, s:b, s:{}}", "from", "stage3", "to", "f", "write", true, "metadata");
+        ck_assert_ptr_null(json_object_get(res, "metadata"));
+        ck_assert_ptr_null(xattr_of(H("f"), "user.e2b.c"));
+        /* bad metadata, or metadata without write: refused, nothing changed */
+        put("stage4", "four");
+        ASSERT_FAILS(TOOL_INVALID_ARGUMENT, "printable ASCII", tool_rename, "{s:s, s:s, s:b, s:{s:s}}", "from", "stage4", "to", "f",
+                     "write", true, "metadata", "k", "caf\xc3\xa9");
+        ASSERT_FAILS(TOOL_INVALID_ARGUMENT, "printable ASCII", tool_rename, "{s:s, s:s, s:b, s:{s:s}}", "from", "stage4", "to", "f",
+                     "write", true, "metadata", "", "v");
+        ASSERT_FAILS(TOOL_INVALID_ARGUMENT, "object of strings", tool_rename, "{s:s, s:s, s:b, s:[]}", "from", "stage4", "to", "f",
+                     "write", true, "metadata");
+        ASSERT_FAILS(TOOL_INVALID_ARGUMENT, "write: true", tool_rename, "{s:s, s:s, s:{}}", "from", "stage4", "to", "f", "metadata");
+        ASSERT_CONTENT(H("f"), "three");
+        ASSERT_CONTENT(H("stage4"), "four");
+}
+END_TEST
+
+START_TEST(test_metadata_check_bounds_keys_values_and_total)
+{
+        char why[160], key[248];
+        json_t *m = json_object();
+        ck_assert_int_eq(tool_metadata_check(m, why, sizeof(why)), 0);
+        memset(key, 'k', sizeof(key));
+        key[246] = '\0';
+        json_object_set_new(m, key, json_string("v"));
+        ck_assert_int_eq(tool_metadata_check(m, why, sizeof(why)), 0);
+        key[246] = 'k', key[247] = '\0';
+        json_object_set_new(m, key, json_string("v"));
+        ck_assert_int_eq(tool_metadata_check(m, why, sizeof(why)), -EINVAL);
+        json_object_clear(m);
+        char big[4096 - 9 - 1 + 1];
+        memset(big, 'v', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        json_object_set_new(m, "k", json_string(big)); /* "user.e2b.k" + 4086 bytes: 4096 */
+        ck_assert_int_eq(tool_metadata_check(m, why, sizeof(why)), 0);
+        json_object_set_new(m, "l", json_string(""));
+        ck_assert_int_eq(tool_metadata_check(m, why, sizeof(why)), -EINVAL);
+        UNIT_ASSERT_CONTAINS(why, "over 4096");
+        json_object_clear(m);
+        json_object_set_new(m, "k", json_integer(1));
+        ck_assert_int_eq(tool_metadata_check(m, why, sizeof(why)), -EINVAL);
+        json_decref(m);
+}
+END_TEST
+
 /* The test cases of every tool that opens paths; fallback: with tool_open's user-space resolver. */
 static void add_tool_cases(Suite *s, bool fallback)
 {
@@ -1686,6 +1772,7 @@ static void add_tool_cases(Suite *s, bool fallback)
         unit_add(tc, test_rename_moves_and_creates_destination_parents);
         unit_add(tc, test_rename_without_overwrite_refuses_an_existing_destination);
         unit_add(tc, test_rename_write_finishes_a_staged_write_as_write_file_does);
+        unit_add(tc, test_rename_write_metadata_replaces_the_user_e2b_attributes);
         unit_add(tc, test_write_file_keeps_the_hard_links_of_a_linked_file);
 }
 
@@ -1698,6 +1785,8 @@ Suite *files_suite(void)
         unit_add(tc, test_base64_decodes_megabytes_across_slices);
         unit_add(tc, test_base64_refuses_malformed_input_and_leaves_output_alone);
         unit_add(tc, test_base64_decode_past_the_limit_is_e2big);
+        tc = unit_tcase(s, "metadata");
+        unit_add(tc, test_metadata_check_bounds_keys_values_and_total);
 
         add_tool_cases(s, false);
         /* every path test again through the resolver used where openat2 is missing */
