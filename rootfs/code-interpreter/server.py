@@ -188,7 +188,7 @@ async function run(req) {
 # formatters that import nothing until a DataFrame or a Figure is shown.  "e2b/data" is a
 # DataFrame's columns ({name: [values]}, JSON-clean: NaN null, times ISO); "e2b/chart" is a
 # matplotlib figure's data, in the shape @e2b/code-interpreter's Chart types name (line, scatter,
-# bar, pie; several axes a superchart; anything else "unknown" with no elements).  Past
+# bar, pie, box_and_whisker; several axes a superchart; anything else "unknown" with no elements).  Past
 # SETUP_MAX_CELLS values neither is made.  Never raises: a failure is no such format.
 KERNEL_SETUP = r"""
 def __nsbox_setup(max_cells):
@@ -280,16 +280,75 @@ def __nsbox_setup(max_cells):
     def kind_of(ax):
         from matplotlib.collections import PathCollection
         from matplotlib.lines import Line2D
-        from matplotlib.patches import Rectangle, Wedge
+        from matplotlib.patches import PathPatch, Rectangle, Wedge
         from matplotlib.text import Text
         objs = [o for o in ax.get_children() if o in ax._children and not isinstance(o, Text)]
-        for kind, t in (("line", Line2D), ("scatter", PathCollection), ("pie", Wedge), ("bar", Rectangle)):
+        for kind, t in (("line", Line2D), ("box_and_whisker", (PathPatch, Line2D)), ("scatter", PathCollection), ("pie", Wedge),
+                        ("bar", Rectangle)):
             if objs and all(isinstance(o, t) for o in objs):
                 return kind
         return "unknown"
 
+    def rounded(v):  # 8 significant digits, as E2B's: a quartile of 84.75000000000001 is 84.75
+        v = float(v)
+        return float("%.8g" % v) if math.isfinite(v) else None
+
+    # ax.boxplot(..., patch_artist=True): each box a PathPatch from the first quartile to the
+    # third; a line across its whole width the median; whiskers from its edges to the extremes;
+    # fliers (no line style) the outliers.  Vertical when the lines of constant y (caps, medians)
+    # outnumber those of constant x (whiskers).
+    def box_chart(ax, budget):
+        c = planar("box_and_whisker", ax)
+        lines = [(l, [rounded(x) for x in l.get_xdata()], [rounded(y) for y in l.get_ydata()]) for l in ax.get_lines()]
+        flat_y = sum(1 for _, xd, yd in lines if len(yd) == 2 and yd[0] == yd[1] and xd[0] != xd[1])
+        flat_x = sum(1 for _, xd, yd in lines if len(xd) == 2 and xd[0] == xd[1] and yd[0] != yd[1])
+        flip = flat_x > flat_y
+        axis = ax.yaxis if flip else ax.xaxis
+        where = [(float(t), l.get_text()) for t, l in zip(axis.get_ticklocs(), axis.get_ticklabels())]
+        boxes = []
+        for p in ax.patches:
+            v = p.get_path().vertices
+            xs, ys = [rounded(a) for a in v[:, 1 if flip else 0]], [rounded(a) for a in v[:, 0 if flip else 1]]
+            budget[0] -= len(xs)
+            if budget[0] < 0:
+                raise OverflowError
+            x, y = min(xs), min(ys)
+            label = next((t for at, t in where if x <= at <= max(xs)), None)
+            boxes.append({"x": x, "w": max(xs) - x, "y": y, "h": max(ys) - y, "label": label if label is not None else str(len(boxes) + 1),
+                          "median": None, "lo": None, "hi": None, "outliers": []})
+        for l, xd, yd in lines:
+            if flip:
+                xd, yd = yd, xd
+            budget[0] -= len(xd)
+            if budget[0] < 0:
+                raise OverflowError
+            if not xd:
+                continue
+            box = next((b for b in boxes if b["x"] <= min(xd) and max(xd) <= b["x"] + b["w"]), None)
+            if box is None:
+                continue
+            if l.get_linestyle() in ("None", "", " "):  # fliers
+                box["outliers"].extend(y for y in yd if y is not None)
+            elif len(yd) == 2 and yd[0] == yd[1] and min(xd) == box["x"] and max(xd) == box["x"] + box["w"]:
+                box["median"] = yd[0]
+            elif len(yd) == 2 and xd[0] == xd[1]:
+                if max(yd) == box["y"]:
+                    box["lo"] = min(yd)
+                elif min(yd) == box["y"] + box["h"]:
+                    box["hi"] = max(yd)
+        if flip:
+            c["x_label"], c["y_label"], c["x_unit"], c["y_unit"] = c["y_label"], c["x_label"], c["y_unit"], c["x_unit"]
+        for b in sorted(boxes, key=lambda b: b["x"]):
+            q1, q3 = b["y"], rounded(b["y"] + b["h"])
+            c["elements"].append({"label": b["label"], "min": b["lo"] if b["lo"] is not None else q1, "first_quartile": q1,
+                                  "median": b["median"], "third_quartile": q3, "max": b["hi"] if b["hi"] is not None else q3,
+                                  "outliers": b["outliers"]})
+        return c
+
     def chart_of_axes(ax, budget):
         kind = kind_of(ax)
+        if kind == "box_and_whisker":
+            return box_chart(ax, budget)
         if kind == "line" or kind == "scatter":
             c = planar(kind, ax)
             ticks(c, ax)
@@ -348,6 +407,51 @@ def __nsbox_setup(max_cells):
 
     formatter("e2b/data", "pandas.core.frame", "DataFrame", frame_data)
     formatter("e2b/chart", "matplotlib.figure", "Figure", figure_chart)
+
+    # PIL, as E2B's kernels have it: image.save("x.png") also shows the image, and image.show()
+    # shows it here instead of starting a desktop viewer.  Done when a cell imports PIL.Image,
+    # not at start: importing PIL costs a kernel 25 ms.
+    import sys
+    from importlib.machinery import PathFinder
+
+    def patch_pil(m):
+        from IPython.display import display
+        save = m.Image.save
+
+        def save_shown(image, fp, format=None, **params):
+            if isinstance(fp, str):
+                display(image)
+            return save(image, fp, format, **params)
+
+        m.Image.save = save_shown
+        try:
+            from PIL import ImageShow
+            ImageShow.UnixViewer.show_file = lambda self, path, **options: 0
+        except Exception:
+            pass
+
+    class PilHook:
+        def find_spec(self, name, path, target=None):
+            if name != "PIL.Image":
+                return None
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            spec = PathFinder.find_spec(name, path)
+            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                return spec
+            run = spec.loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                try:
+                    patch_pil(module)
+                except Exception:
+                    pass
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, PilHook())
 
 """ + "__nsbox_setup(%d)\ndel __nsbox_setup\n" % SETUP_MAX_CELLS
 

@@ -65,6 +65,20 @@ await check("ci_chart_and_data", async () => {
         eq([["x", 90], ["y", 270]], p.results[0]?.chart?.elements.map((e) => [e.label, e.angle]), "the pie chart's wedges");
         const s = await sb.runCode("import matplotlib.pyplot as plt\nfig, (a, b) = plt.subplots(1, 2)\nfig.suptitle('Two')\na.plot([1, 2])\nb.scatter([1], [2])\nplt.show()");
         eq(["superchart", "Two", ["line", "scatter"]], [s.results[0]?.chart?.type, s.results[0]?.chart?.title, s.results[0]?.chart?.elements.map((e) => e.type)], "two axes");
+        // E2B's own box-and-whisker case: quartiles, whiskers and outliers read off the boxes
+        const bx = await sb.runCode("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.set_title('Scores')\nax.set_xlabel('Class')\n" +
+                "ax.boxplot([[85, 90, 78, 92, 88], [95, 89, 76, 91, 84, 87]], labels=['A', 'B'], patch_artist=True)\nplt.show()");
+        const bc = bx.results[0]?.chart;
+        eq(["box_and_whisker", "Scores", "Class", null], [bc?.type, bc?.title, bc?.x_label, bc?.y_label], "the box plot's chart");
+        eq([["A", 78, 85, 88, 90, 92, []], ["B", 84, 84.75, 88, 90.5, 95, [76]]],
+                bc?.elements.map((e) => [e.label, e.min, e.first_quartile, e.median, e.third_quartile, e.max, e.outliers]), "its boxes");
+        // PIL as in E2B's kernels: a save to a file name and show() give the image as a result
+        const pil = "from PIL import Image\nimage = Image.new('RGB', (4, 4), 'red')\n";
+        for (const how of ["image.save('/tmp/red.png')", "image.show()"]) {
+                const im = await sb.runCode(pil + how);
+                assert(im.results[0]?.png?.length > 0, `${how}: results ${JSON.stringify(im.results.map((r) => r.formats()))}, error ${im.error?.value}`);
+        }
+        eq("PNG\n", (await sb.commands.run("head -c 4 /tmp/red.png | tail -c 3; echo")).stdout, "the saved file");
         const d = await sb.runCode("import pandas as pd, numpy as np\npd.DataFrame({'a': [1, np.nan], 'b': ['x', 'y']})");
         eq({ a: [1, null], b: ["x", "y"] }, d.results[0]?.data, "a DataFrame's data");
         eq(["html", "data"], d.results[0]?.formats(), "its formats");
