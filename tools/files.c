@@ -218,13 +218,30 @@ static int metadata_write(int fd, const json_t *m)
         return r;
 }
 
+/* An O_PATH descriptor of name in dirfd, and its stat, if it is a regular file or a directory
+ * (-1 otherwise, errno EINVAL): only those go through /proc/self/fd, where a symbolic link
+ * swapped in meanwhile would be followed, maybe out of the root. */
+static int open_metadata_at(int dirfd, const char *name, struct stat *st)
+{
+        int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        int err = fstat(fd, st) < 0 ? errno : S_ISREG(st->st_mode) || S_ISDIR(st->st_mode) ? 0 : EINVAL;
+        if (err) {
+                close(fd);
+                errno = err;
+                return -1;
+        }
+        return fd;
+}
+
 /* name's (in dirfd) metadata made m, unless it is the file of *unless (the same inode: set
  * already); 0, or -1 with errno set. */
 static int write_metadata_at(int dirfd, const char *name, const struct stat *unless, const json_t *m)
 {
-        _cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0)
+        _cleanup_close_ int fd = open_metadata_at(dirfd, name, &st);
+        if (fd < 0)
                 return -1;
         if (unless && st.st_dev == unless->st_dev && st.st_ino == unless->st_ino)
                 return 0;
@@ -235,7 +252,8 @@ static int write_metadata_at(int dirfd, const char *name, const struct stat *unl
 
 static json_t *read_metadata_at(int dirfd, const char *name)
 {
-        _cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        _cleanup_close_ int fd = open_metadata_at(dirfd, name, &st);
         return fd < 0 ? NULL : metadata_read(fd);
 }
 
@@ -1190,8 +1208,9 @@ static int list_metadata(const listing *l, int dirfd, const char *name, const st
 {
         if (!l->metadata || !(S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)))
                 return 0;
-        _cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        return fd < 0 ? 0 : add_metadata(entry, fd, st); /* gone meanwhile: none */
+        struct stat now;
+        _cleanup_close_ int fd = open_metadata_at(dirfd, name, &now);
+        return fd < 0 ? 0 : add_metadata(entry, fd, &now); /* gone or replaced meanwhile: none */
 }
 
 /* The entries of dirfd (at dir) and, depth > 1, of its directories; symlinks never descended. */

@@ -1660,6 +1660,26 @@ START_TEST(test_rename_write_metadata_replaces_the_user_e2b_attributes)
 }
 END_TEST
 
+/* a symbolic link's metadata is never its target's: one leading out of the root shows nothing
+ * of the host file, and rename's metadata never goes through one */
+START_TEST(test_metadata_never_follows_a_symlink_out_of_the_root)
+{
+        char host[PATH_MAX];
+        put_outside_secret();
+        snprintf(host, sizeof(host), "%s/secret", outside_dir);
+        ck_assert_int_eq(setxattr(host, "user.e2b.k", "host", 4, 0), 0);
+        ck_assert_int_eq(symlink(host, H("out")), 0);
+        ASSERT_OK(tool_stat, "{s:s, s:b}", "path", "out", "metadata", true);
+        ck_assert_ptr_null(json_object_get(res, "metadata"));
+        ASSERT_OK(tool_list_dir, "{s:s, s:b}", "path", "/", "metadata", true);
+        ck_assert_ptr_null(json_object_get(json_array_get(field(res, "entries"), 0), "metadata"));
+        put("stage", "x");
+        ASSERT_OK(tool_rename, "{s:s, s:s, s:b, s:{s:s}}", "from", "stage", "to", "out", "write", true, "metadata", "k", "mine");
+        ck_assert_str_eq(xattr_of(host, "user.e2b.k"), "host");
+        assert_outside_untouched();
+}
+END_TEST
+
 START_TEST(test_metadata_check_bounds_keys_values_and_total)
 {
         char why[160], key[248];
@@ -1773,6 +1793,7 @@ static void add_tool_cases(Suite *s, bool fallback)
         unit_add(tc, test_rename_without_overwrite_refuses_an_existing_destination);
         unit_add(tc, test_rename_write_finishes_a_staged_write_as_write_file_does);
         unit_add(tc, test_rename_write_metadata_replaces_the_user_e2b_attributes);
+        unit_add(tc, test_metadata_never_follows_a_symlink_out_of_the_root);
         unit_add(tc, test_write_file_keeps_the_hard_links_of_a_linked_file);
 }
 
