@@ -728,6 +728,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                 return;
         *con_cls = NULL;
         daemon_state *d = r->d;
+        d->client_ns = now_ns(); /* its client's next request may come now: no pool start (loop.c) */
         *r->pprev = r->next;
         if (r->next)
                 r->next->pprev = r->pprev;

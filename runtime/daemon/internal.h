@@ -55,6 +55,11 @@
 /* A handed-over sandbox's refill waits until its first calls are answered, or this long: on a
  * small machine a replacement starting meanwhile takes the cores the first call needs. */
 #define POOL_REFILL_DELAY_NS (20ull * 1000000)
+/* A pool's start holds the loop for a sandbox's start (a few milliseconds): it waits for a
+ * moment with no client request for POOL_QUIET_NS, at most POOL_QUIET_MAX_NS, so that a client's
+ * run of calls is not cut by it. */
+#define POOL_QUIET_NS (2ull * 1000000)
+#define POOL_QUIET_MAX_NS (50ull * 1000000)
 #define NO_OWNER ((uid_t)-1)                /* a pooled sandbox, not handed out yet */
 
 /* JSON-RPC error codes; the stable nsbox code is in error.data.code */
@@ -255,6 +260,8 @@ typedef struct daemon_state {
         bool capacity_freed;     /* since the wait queue was last looked at */
         bool pool_dirty;         /* a pool may be short: look (pool_fill) */
         uint64_t pool_retry_ns;  /* a short pool waits for its template's retry time */
+        uint64_t pool_due_ns;    /* since when pool work waits for a quiet moment (0: none) */
+        uint64_t client_ns;      /* the last event of a client (a request, a connection) */
         uint32_t lat_us[LAT_RING];
         unsigned lat_n;
         uint64_t lat_total;

@@ -255,7 +255,10 @@ static int daemon_open(daemon_state *d, const nsbox_daemon_config *cfg, const ch
 static void dispatch(daemon_state *d, const struct epoll_event *ev, const char *sock)
 {
         uint64_t key = ev->data.u64, serial = key >> 3;
-        switch (key & 7) {
+        unsigned kind = key & 7;
+        if (kind == K_LISTEN || kind == K_CLIENT || kind == K_HTTP)
+                d->client_ns = now_ns();
+        switch (kind) {
         case K_LISTEN:
                 if (serial == 1)
                         cluster_accept(d);
@@ -309,22 +312,48 @@ static void dispatch(daemon_state *d, const struct epoll_event *ev, const char *
         }
 }
 
+/* When pool work may be done (0: there is none): once no client has made a request or been
+ * answered for POOL_QUIET_NS, at most POOL_QUIET_MAX_NS after it became due (at once when a
+ * pool is empty), and not before a template's retry time. */
+static uint64_t pool_quiet_at(daemon_state *d, uint64_t now)
+{
+        if (!d->pool_dirty && (!d->pool_retry_ns || now < d->pool_retry_ns)) {
+                d->pool_due_ns = 0;
+                return d->pool_retry_ns; /* a short pool waits for its template's retry time */
+        }
+        if (!d->pool_due_ns)
+                d->pool_due_ns = now;
+        for (size_t t = 0; t < d->conf->n_templates; t++) {
+                unsigned pooled;
+                of_template(d, (int)t, &pooled, NULL, NULL);
+                if (d->conf->templates[t].pool && !pooled) /* an empty pool: a create now would start cold */
+                        return now;
+        }
+        uint64_t at = d->client_ns + POOL_QUIET_NS, latest = d->pool_due_ns + POOL_QUIET_MAX_NS;
+        return at < latest ? at : latest;
+}
+
 /* Until a stop (a second signal, or the end of the drain): 0, or the error of epoll_wait. */
 static int serve(daemon_state *d, const char *sock, nsbox_error *err)
 {
         while (!d->stop) {
                 int timeout = deadlines(d);
-                pool_fill(d);
-                if (d->pool_dirty) /* more to start: after what is ready now */
-                        timeout = 0;
-                else /* a pool to refill later */
-                        timeout = timeout_until(timeout, d->pool_retry_ns, now_ns());
+                /* replies out first: a pool's refill holds the loop for a sandbox's start, and the
+                 * handed-over sandbox's first answer (the refill's trigger) must not wait for it */
+                http_pump(d);
+                uint64_t now = now_ns(), quiet = pool_quiet_at(d, now);
+                if (quiet && now >= quiet) {
+                        pool_fill(d);
+                        d->pool_due_ns = 0;
+                        quiet = pool_quiet_at(d, now); /* more to start: after what is ready now */
+                }
+                if (quiet) /* a pool to fill once clients are quiet, or to refill later */
+                        timeout = timeout_until(timeout, quiet, now);
                 if (d->stopping && (drained(d) || now_ns() >= d->drain_deadline_ns))
                         break;
                 reap_exited(false);
                 if (reaping() && (timeout < 0 || timeout > 20))
                         timeout = 20;
-                http_pump(d);
                 timeout = http_timeout(d, timeout);
                 timeout = catalog_run(d, timeout);
                 bool buffered = update_interest(d); /* agents' frames read ahead: taken without a wait */
@@ -343,6 +372,8 @@ static int serve(daemon_state *d, const char *sock, nsbox_error *err)
                         nx = c->next;
                         if (c->http)
                                 continue;
+                        if (c->out.len) /* a reply: its client's next request may come now */
+                                d->client_ns = now_ns();
                         if (c->out.len && nsbox_queue_flush(&c->out, c->fd) < 0)
                                 c->eof = true;
                         if (c->eof)
