@@ -3,6 +3,7 @@
  * cancelled, each call an inotify fd in the agent's epoll loop. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -84,8 +85,8 @@ static bool on_network_fs(const tool_ctx *ctx, const char *path)
         bool net = false;
         if (tool_path_normalize(ctx, path, &abs, &ignored) == 0 && tool_open(ctx, abs, O_PATH | O_DIRECTORY, 0, &fd, &ignored) == 0 &&
             fstatfs(fd, &sf) == 0)
-                net = sf.f_type == 0x6969 || sf.f_type == (typeof(sf.f_type))0xFF534D42 || sf.f_type == 0x517B ||
-                      sf.f_type == (typeof(sf.f_type))0xFE534D42 || sf.f_type == 0x65735546;
+                net = sf.f_type == NFS_SUPER_MAGIC || sf.f_type == (typeof(sf.f_type))CIFS_SUPER_MAGIC || sf.f_type == SMB_SUPER_MAGIC ||
+                      sf.f_type == (typeof(sf.f_type))SMB2_SUPER_MAGIC || sf.f_type == FUSE_SUPER_MAGIC;
         if (fd >= 0)
                 close(fd);
         free(abs);

@@ -323,14 +323,20 @@ static uint64_t pool_quiet_at(daemon_state *d, uint64_t now)
         }
         if (!d->pool_due_ns)
                 d->pool_due_ns = now;
+        uint64_t at = d->client_ns + POOL_QUIET_NS, latest = d->pool_due_ns + POOL_QUIET_MAX_NS;
+        if (at > latest)
+                at = latest;
+        if (at <= now)
+                return at;
+        /* no wait for an empty pool, where a create now would start cold (counted only when
+         * there would be a wait) */
         for (size_t t = 0; t < d->conf->n_templates; t++) {
                 unsigned pooled;
                 of_template(d, (int)t, &pooled, NULL, NULL);
-                if (d->conf->templates[t].pool && !pooled) /* an empty pool: a create now would start cold */
+                if (d->conf->templates[t].pool && !pooled)
                         return now;
         }
-        uint64_t at = d->client_ns + POOL_QUIET_NS, latest = d->pool_due_ns + POOL_QUIET_MAX_NS;
-        return at < latest ? at : latest;
+        return at;
 }
 
 /* Until a stop (a second signal, or the end of the drain): 0, or the error of epoll_wait. */
