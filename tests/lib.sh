@@ -100,6 +100,19 @@ assert_no_nsboxd_of() { # DIR: no live nsboxd of ours has DIR in its environment
         assert_eq "" "$left" "nsboxd processes the tests left running"
 }
 
+# The processes under nsboxd PID, once it has reaped what it was told to end: a sandbox's
+# slirp4netns exits some 20 ms after the sandbox's removal is answered and is reaped then, so
+# this waits up to 2 s for the list to empty.
+daemon_children() { # PID
+        local i left
+        for i in $(seq 100); do
+                left=$(ps --ppid "$1" -o pid=,args= 2> /dev/null)
+                [ -z "$left" ] && return 0
+                sleep 0.02
+        done
+        printf '%s' "$left"
+}
+
 assert_daemon_holds_nothing() { # mount-count-before
         local dpid
         assert_status 0 "$NSBOX" ls --json
@@ -107,7 +120,7 @@ assert_daemon_holds_nothing() { # mount-count-before
                 "sandboxes left by the tests"
         dpid=$(daemon_pid)
         [ -n "$dpid" ] || fail "no nsboxd"
-        assert_eq "" "$(ps --ppid "$dpid" -o pid=,args=)" "processes under nsboxd"
+        assert_eq "" "$(daemon_children "$dpid")" "processes under nsboxd"
         assert_eq "$1" "$(grep -c . /proc/self/mountinfo)" "host mount count"
 }
 

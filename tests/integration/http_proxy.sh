@@ -294,7 +294,7 @@ test_a_large_answer_streams_whole() {
 test_zz_nothing_left() {
         assert_status 0 "$NSBOX" ls --json
         assert_eq "[]" "$(printf '%s' "$OUT" | python3 -c 'import json, sys; print(json.dumps([s["id"] for s in json.load(sys.stdin)]))')" "sandboxes left"
-        assert_eq "" "$(ps --ppid "$(daemon_pid)" -o pid= 2> /dev/null)" "processes under nsboxd (the socket helpers are reaped)"
+        assert_eq "" "$(daemon_children "$(daemon_pid)")" "processes under nsboxd (the socket helpers are reaped)"
 }
 
 run_tests

@@ -47,7 +47,7 @@ run_check() {
         assert_status 0 "$NSBOX" ls --json
         assert_eq "[]" "$(printf '%s' "$OUT" | "$PY" -c 'import json, sys; print(json.dumps([s["id"] for s in json.load(sys.stdin)]))')" \
                 "sandboxes left after client_tests.py $1"
-        assert_eq "" "$(ps --ppid "$DPID" -o pid=,args=)" "processes under nsboxd after client_tests.py $1"
+        assert_eq "" "$(daemon_children "$DPID")" "processes under nsboxd after client_tests.py $1"
 }
 
 test_files_write_read_list_stat_rename_remove() { run_check files; }
