@@ -105,6 +105,62 @@ test_watch_bad_input_is_a_one_line_error() {
         case "$OUT" in *invalid_argument*"stream: true"*) ;; *) fail "watch without stream: $OUT" ;; esac
 }
 
+# A directory on FUSE (bindfs, a user's own FUSE mount through fusermount when not root) bound
+# into the sandbox: a watch with network_mounts false is refused in one line, since a network or
+# FUSE file system may never report a change (E2B's allowNetworkMounts); the default watches it.
+test_watch_of_a_fuse_directory_only_when_allowed() {
+        local id pid i how
+        mkdir "$TEST_TMP/fsrc" "$TEST_TMP/fmnt"
+        chmod 777 "$TEST_TMP/fsrc" # as root, the sandbox's user is not the host's root
+        command -v bindfs > /dev/null || fail "bindfs is not installed (./quickstart.sh --deps installs it)"
+        # not root: fusermount mounts it, for this user alone (allow_other needs fuse.conf's consent)
+        bindfs $([ "$(id -u)" = 0 ] || echo --no-allow-other) "$TEST_TMP/fsrc" "$TEST_TMP/fmnt" || fail "bindfs $TEST_TMP/fsrc $TEST_TMP/fmnt failed"
+        trap 'cleanup; [ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1; fusermount -u "$TEST_TMP/fmnt" 2> /dev/null || umount "$TEST_TMP/fmnt"' EXIT
+        assert_eq fuse "$(findmnt -n -o FSTYPE "$TEST_TMP/fmnt")" "the host directory's file system"
+        id=$("$NSBOX" create --bind "$TEST_TMP/fmnt:/data:rw,noidmap" 2>&1) || fail "nsbox create --bind on FUSE: $id"
+        MY_SANDBOXES=$id
+        cat > "$TEST_TMP/w.py" <<'PY'
+import json, os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.environ["NSBOX_SOCKET"])
+params = {"path": "/data", "stream": True}
+if sys.argv[2] != "default":
+    params["network_mounts"] = sys.argv[2] == "true"
+s.sendall((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "call",
+                       "params": {"sandbox": sys.argv[1], "tool": "watch", "params": params, "stream": True}}) + "\n").encode())
+for line in s.makefile("rb"):
+    m = json.loads(line)
+    if m.get("id") == 1:  # the call's end: an error (or a result, which a watch has only when cancelled)
+        print(json.dumps(m.get("error") or m.get("result")), flush=True)
+        break
+    p = m.get("params", {})
+    if p.get("op"):
+        print(p["op"], p.get("path"), flush=True)
+PY
+        OUT=$(timeout 20 python3 "$TEST_TMP/w.py" "$id" false 2>&1)
+        assert_eq 1 "$(printf '%s\n' "$OUT" | grep -c .)" "lines of the refused watch"
+        assert_contains "$OUT" "invalid_argument"
+        assert_contains "$OUT" "'/data' is on a network file system"
+        # the default (and network_mounts: true) watch it; its events come as on any directory
+        for how in default true; do
+                python3 "$TEST_TMP/w.py" "$id" "$how" > "$TEST_TMP/$how.out" 2>&1 &
+                pid=$!
+                MY_PIDS="${MY_PIDS:-} $pid"
+                for i in $(seq 100); do
+                        "$NSBOX" exec "$id" -- touch "/data/$how-$i"
+                        grep -q "^create /data/$how-[0-9]*\$" "$TEST_TMP/$how.out" && break
+                        kill -0 "$pid" 2> /dev/null || fail "the watch ($how) ended: $(cat "$TEST_TMP/$how.out")"
+                        sleep 0.1
+                done
+                grep -q "^create /data/$how-[0-9]*\$" "$TEST_TMP/$how.out" || fail "no create event ($how): $(cat "$TEST_TMP/$how.out")"
+                kill "$pid"
+                wait "$pid" 2> /dev/null
+        done
+        [ -e "$TEST_TMP/fsrc/default-1" ] && [ -e "$TEST_TMP/fsrc/true-1" ] || fail "the files on the host: $(ls "$TEST_TMP/fsrc")"
+        "$NSBOX" rm -f "$id" > /dev/null
+        MY_SANDBOXES=""
+}
+
 test_watch_64_per_sandbox_then_cancelled_ones_free_their_place() {
         trap cleanup EXIT
         new_sandbox id
