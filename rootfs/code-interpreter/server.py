@@ -12,7 +12,8 @@ live Jupyter kernel (ipykernel, Debian's python3-ipykernel); the API is what @e2
   POST /contexts {language?, cwd?} -> {id, language, cwd};  GET /contexts
   DELETE /contexts/ID;  POST /contexts/ID/restart;  GET /health
 
-Python, JavaScript and bash: other languages are refused with a clear 400
+Python, JavaScript, TypeScript (its types stripped by the host's TypeScript compiler, then run as
+JavaScript) and bash: other languages are refused with a clear 400
 (man/nsbox-protocol.7).  Only the standard library and Debian's jupyter_client are used; a Python
 kernel gets KERNEL_SETUP, E2B's extra result formats.
 """
@@ -46,7 +47,15 @@ HEARTBEAT_S = 1                   # a silent cell's line every second
 SETUP_MAX_CELLS = 100000          # a DataFrame's values, a chart's points: more, no such format
 LANGUAGES = {"python": "python", "python3": "python", "py": "python", "ipython": "python",
              "javascript": "javascript", "js": "javascript", "node": "javascript",
+             "typescript": "typescript", "ts": "typescript",
              "bash": "bash", "sh": "bash", "shell": "bash"}
+
+
+# The TypeScript compiler a typescript context strips its cells' types with: Debian's
+# node-typescript, or one installed with npm install -g.
+TS_COMPILERS = ("/usr/share/nodejs/typescript/lib/typescript.js",
+                "/usr/lib/node_modules/typescript/lib/typescript.js",
+                "/usr/local/lib/node_modules/typescript/lib/typescript.js")
 
 
 class ApiError(Exception):
@@ -93,6 +102,27 @@ const vm = require('vm'), util = require('util'), fs = require('fs'), readline =
 const repl = require('repl'), { PassThrough } = require('stream');
 const out = fs.createWriteStream(null, { fd: Number(process.env.NSBOX_CI_FD) });
 delete process.env.NSBOX_CI_FD;
+// a typescript context: each cell's types stripped (not checked) by the TypeScript compiler, its
+// value imports kept even when the cell itself does not use them (a later cell may)
+const ts = process.env.NSBOX_CI_TS ? require(process.env.NSBOX_CI_TS) : null;
+delete process.env.NSBOX_CI_TS;
+function stripTypes(code) {
+  if (!ts) return code;
+  const r = ts.transpileModule(code, { fileName: 'cell.ts', reportDiagnostics: true, compilerOptions: {
+    target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, isolatedModules: true, preserveValueImports: true } });
+  const d = (r.diagnostics || []).find((x) => x.category === ts.DiagnosticCategory.Error);
+  if (d) {
+    let where = '';
+    if (d.file && d.start !== undefined) {
+      const lc = d.file.getLineAndCharacterOfPosition(d.start);
+      where = ' (cell.ts:' + (lc.line + 1) + ':' + (lc.character + 1) + ')';
+    }
+    const e = new SyntaxError(ts.flattenDiagnosticMessageText(d.messageText, '\n') + where);
+    e.stack = 'SyntaxError: ' + e.message;
+    throw e;
+  }
+  return r.outputText;
+}
 const server = repl.start({ input: new PassThrough(), output: new PassThrough(), terminal: false, useGlobal: false, prompt: '' });
 const ctx = server.context;
 // the REPL's context logs to the REPL's output: the cells' console is the process's
@@ -161,10 +191,11 @@ async function run(req) {
   let msg = null;
   try {
     let v;
-    if (needsRepl(req.code)) {
-      v = await replEval(req.code);
+    const code = stripTypes(req.code);
+    if (needsRepl(code)) {
+      v = await replEval(code);
     } else {
-      v = vm.runInContext(req.code, ctx, { filename: 'cell', breakOnSigint: true });
+      v = vm.runInContext(code, ctx, { filename: 'cell', breakOnSigint: true });
       if (v && typeof v.then === 'function')
         v = await Promise.race([v, new Promise((_, rej) => { interrupt = () => rej(interrupted()); settle = rej; })]);
     }
@@ -470,7 +501,13 @@ class ProcKernel:
         else:
             node = shutil.which("node")
             if not node:
-                raise ApiError(400, "javascript contexts need node, which this sandbox has not")
+                raise ApiError(400, "%s contexts need node, which this sandbox has not" % language)
+            if language == "typescript":
+                tsc = next((c for c in TS_COMPILERS if os.path.isfile(c)), None)
+                if not tsc:
+                    raise ApiError(400, "typescript contexts need the TypeScript compiler, which this sandbox "
+                                   "has not (on the host: apt-get install node-typescript)")
+                env["NSBOX_CI_TS"] = tsc
             r3, w3 = os.pipe()
             argv, fds = [node, "-e", JS_DRIVER], (w3,)
             env["NSBOX_CI_FD"] = str(w3)
@@ -722,7 +759,7 @@ def normal_language(language):
         raise ApiError(400, "'language' must be a string")
     if language.lower() not in LANGUAGES:
         raise ApiError(400, "language '%s' is not supported: nsbox's code interpreter runs python, "
-                       "javascript and bash" % language[:50])
+                       "javascript, typescript and bash" % language[:50])
     return LANGUAGES[language.lower()]
 
 

@@ -109,6 +109,26 @@ await check("ci_default_contexts_and_a_new_cwd", async () => {
         await sb.removeCodeContext(c);
 });
 
+// TypeScript ("ts", "typescript"), as E2B's: its types stripped by the host's TypeScript compiler
+// (not checked), the cell run as JavaScript in a typescript context of its own
+await check("ci_typescript", async () => {
+        const e = await sb.runCode('const message: string = "Hello World!"; console.log(message)', { language: "ts" });
+        eq(["Hello World!\n"], e.logs.stdout, "E2B's own case");
+        eq("/home/user", (await sb.runCode("process.cwd()", { language: "ts" })).text, "its working directory");
+        await sb.runCode("interface P { a: number }\nconst p: P = { a: 41 }", { language: "typescript" });
+        eq("42", (await sb.runCode("p.a + 1 as number", { language: "ts" })).text, "a declaration kept between cells");
+        await sb.runCode("import { readFileSync } from 'fs'", { language: "ts" });
+        eq("function", (await sb.runCode("typeof readFileSync", { language: "ts" })).text, "an import kept for the next cells");
+        const bad = await sb.runCode("let x: = 3", { language: "ts" });
+        eq("SyntaxError", bad.error?.name, "a cell that is not TypeScript");
+        assert(/Type expected.*cell\.ts:1:8/.test(bad.error?.value), `its message: ${bad.error?.value}`);
+        eq("ReferenceError", (await sb.runCode("p", { language: "javascript" })).error?.name, "p in the javascript context");
+        const c = await sb.createCodeContext({ language: "typescript" });
+        eq("typescript", c.language, "a new context's language");
+        eq("ReferenceError", (await sb.runCode("p", { context: c })).error?.name, "p in a new context");
+        await sb.removeCodeContext(c);
+});
+
 await check("ci_contexts", async () => {
         // the SDK's context calls carry no access token: ports are public, as on E2B
         const c = await sb.createCodeContext({ language: "python", cwd: "/tmp" });

@@ -61,11 +61,12 @@ except OSError as e:
 PY
 
 MY_SANDBOXES=""
-# ci_sandbox VAR: a sandbox with the server running and its default context ready
+# ci_sandbox VAR [CREATE-OPTION...]: a sandbox with the server running and its default context ready
 ci_sandbox() {
         [ -z "$KERNEL_MISSING" ] || fail "no Jupyter kernel on this host ($KERNEL_MISSING): ./quickstart.sh --deps installs it"
         local _var=$1 _sid _i
-        _sid=$("$NSBOX" create 2>&1) || fail "nsbox create: $_sid"
+        shift
+        _sid=$("$NSBOX" create "$@" 2>&1) || fail "nsbox create: $_sid"
         [[ $_sid =~ ^[0-9a-f]{32}$ ]] || fail "nsbox create printed '$_sid'"
         MY_SANDBOXES="$MY_SANDBOXES $_sid"
         trap '[ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
@@ -277,6 +278,39 @@ test_bash_and_javascript_contexts() {
         assert_contains "$OUT" "Uncaught Error: late" "the late throw, on the next cell's stderr"
 }
 
+# TypeScript: a javascript context whose cells' types the host's compiler strips (Debian's
+# node-typescript); where the sandbox has no compiler, such a context is a clear 400
+test_typescript_contexts() {
+        local id d hide=()
+        command -v node > /dev/null || fail "no node on this host for typescript contexts (./quickstart.sh --deps)"
+        [ -r /usr/share/nodejs/typescript/lib/typescript.js ] || fail "no TypeScript compiler on this host (./quickstart.sh --deps installs node-typescript)"
+        ci_sandbox id
+        run "$id" $'interface P { a: number }\nconst p: P = { a: 41 };\nenum C { A, B }\nconsole.log(typeof p, C.B)' '{"language": "ts"}'
+        assert_eq "object 1" "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "a typescript cell"
+        run "$id" "p.a + 1 as number" '{"language": "typescript"}'
+        assert_eq 42 "$(field 'main(l)["text"]')" "its declarations in the next cell"
+        run "$id" $'import { join } from "path"\nconst r: string = await Promise.resolve(join("a", "b")); r' '{"language": "ts"}'
+        assert_eq a/b "$(field 'main(l)["text"]')" "a static import and a top-level await"
+        run "$id" "let x: = 3" '{"language": "ts"}'
+        assert_eq SyntaxError "$(field 'of("error")[0]["name"]')" "a cell that is not TypeScript"
+        assert_contains "$(field 'of("error")[0]["value"]')" "Type expected. (cell.ts:1:8)" "its message"
+        run "$id" "typeof p" '{"language": "js"}'
+        assert_eq undefined "$(field 'main(l)["text"]')" "p in the javascript context"
+        req "$id" POST /contexts '{"language": "ts"}'
+        assert_contains "$OUT" '"language": "typescript"' "a new typescript context"
+        # the compiler hidden from the sandbox: a typescript context is refused, javascript still runs
+        for d in /usr/share/nodejs/typescript /usr/lib/node_modules/typescript /usr/local/lib/node_modules/typescript; do
+                [ -d "$d" ] && hide+=(--tmpfs "$d")
+        done
+        ci_sandbox id "${hide[@]}"
+        run "$id" "1 as number" '{"language": "ts"}'
+        assert_contains "$OUT" "400" "typescript without a compiler"
+        assert_contains "$OUT" "typescript contexts need the TypeScript compiler" "typescript without a compiler"
+        assert_contains "$OUT" "apt-get install node-typescript" "typescript without a compiler"
+        run "$id" "1 + 1" '{"language": "js"}'
+        assert_eq 2 "$(field 'main(l)["text"]')" "javascript without the TypeScript compiler"
+}
+
 test_bad_input_is_refused_clearly() {
         local id
         ci_sandbox id
@@ -422,6 +456,7 @@ test_sdk_through_the_port_proxy() {
         assert_contains "$out" "ok ci_contexts" "the SDK's context calls (no access token: public ports)"
         assert_contains "$out" "ok ci_chart_and_data" "E2B's chart and data results"
         assert_contains "$out" "ok ci_default_contexts_and_a_new_cwd" "python and javascript default contexts"
+        assert_contains "$out" "ok ci_typescript" "TypeScript contexts"
         assert_contains "$out" "ok ci_run_code_of_a_killed_sandbox_is_a_timeout_error" "a cell cut by a kill"
         assert_eq 0 "$st" "node's exit status"
 }
