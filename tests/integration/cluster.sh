@@ -412,9 +412,11 @@ test_zz_nothing_is_left() {
         ready
         local n pid
         for n in a b c; do
+                pid=$(cat "$SESSION_DIR/$n/pid")
+                # a node that does not answer is not asked: nsbox would start a daemon on its socket
+                [ "$(NSBOX_SOCKET="$SESSION_DIR/$n/d.sock" daemon_pid)" = "$pid" ] || fail "node $n's nsboxd (pid $pid) does not answer"
                 NSBOX_SOCKET="$SESSION_DIR/$n/d.sock" "$NSBOX" rm --all > /dev/null 2>&1
                 assert_eq "" "$(node_ids "$n")" "node $n's sandboxes after rm --all"
-                pid=$(cat "$SESSION_DIR/$n/pid")
                 for _ in $(seq 50); do
                         [ -z "$(ps --ppid "$pid" -o pid=)" ] && break
                         sleep 0.1
