@@ -38,6 +38,9 @@ const nsbox_hostview_entry nsbox_hostview[] = {
         /* the JDK's conf/security/java.security links here: without it java cannot start a TLS or
          * security provider (run_code java) */
         { "/etc/java-17-openjdk", HV_BIND | HV_OPTIONAL },
+        /* R's R_HOME/etc files (Renviron: its library paths) link here: without it R finds none of
+         * its packages (code interpreter r contexts, run_code r) */
+        { "/etc/R", HV_BIND | HV_OPTIONAL },
 };
 
 const size_t nsbox_hostview_len = sizeof(nsbox_hostview) / sizeof(nsbox_hostview[0]);

@@ -12,8 +12,8 @@ live Jupyter kernel (ipykernel, Debian's python3-ipykernel); the API is what @e2
   POST /contexts {language?, cwd?} -> {id, language, cwd};  GET /contexts
   DELETE /contexts/ID;  POST /contexts/ID/restart;  GET /health
 
-Python, JavaScript, TypeScript (its types stripped by the host's TypeScript compiler, then run as
-JavaScript) and bash: other languages are refused with a clear 400
+Python, R (the host's IRkernel), JavaScript, TypeScript (its types stripped by the host's TypeScript
+compiler, then run as JavaScript) and bash: other languages are refused with a clear 400
 (man/nsbox-protocol.7).  Only the standard library and Debian's jupyter_client are used; a Python
 kernel gets KERNEL_SETUP, E2B's extra result formats.
 """
@@ -47,7 +47,7 @@ HEARTBEAT_S = 1                   # a silent cell's line every second
 SETUP_MAX_CELLS = 100000          # a DataFrame's values, a chart's points: more, no such format
 LANGUAGES = {"python": "python", "python3": "python", "py": "python", "ipython": "python",
              "javascript": "javascript", "js": "javascript", "node": "javascript",
-             "typescript": "typescript", "ts": "typescript",
+             "typescript": "typescript", "ts": "typescript", "r": "r",
              "bash": "bash", "sh": "bash", "shell": "bash"}
 
 
@@ -619,15 +619,23 @@ class Context:
 
     def start(self):
         self.started = True
-        if self.language != "python":
+        if self.language not in ("python", "r"):
             self.proc = ProcKernel(self.language, self.cwd)
             return
         from jupyter_client import KernelManager
+        from jupyter_client.kernelspec import NoSuchKernel
         self.proc = None
         # a manager per kernel: shutting one down ends its ZeroMQ context for good
-        self.km = KernelManager(kernel_name="python3")
-        # the kernel runs this very interpreter (Debian's, with ipykernel), not a PATH python3
-        self.km.kernel_spec.argv[0] = sys.executable
+        self.km = KernelManager(kernel_name="python3" if self.language == "python" else "ir")
+        try:
+            spec = self.km.kernel_spec
+        except NoSuchKernel:
+            self.started = False
+            raise ApiError(400, "r contexts need R's Jupyter kernel, which this sandbox has not "
+                           "(on the host: apt-get install r-cran-irkernel)")
+        if self.language == "python":
+            # the kernel runs this very interpreter (Debian's, with ipykernel), not a PATH python3
+            spec.argv[0] = sys.executable
         self.km.start_kernel(cwd=self.cwd, independent=False)
         self.kc = self.km.client()
         self.kc.start_channels()
@@ -636,7 +644,8 @@ class Context:
         except Exception:
             self.shutdown()
             raise
-        self.silent(KERNEL_SETUP)
+        if self.language == "python":
+            self.silent(KERNEL_SETUP)
 
     def silent(self, code):
         """Code of ours (the setup, environment variables): run, wait, show nothing."""
@@ -758,7 +767,7 @@ def normal_language(language):
     if not isinstance(language, str):
         raise ApiError(400, "'language' must be a string")
     if language.lower() not in LANGUAGES:
-        raise ApiError(400, "language '%s' is not supported: nsbox's code interpreter runs python, "
+        raise ApiError(400, "language '%s' is not supported: nsbox's code interpreter runs python, r, "
                        "javascript, typescript and bash" % language[:50])
     return LANGUAGES[language.lower()]
 
@@ -794,6 +803,7 @@ class Execution:
         self.truncated = False
         self.count = None           # the cell's execution count, once the kernel said it
         self.last = time.monotonic()
+        self.errored = False        # the kernel reported the cell's error
 
     def line(self, obj):
         data = (json.dumps(obj) + "\n").encode()
@@ -820,6 +830,10 @@ class Execution:
                 msg = None
             if msg is not None and msg["parent_header"].get("msg_id") == mid:
                 if self.handle(msg):
+                    if interrupted_at is not None and not self.errored:
+                        # IRkernel ends an interrupted cell without an error: say it, as ipykernel does
+                        self.line({"type": "error", "name": "KeyboardInterrupt", "value": "the cell was interrupted",
+                                   "traceback": ""})
                     break
                 continue
             if not self.ctx.alive():
@@ -921,6 +935,7 @@ class Execution:
         elif kind == "display_data":
             self.line(result_line(c.get("data", {}), False))
         elif kind == "error":
+            self.errored = True
             self.line({"type": "error", "name": c.get("ename", ""), "value": c.get("evalue", ""),
                        "traceback": "\n".join(c.get("traceback", []))})
         elif kind == "status" and c.get("execution_state") == "idle":
@@ -981,6 +996,25 @@ def execute(contexts, req, emit, gone):
     return ctx, code, envs, timeout
 
 
+def env_code(language, envs):
+    """A Jupyter kernel's code that sets an execution's env_vars, keeping the values they replace
+    (envs), or that puts those values back (None).  Names are [A-Za-z_][A-Za-z0-9_]*; values go in
+    as JSON strings, which Python and R both read as string literals."""
+    if language == "python":
+        if envs is None:
+            return ("import os as __o\nfor __k, __v in __nsbox_env.items():\n"
+                    "    __o.environ.pop(__k, None) if __v is None else __o.environ.__setitem__(__k, __v)\n"
+                    "del __nsbox_env, __o")
+        return ("import os as __o; __nsbox_env = {k: __o.environ.get(k) for k in %r}; "
+                "__o.environ.update(%r)" % (list(envs), envs))
+    if envs is None:
+        return ("for (.k in names(.nsbox_env)) { if (is.na(.nsbox_env[[.k]])) Sys.unsetenv(.k) else "
+                "do.call(Sys.setenv, setNames(list(.nsbox_env[[.k]]), .k)) }; rm(.nsbox_env, .k)")
+    names = ", ".join(json.dumps(k) for k in envs)
+    values = ", ".join("%s = %s" % (k, json.dumps(v, ensure_ascii=False)) for k, v in envs.items())
+    return ".nsbox_env <- Sys.getenv(c(%s), unset = NA, names = TRUE); Sys.setenv(%s)" % (names, values)
+
+
 def run_locked(ctx, code, envs, timeout, emit, gone):
     with ctx.lock:
         ex = Execution(ctx, emit, gone, timeout)
@@ -1007,15 +1041,12 @@ def run_locked(ctx, code, envs, timeout, emit, gone):
             ex.run_proc(code, envs)
         else:
             if envs:
-                ex.silent("import os as __o; __nsbox_env = {k: __o.environ.get(k) for k in %r}; "
-                          "__o.environ.update(%r)" % (list(envs), envs))
+                ex.silent(env_code(ctx.language, envs))
             try:
                 ex.run(code)
             finally:
                 if envs and ctx.alive():
-                    ex.silent("import os as __o\nfor __k, __v in __nsbox_env.items():\n"
-                              "    __o.environ.pop(__k, None) if __v is None else __o.environ.__setitem__(__k, __v)\n"
-                              "del __nsbox_env, __o")
+                    ex.silent(env_code(ctx.language, None))
         ex.line({"type": "end_of_execution"})
 
 

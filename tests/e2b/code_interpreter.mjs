@@ -129,6 +129,20 @@ await check("ci_typescript", async () => {
         await sb.removeCodeContext(c);
 });
 
+// R, as E2B's (its cwd and env vars tests): a Jupyter IRkernel context, started at its first cell
+await check("ci_r", async () => {
+        eq('[1] "/home/user"', (await sb.runCode("getwd()", { language: "r" })).results[0]?.text.trim(), "its working directory");
+        const e = await sb.runCode('x <- 41\nprint("hi")\nx + 1', { language: "r" });
+        eq(['[1] "hi"\n'], e.logs.stdout, "its output");
+        // IRkernel shows a value as display data, not as the main result (E2B's tests read results[0])
+        eq("[1] 42", e.results[0]?.text.trim(), "its value");
+        eq('[1] "bar"', (await sb.runCode('Sys.getenv("FOO")', { language: "r", envs: { FOO: "bar" } })).results[0]?.text.trim(), "an execution's env var");
+        eq('[1] "default"', (await sb.runCode('Sys.getenv("FOO", unset = "default")', { language: "r" })).results[0]?.text.trim(), "gone after it");
+        const bad = await sb.runCode("stop('nope')", { language: "r" });
+        assert(bad.error && /nope/.test(bad.error.value), `an R error: ${JSON.stringify(bad.error)}`);
+        eq("[1] 42", (await sb.runCode("x + 1", { language: "r" })).results[0]?.text.trim(), "x after the error");
+});
+
 await check("ci_contexts", async () => {
         // the SDK's context calls carry no access token: ports are public, as on E2B
         const c = await sb.createCodeContext({ language: "python", cwd: "/tmp" });

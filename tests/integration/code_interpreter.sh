@@ -311,14 +311,44 @@ test_typescript_contexts() {
         assert_eq 2 "$(field 'main(l)["text"]')" "javascript without the TypeScript compiler"
 }
 
+# R: a Jupyter context of the host's IRkernel (Debian's r-cran-irkernel), with E2B's env_vars;
+# where the sandbox has no such kernel, an R context is a clear 400
+test_r_contexts() {
+        local id
+        [ -r /usr/share/jupyter/kernels/ir/kernel.json ] || fail "no R kernel on this host (./quickstart.sh --deps installs r-cran-irkernel)"
+        ci_sandbox id
+        run "$id" $'x <- 41\nprint(getwd())\nx + 1' '{"language": "r"}'
+        assert_eq '[1] "/workspace"' "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "an R cell's output (in the working directory)"
+        assert_eq "[1] 42" "$(field 'of("result")[0]["text"]')" "its value"
+        run "$id" 'Sys.getenv(c("ONE", "TWO"))' '{"language": "r", "env_vars": {"ONE": "1", "TWO": "a \"quoted\" \\ value"}}'
+        assert_contains "$(field 'of("result")[0]["text"]')" '"a \"quoted\" \\ value"' "env_vars in an R cell"
+        run "$id" 'Sys.getenv("ONE", unset = "gone")' '{"language": "r"}'
+        assert_eq '[1] "gone"' "$(field 'of("result")[0]["text"]')" "an execution's env_vars after it"
+        run "$id" "stop('nope')" '{"language": "r"}'
+        assert_contains "$(field 'of("error")[0]["value"]')" "nope" "an R error"
+        run "$id" "Sys.sleep(100)" '{"language": "r", "timeout": 1}'
+        assert_eq KeyboardInterrupt "$(field 'of("error")[0]["name"]')" "an R cell interrupted"
+        run "$id" "x" '{"language": "r"}'
+        assert_eq "[1] 41" "$(field 'of("result")[0]["text"]')" "x after the error and the interrupt"
+        req "$id" POST /contexts '{"language": "R"}'
+        assert_contains "$OUT" '"language": "r"' "a new R context"
+        # the kernel hidden from the sandbox: an R context is refused, python still runs
+        ci_sandbox id --tmpfs /usr/share/jupyter/kernels/ir
+        run "$id" "1" '{"language": "r"}'
+        assert_contains "$OUT" "400" "R without its kernel"
+        assert_contains "$OUT" "apt-get install r-cran-irkernel" "R without its kernel"
+        run "$id" "1 + 1"
+        assert_eq 2 "$(field 'main(l)["text"]')" "python without the R kernel"
+}
+
 test_bad_input_is_refused_clearly() {
         local id
         ci_sandbox id
         run "$id" "1" '{"language": "cobol"}'
         assert_contains "$OUT" "400" "unknown language"
         assert_contains "$OUT" "not supported" "unknown language"
-        req "$id" POST /contexts '{"language": "r"}'
-        assert_contains "$OUT" "400" "an R context"
+        req "$id" POST /contexts '{"language": "java"}'
+        assert_contains "$OUT" "400" "a Java context"
         run "$id" "1" '{"context_id": "nope"}'
         assert_contains "$OUT" "404" "unknown context"
         run "$id" "1" '{"context_id": "x", "language": "python"}'
@@ -457,6 +487,7 @@ test_sdk_through_the_port_proxy() {
         assert_contains "$out" "ok ci_chart_and_data" "E2B's chart and data results"
         assert_contains "$out" "ok ci_default_contexts_and_a_new_cwd" "python and javascript default contexts"
         assert_contains "$out" "ok ci_typescript" "TypeScript contexts"
+        assert_contains "$out" "ok ci_r" "R contexts"
         assert_contains "$out" "ok ci_run_code_of_a_killed_sandbox_is_a_timeout_error" "a cell cut by a kill"
         assert_eq 0 "$st" "node's exit status"
 }
