@@ -11,12 +11,14 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -438,6 +440,15 @@ static void slirp_exec(const char *bin, const nsbox_policy *p, const int fds[4],
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(errfd, 2) < 0)
                 _exit(127);
+        /* As root, slirp4netns's sandbox (--enable-sandbox) makes a mount namespace of its own in
+         * which only / is made private and /etc and /run slaves; where /run is no mount point
+         * (and so stays shared), the detach of its old root propagates to the host and unmounts
+         * what is mounted in a shared mount under it there: ip netns's /run/netns/NAME.  It runs
+         * in a mount namespace of ours, private, from which nothing propagates back. */
+        if (geteuid() == 0 && (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)) {
+                dprintf(2, "a mount namespace of its own: %s\n", strerror(errno));
+                _exit(127);
+        }
         int high[4];
         for (int i = 0; i < 4; i++)
                 if ((high[i] = fcntl(fds[i], F_DUPFD, 10)) < 0)

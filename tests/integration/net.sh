@@ -398,6 +398,30 @@ while True:
 
 # Last: what the tests above started is gone: their servers, slirp4netns, its socket directories,
 # and the daemon has no sandbox left.
+# slirp4netns's own sandbox (as root) detaches its old root: nothing of that may reach the host.
+# As root, a network namespace that ip netns keeps (a mount under the shared /run/netns) was
+# unmounted by each nat sandbox; the host's mounts stay as they were, for run and for nsboxd.
+test_nat_leaves_the_hosts_mounts_alone() {
+        local ns="" before id
+        if [ "$TEST_AS" = root ]; then
+                ns=nsbt-nat$$
+                ip netns add "$ns" || fail "ip netns add $ns"
+                trap 'ip netns del "$ns" 2> /dev/null || rm -f "/run/netns/$ns"; cleanup_test' EXIT
+        fi
+        before=$(grep -c . /proc/self/mountinfo)
+        assert_status 0 "$NSBOX" run --net nat -- true
+        id=$("$NSBOX" create --net nat 2>&1) || fail "nsbox create --net nat: $id"
+        MY_SANDBOXES=$id
+        assert_status 0 "$NSBOX" exec "$id" -- true
+        assert_status 0 "$NSBOX" rm -f "$id"
+        MY_SANDBOXES=""
+        assert_eq "$before" "$(grep -c . /proc/self/mountinfo)" "the host's mount count after nat sandboxes"
+        if [ -n "$ns" ]; then
+                assert_eq nsfs "$(findmnt -n -o FSTYPE "/run/netns/$ns")" "ip netns's mount of $ns"
+                assert_status 0 nsenter "--net=/run/netns/$ns" true
+        fi
+}
+
 test_zz_nothing_left() {
         local left
         left=$(pgrep -u "$(id -u)" -f "python3 -u - $TEST_TMP/" | tr '\n' ' ')
