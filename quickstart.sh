@@ -11,14 +11,14 @@ cd "$(dirname "$0")"
 # tmux drives nsbox exec -it in the pty test; nginx-light runs contrib/nginx's TLS front of the
 # HTTP API in its test.  The code interpreter (nsboxd's built-in code-interpreter template) runs
 # Jupyter kernels: ipykernel, jupyter-client, zmq, matplotlib, pandas, and R's IRkernel; its
-# TypeScript contexts strip types with node-typescript.  haproxy routes many nsboxd
+# TypeScript contexts strip types with node-typescript, its Java contexts run the JDK's JShell.  haproxy routes many nsboxd
 # nodes in the cluster test (contrib/haproxy) and checks contrib/kubernetes's router in its test;
 # the nodes' catalog is Redis (hiredis; redis-server for the test).  bindfs makes the FUSE directory
 # of the watch test (a watch refuses FUSE and network file systems unless asked).
 PACKAGES="build-essential pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
 libjansson-dev libgit2-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev libhiredis-dev libarchive-dev check python3 git busybox-static
 keyutils util-linux bubblewrap cpio qemu-system-x86 linux-image-amd64 slirp4netns iproute2 nftables systemd
-valgrind tmux nginx-light python3-ipykernel python3-jupyter-client python3-zmq python3-matplotlib python3-pandas r-cran-irkernel node-typescript haproxy redis-server bindfs"
+valgrind tmux nginx-light python3-ipykernel python3-jupyter-client python3-zmq python3-matplotlib python3-pandas r-cran-irkernel node-typescript openjdk-17-jdk-headless haproxy redis-server bindfs"
 
 missing=$(for p in $PACKAGES; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"; done)
 # node and npm by command, not by package: a node of another origin (NodeSource's nodejs bundles

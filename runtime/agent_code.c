@@ -300,7 +300,7 @@ static int parse_head(code_call *cc, tool_error *e)
         return cc->mode == BODY_LENGTH && !length ? COMPLETE : NEED_MORE;
 }
 
-static const char *const languages[] = { "python", "python3", "py", "ipython", "javascript", "js", "node", "typescript", "ts", "r", "bash", "sh", "shell", NULL };
+static const char *const languages[] = { "python", "python3", "py", "ipython", "javascript", "js", "node", "typescript", "ts", "r", "java", "bash", "sh", "shell", NULL };
 
 /* A line of a cell's stream (server.py's Execution.line) into the Execution, and to the caller
  * as an event when streamed. */
@@ -689,7 +689,7 @@ static int param_language(const request *rq, const char **ret, tool_error *e)
         for (size_t i = 0; languages[i]; i++)
                 if (!strcasecmp(*ret, languages[i]))
                         return 0;
-        return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: language '%.50s' is not supported: python, r, javascript, typescript or bash", rq->tool, *ret);
+        return tool_fail(e, TOOL_INVALID_ARGUMENT, "%s: language '%.50s' is not supported: python, r, javascript, typescript, java or bash", rq->tool, *ret);
 }
 
 static int param_context(const request *rq, bool required, const char **ret, tool_error *e)

@@ -513,7 +513,7 @@ static const tool_spec specs[] = {
                         "type": "object",
                         "properties": {
                                 "code": {"type": "string", "description": "The code to run, e.g. \"import pandas as pd\\npd.DataFrame({'a': [1, 2]})\" (at most 1 MiB)."},
-                                "language": {"type": "string", "enum": ["python", "r", "javascript", "typescript", "bash"], "description": "Runs in that language's default context (default \"python\"); give language or context."},
+                                "language": {"type": "string", "enum": ["python", "r", "javascript", "typescript", "java", "bash"], "description": "Runs in that language's default context (default \"python\"); give language or context."},
                                 "context": {"type": "string", "description": "A context id from create_code_context, for state of its own."},
                                 "timeout": {"type": "number", "minimum": 0, "description": "Seconds after which the cell is interrupted (KeyboardInterrupt) and the context kept; 0 means no limit (default 300)."}
                         },
@@ -524,12 +524,12 @@ static const tool_spec specs[] = {
         },
         {
                 "create_code_context",
-                "Create a code context: a new live kernel (python, r: Jupyter; javascript: node; typescript: node, its types stripped; bash) whose state "
+                "Create a code context: a new live kernel (python, r: Jupyter; javascript: node; typescript: node, its types stripped; java: JShell; bash) whose state "
                 "is its own, for run_code's context. Returns {id, language, cwd}.",
                 SCHEMA({
                         "type": "object",
                         "properties": {
-                                "language": {"type": "string", "enum": ["python", "r", "javascript", "typescript", "bash"], "description": "The kernel's language (default \"python\")."},
+                                "language": {"type": "string", "enum": ["python", "r", "javascript", "typescript", "java", "bash"], "description": "The kernel's language (default \"python\")."},
                                 "cwd": {"type": "string", "description": "Its working directory, absolute or relative to the working directory (default: the interpreter's, /home/user when it exists)."}
                         },
                         "required": []

@@ -13,12 +13,14 @@ live Jupyter kernel (ipykernel, Debian's python3-ipykernel); the API is what @e2
   DELETE /contexts/ID;  POST /contexts/ID/restart;  GET /health
 
 Python, R (the host's IRkernel), JavaScript, TypeScript (its types stripped by the host's TypeScript
-compiler, then run as JavaScript) and bash: other languages are refused with a clear 400
+compiler, then run as JavaScript), Java (the host JDK's JShell) and bash: other languages are
+refused with a clear 400
 (man/nsbox-protocol.7).  Only the standard library and Debian's jupyter_client are used; a Python
 kernel gets KERNEL_SETUP, E2B's extra result formats.
 """
 
 import argparse
+import base64
 import json
 import os
 import queue
@@ -47,7 +49,7 @@ HEARTBEAT_S = 1                   # a silent cell's line every second
 SETUP_MAX_CELLS = 100000          # a DataFrame's values, a chart's points: more, no such format
 LANGUAGES = {"python": "python", "python3": "python", "py": "python", "ipython": "python",
              "javascript": "javascript", "js": "javascript", "node": "javascript",
-             "typescript": "typescript", "ts": "typescript", "r": "r",
+             "typescript": "typescript", "ts": "typescript", "r": "r", "java": "java",
              "bash": "bash", "sh": "bash", "shell": "bash"}
 
 
@@ -213,6 +215,169 @@ async function run(req) {
   await mark(process.stderr, req.marker);
 }
 """
+
+# The Java context: a JShell running each cell's snippets in its own JVM (executionEngine "local"),
+# so that System.out and System.setProperty are the process's.  A request is a line on stdin,
+# "MARKER BASE64(CODE) [NAME=BASE64(VALUE)...]": the execution's env vars, set as system properties
+# as E2B's Java kernel does and put back after.  The cell's value (a String's as its text) or
+# error goes to NSBOX_CI_FD as a JSON line, then {"type": "done"}, then the marker on stdout and on
+# stderr.  SIGINT stops the running cell (JShell.stop); the context lives on.
+JAVA_DRIVER = r"""
+import java.io.*;
+import java.nio.charset.StandardCharsets;
+import java.util.*;
+import jdk.jshell.*;
+
+public class NsboxJava {
+    static PrintStream msg;
+    static volatile boolean interrupted;
+
+    public static void main(String[] args) throws Exception {
+        msg = new PrintStream(new FileOutputStream("/proc/self/fd/" + System.getenv("NSBOX_CI_FD")), true, StandardCharsets.UTF_8);
+        JShell js = JShell.builder().executionEngine("local").out(System.out).err(System.err).build();
+        sun.misc.Signal.handle(new sun.misc.Signal("INT"), s -> { interrupted = true; js.stop(); });
+        SourceCodeAnalysis sca = js.sourceCodeAnalysis();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        Base64.Decoder b64 = Base64.getDecoder();
+        for (String line; (line = in.readLine()) != null;) {
+            String[] f = line.split(" ");
+            Map<String, String> saved = new LinkedHashMap<>();
+            interrupted = false;
+            boolean failed = false;
+            try {
+                for (int i = 2; i < f.length; i++) {
+                    int eq = f[i].indexOf('=');
+                    String k = f[i].substring(0, eq);
+                    if (!saved.containsKey(k))
+                        saved.put(k, System.getProperty(k));
+                    System.setProperty(k, new String(b64.decode(f[i].substring(eq + 1)), StandardCharsets.UTF_8));
+                }
+                failed = run(js, sca, f.length > 1 ? new String(b64.decode(f[1]), StandardCharsets.UTF_8) : "");
+            } catch (Throwable t) {
+                failed = true;
+                error(t.getClass().getName(), String.valueOf(t.getMessage()), trace(t.getClass().getName(), t));
+            } finally {
+                for (Map.Entry<String, String> e : saved.entrySet())
+                    if (e.getValue() == null) System.clearProperty(e.getKey()); else System.setProperty(e.getKey(), e.getValue());
+            }
+            if (interrupted && !failed)
+                error("InterruptedException", "the cell was interrupted", "");
+            System.out.flush();
+            System.err.flush();
+            msg.println("{\"type\": \"done\"}");
+            System.out.println(f[0]);
+            System.out.flush();
+            System.err.println(f[0]);
+            System.err.flush();
+        }
+        js.close();
+    }
+
+    // true when the cell ended in an error (said)
+    static boolean run(JShell js, SourceCodeAnalysis sca, String code) {
+        String rest = code;
+        SnippetEvent last = null;
+        while (!rest.isBlank() && !interrupted) {
+            SourceCodeAnalysis.CompletionInfo ci = sca.analyzeCompletion(rest);
+            String src;
+            if (ci.completeness() == SourceCodeAnalysis.Completeness.EMPTY)
+                break;
+            if (ci.completeness().isComplete()) {
+                src = ci.source();
+                rest = ci.remaining();
+            } else { // not a whole snippet: the compiler says what is missing
+                src = rest;
+                rest = "";
+            }
+            for (SnippetEvent e : js.eval(src)) {
+                if (e.causeSnippet() != null)
+                    continue; // another snippet this one's definition updated
+                if (e.status() == Snippet.Status.REJECTED) {
+                    StringBuilder sb = new StringBuilder();
+                    js.diagnostics(e.snippet()).forEach(d -> sb.append(sb.length() > 0 ? "\n" : "").append(d.getMessage(Locale.ROOT)));
+                    error("CompilationException", sb.toString(), src.strip());
+                    return true;
+                }
+                if (e.exception() != null) {
+                    JShellException x = e.exception();
+                    String name = x instanceof EvalException ? ((EvalException) x).getExceptionClassName() : x.getClass().getSimpleName();
+                    error(name, String.valueOf(x.getMessage()), trace(name, x));
+                    return true;
+                }
+                last = e;
+            }
+        }
+        if (last == null || last.value() == null || interrupted)
+            return false;
+        Snippet s = last.snippet();
+        String type;
+        switch (s.subKind()) {
+        case TEMP_VAR_EXPRESSION_SUBKIND: type = ((VarSnippet) s).typeName(); break;
+        case VAR_VALUE_SUBKIND: case ASSIGNMENT_SUBKIND: type = ((ExpressionSnippet) s).typeName(); break;
+        default: return false; // a declaration or a statement: no value shown
+        }
+        String v = last.value();
+        if (type.equals("String") && v.length() >= 2 && v.startsWith("\""))
+            v = unquote(v);
+        msg.println("{\"type\": \"result\", \"text\": " + json(v) + "}");
+        return false;
+    }
+
+    static String trace(String name, Throwable t) {
+        StringBuilder sb = new StringBuilder(name).append(": ").append(t.getMessage());
+        for (StackTraceElement el : t.getStackTrace())
+            sb.append("\n\tat ").append(el);
+        return sb.toString();
+    }
+
+    static void error(String name, String value, String traceback) {
+        msg.println("{\"type\": \"error\", \"name\": " + json(name) + ", \"value\": " + json(value) + ", \"traceback\": " + json(traceback) + "}");
+    }
+
+    // JShell's literal of a String value (\b \t \n \f \r \" \\ \' and octal escapes) back to its text
+    static String unquote(String q) {
+        StringBuilder sb = new StringBuilder();
+        int end = q.length() - 1;
+        for (int i = 1; i < end; i++) {
+            char c = q.charAt(i);
+            if (c != '\\' || i + 1 >= end) {
+                sb.append(c);
+                continue;
+            }
+            char n = q.charAt(++i);
+            if (n >= '0' && n <= '7') {
+                int v = 0;
+                for (int k = 0; k < 3 && i < end && q.charAt(i) >= '0' && q.charAt(i) <= '7'; k++)
+                    v = v * 8 + (q.charAt(i++) - '0');
+                i--;
+                sb.append((char) v);
+                continue;
+            }
+            switch (n) {
+            case 'b': sb.append('\b'); break;
+            case 't': sb.append('\t'); break;
+            case 'n': sb.append('\n'); break;
+            case 'f': sb.append('\f'); break;
+            case 'r': sb.append('\r'); break;
+            default: sb.append(n); break;
+            }
+        }
+        return sb.toString();
+    }
+
+    static String json(String s) {
+        StringBuilder sb = new StringBuilder("\"");
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '"' || c == '\\') sb.append('\\').append(c);
+            else if (c < 0x20) sb.append(String.format("\\u%04x", (int) c));
+            else sb.append(c);
+        }
+        return sb.append('"').toString();
+    }
+}
+"""
+
 
 
 # Run in each Python kernel once it is up: E2B's two result formats of its own, as display
@@ -488,7 +653,7 @@ def __nsbox_setup(max_cells):
 
 
 class ProcKernel:
-    """A bash or node process that keeps its state between cells (not a Jupyter kernel)."""
+    """A bash, node or JShell process that keeps its state between cells (not a Jupyter kernel)."""
 
     def __init__(self, language, cwd):
         self.language = language
@@ -498,6 +663,18 @@ class ProcKernel:
         env = dict(os.environ, TERM="dumb")
         if language == "bash":
             argv, fds = ["/bin/bash", "--norc", "--noprofile", "-s"], ()
+        elif language == "java":
+            java = shutil.which("java")
+            if not java or not shutil.which("jshell"):  # JShell is the JDK's, not the JRE's
+                raise ApiError(400, "java contexts need a JDK with JShell, which this sandbox has not "
+                               "(on the host: apt-get install openjdk-17-jdk-headless)")
+            driver = os.path.join(self.tmp, "NsboxJava.java")
+            with open(driver, "w") as f:
+                f.write(JAVA_DRIVER)
+            r3, w3 = os.pipe()
+            # no hsperfdata files in /tmp; the source launcher compiles the driver in memory
+            argv, fds = [java, "-XX:-UsePerfData", driver], (w3,)
+            env["NSBOX_CI_FD"] = str(w3)
         else:
             node = shutil.which("node")
             if not node:
@@ -526,7 +703,7 @@ class ProcKernel:
             # a SIGINT ends the cell (the sourced file returns), not the shell
             self.resync(marker, "trap 'return 130 2>/dev/null' INT")
         else:
-            self.send((json.dumps({"code": "undefined", "marker": marker}) + "\n").encode())
+            self.request("undefined" if language != "java" else "0", {}, marker)
         if not self.wait(marker, time.monotonic() + KERNEL_START_S):
             self.shutdown()
             raise RuntimeError("the %s context did not start" % language)
@@ -595,6 +772,16 @@ class ProcKernel:
             pre = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in envs.items())
             # the cell's standard input is not the shell's, which carries the cells
             self.resync(marker, "%s source %s < /dev/null" % (pre, shlex.quote(path)))
+        else:
+            self.request(code, envs, marker)
+
+    def request(self, code, envs, marker):
+        """A cell for node (a JSON line) or JShell (marker, then base64 words: names are
+        [A-Za-z_][A-Za-z0-9_]*)."""
+        if self.language == "java":
+            b64 = lambda s: base64.b64encode(s.encode(errors="replace")).decode()
+            words = [marker, b64(code)] + ["%s=%s" % (k, b64(v)) for k, v in envs.items()]
+            self.send((" ".join(words) + "\n").encode())
         else:
             self.send((json.dumps({"code": code, "env": envs, "marker": marker}) + "\n").encode())
 
@@ -768,7 +955,7 @@ def normal_language(language):
         raise ApiError(400, "'language' must be a string")
     if language.lower() not in LANGUAGES:
         raise ApiError(400, "language '%s' is not supported: nsbox's code interpreter runs python, r, "
-                       "javascript, typescript and bash" % language[:50])
+                       "javascript, typescript, java and bash" % language[:50])
     return LANGUAGES[language.lower()]
 
 
@@ -943,10 +1130,19 @@ class Execution:
         return False
 
 
-# The sandbox's own environment variables (E2B's envVars at create) when the server was started
-# before the create (a warm pool): nsboxd writes them to READY_FILE.envs, a JSON object of
-# strings; every cell sees them under its own env_vars, and so do contexts started afterwards.
-ENVS = {"path": None, "seen": None, "vars": {}}
+# The sandbox's own environment variables (E2B's envVars at create).  A server started by the
+# create has them in its environment, so every kernel has them; their names are in NSBOX_CI_ENVS,
+# for Java cells, which get them as system properties (as E2B's kernel sets them).  A server
+# started before the create (a warm pool) reads them from READY_FILE.envs, a JSON object of
+# strings that nsboxd writes: every cell then sees them under its own env_vars, and contexts
+# started afterwards in their environment.
+ENVS = {"path": None, "seen": None, "vars": {}, "create": {}}
+
+
+def create_envs():
+    names = os.environ.pop("NSBOX_CI_ENVS", "").split()
+    ENVS["create"] = {n: os.environ[n] for n in names[:MAX_ENV_VARS]
+                    if n in os.environ and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)}
 
 
 def sandbox_envs():
@@ -985,7 +1181,6 @@ def execute(contexts, req, emit, gone):
             isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)
             for k, v in envs.items()):
         raise ApiError(400, "'env_vars' must be an object of at most %d strings" % MAX_ENV_VARS)
-    envs = dict(sandbox_envs(), **envs)
     timeout = req.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
         raise ApiError(400, "'timeout' must be a number of seconds")
@@ -993,7 +1188,9 @@ def execute(contexts, req, emit, gone):
         ctx = contexts.get(cid)
     else:
         ctx = contexts.default_context(normal_language(language))
-    return ctx, code, envs, timeout
+    # the create's own variables are the environment of every kernel but Java's properties
+    base = dict(ENVS["create"], **sandbox_envs()) if ctx.language == "java" else sandbox_envs()
+    return ctx, code, dict(base, **envs), timeout
 
 
 def env_code(language, envs):
@@ -1178,6 +1375,7 @@ def main():
     ap.add_argument("--ready-file", default=None, help="written once the default context answers")
     a = ap.parse_args()
     ENVS["path"] = a.ready_file and a.ready_file + ".envs"
+    create_envs()
     host, _, port = a.listen.rpartition(":")
     cwd = a.cwd or ("/home/user" if os.path.isdir("/home/user") else os.getcwd())
     t0 = time.monotonic()

@@ -97,11 +97,17 @@ json_t *interp_start_params(uint64_t serial, json_t *envs, char *why, size_t why
         json_t *env = json_pack("{ss ss}", "HOME", "/home/user", "USER", "user");
         const char *k;
         json_t *v;
+        _cleanup_sb_ strbuf names; /* which of its variables are the create's envVars (server.py) */
+        sb_init(&names, 0);
         json_object_foreach(envs, k, v)
         {
-                if (json_is_string(v))
+                if (json_is_string(v)) {
                         json_object_set(env, k, v);
+                        sb_appendf(&names, "%s%s", names.len ? " " : "", k);
+                }
         }
+        if (names.len)
+                json_object_set_new(env, "NSBOX_CI_ENVS", json_string(names.buf));
         json_t *p = json_pack("{s[sssss] sb ss ss so}", "cmd", INTERP_PYTHON, "-c", boot, "--ready-file", ready, "detach", 1, "tag",
                               INTERP_NAME, "stdin", src, "env", env);
         free(src);

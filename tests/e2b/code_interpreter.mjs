@@ -143,6 +143,23 @@ await check("ci_r", async () => {
         eq("[1] 42", (await sb.runCode("x + 1", { language: "r" })).results[0]?.text.trim(), "x after the error");
 });
 
+// Java, as E2B's (its cwd and env vars tests): JShell; the create's envVars and an execution's
+// envs are system properties
+await check("ci_java", async () => {
+        const j = await Sandbox.create({ metadata: { run: RUN }, envs: { TEST_ENV_VAR: "supertest" }, timeoutMs: 120000 });
+        try {
+                eq("/home/user", (await j.runCode('System.getProperty("user.dir")', { language: "java" })).text, "its working directory");
+                eq("supertest", (await j.runCode('System.getProperty("TEST_ENV_VAR")', { language: "java" })).text, "the create's envVars");
+                eq("overwrite", (await j.runCode('System.getProperty("TEST_ENV_VAR")', { language: "java", envs: { TEST_ENV_VAR: "overwrite" } })).text, "an execution's envs");
+                eq("supertest", (await j.runCode('System.getProperty("TEST_ENV_VAR")', { language: "java" })).text, "the create's again after it");
+                const e = await j.runCode('int x = 41;\nSystem.out.println("hi");\nx + 1', { language: "java" });
+                eq(["hi\n"], e.logs.stdout, "its output");
+                eq("42", e.text, "its value");
+        } finally {
+                await j.kill();
+        }
+}, 90000);
+
 await check("ci_contexts", async () => {
         // the SDK's context calls carry no access token: ports are public, as on E2B
         const c = await sb.createCodeContext({ language: "python", cwd: "/tmp" });

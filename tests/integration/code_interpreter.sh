@@ -341,14 +341,49 @@ test_r_contexts() {
         assert_eq 2 "$(field 'main(l)["text"]')" "python without the R kernel"
 }
 
+# Java: the host JDK's JShell in a JVM of its own (Debian's openjdk-17-jdk-headless), env_vars as
+# system properties (E2B's); without jshell in the sandbox, a Java context is a clear 400
+test_java_contexts() {
+        local id jdk
+        command -v jshell > /dev/null || fail "no JShell on this host (./quickstart.sh --deps installs openjdk-17-jdk-headless)"
+        ci_sandbox id
+        run "$id" $'import java.util.*;\nint x = 41;\nSystem.out.println("hi " + x);\nString twice(String s) { return s + s; }\ntwice("ab")' '{"language": "java"}'
+        assert_eq "hi 41" "$(field '"".join(o["text"] for o in of("stdout")).strip()')" "a Java cell's output"
+        assert_eq abab "$(field 'main(l)["text"]')" "its value, a String's text"
+        run "$id" $'List<Integer> l = new ArrayList<>(List.of(3, 1, 2));\nCollections.sort(l);\nl' '{"language": "java"}'
+        assert_eq "[1, 2, 3]" "$(field 'main(l)["text"]')" "an import and a method kept for the next cells"
+        run "$id" 'System.getProperty("ONE") + System.getProperty("user.dir")' '{"language": "java", "env_vars": {"ONE": "1 \"q\" "}}'
+        assert_eq '1 "q" /workspace' "$(field 'main(l)["text"]')" "env_vars as system properties, and the working directory"
+        run "$id" 'System.getProperty("ONE", "gone")' '{"language": "java"}'
+        assert_eq gone "$(field 'main(l)["text"]')" "an execution's env_vars after it"
+        run "$id" "1 / 0" '{"language": "java"}'
+        assert_eq "java.lang.ArithmeticException / by zero" "$(field 'of("error")[0]["name"] + " " + of("error")[0]["value"]')" "an exception"
+        run "$id" "int y = " '{"language": "java"}'
+        assert_eq CompilationException "$(field 'of("error")[0]["name"]')" "a cell the compiler refuses"
+        run "$id" "long n = 0; while (true) { n++; }" '{"language": "java", "timeout": 1}'
+        assert_eq InterruptedException "$(field 'of("error")[0]["name"]')" "a Java cell interrupted"
+        run "$id" "x" '{"language": "java"}'
+        assert_eq 41 "$(field 'main(l)["text"]')" "x after the interrupt"
+        req "$id" POST /contexts '{"language": "java"}'
+        assert_contains "$OUT" '"language": "java"' "a new Java context"
+        # the JDK hidden from the sandbox: a Java context is refused, python still runs
+        jdk=$(dirname "$(dirname "$(readlink -f "$(command -v jshell)")")")
+        ci_sandbox id --tmpfs "$jdk"
+        run "$id" "1" '{"language": "java"}'
+        assert_contains "$OUT" "400" "Java without a JDK"
+        assert_contains "$OUT" "apt-get install openjdk-17-jdk-headless" "Java without a JDK"
+        run "$id" "1 + 1"
+        assert_eq 2 "$(field 'main(l)["text"]')" "python without the JDK"
+}
+
 test_bad_input_is_refused_clearly() {
         local id
         ci_sandbox id
         run "$id" "1" '{"language": "cobol"}'
         assert_contains "$OUT" "400" "unknown language"
         assert_contains "$OUT" "not supported" "unknown language"
-        req "$id" POST /contexts '{"language": "java"}'
-        assert_contains "$OUT" "400" "a Java context"
+        req "$id" POST /contexts '{"language": "fortran"}'
+        assert_contains "$OUT" "400" "a Fortran context"
         run "$id" "1" '{"context_id": "nope"}'
         assert_contains "$OUT" "404" "unknown context"
         run "$id" "1" '{"context_id": "x", "language": "python"}'
@@ -488,6 +523,7 @@ test_sdk_through_the_port_proxy() {
         assert_contains "$out" "ok ci_default_contexts_and_a_new_cwd" "python and javascript default contexts"
         assert_contains "$out" "ok ci_typescript" "TypeScript contexts"
         assert_contains "$out" "ok ci_r" "R contexts"
+        assert_contains "$out" "ok ci_java" "Java contexts"
         assert_contains "$out" "ok ci_run_code_of_a_killed_sandbox_is_a_timeout_error" "a cell cut by a kill"
         assert_eq 0 "$st" "node's exit status"
 }

@@ -10,7 +10,7 @@ from .exceptions import InvalidArgumentException
 
 # what run_code's "language" takes (the server's aliases: py, js, node, sh, ...)
 CODE_LANGUAGES = ("python", "python3", "py", "ipython", "javascript", "js", "node", "typescript", "ts", "r",
-                  "bash", "sh", "shell")
+                  "java", "bash", "sh", "shell")
 
 _FORMATS = ("text", "html", "markdown", "svg", "png", "jpeg", "pdf", "latex", "json", "javascript", "data", "chart")
 
@@ -117,7 +117,7 @@ def context_id(context: Any) -> str:
 
 def check_language(language: Optional[str]) -> None:
     if language is not None and (not isinstance(language, str) or language.lower() not in CODE_LANGUAGES):
-        raise InvalidArgumentException(f"run_code: unknown language {language!r} (python, r, javascript, typescript or bash)",
+        raise InvalidArgumentException(f"run_code: unknown language {language!r} (python, r, javascript, typescript, java or bash)",
                                        "invalid_argument")
 
 

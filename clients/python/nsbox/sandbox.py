@@ -1055,7 +1055,8 @@ class Sandbox:
         E2B's (tool run_code): ``run_code(code, language=None, context=None, on_stdout=None,
         on_stderr=None, on_result=None, on_error=None, timeout=None)`` runs a cell in a live
         kernel of the sandbox's code interpreter, which keeps its state between calls: the
-        default context of language ("python", "r", "javascript", "typescript" or "bash"; default python), or
+        default context of language ("python", "r", "javascript", "typescript", "java" or "bash"; default
+        python), or
         context (a Context from create_code_context, or its id).  The callbacks get the cell's
         output as it comes (text, Result, ExecutionError); timeout (seconds, default 300, 0: none)
         interrupts the cell and keeps the context.  Returns an Execution (results, logs, error,
@@ -1095,7 +1096,8 @@ class Sandbox:
 
     def create_code_context(self, language: Optional[str] = None, cwd: Optional[str] = None, **_ignored) -> Context:
         """A new code context (tool create_code_context): a kernel of its own, for run_code's
-        context; language "python" (default), "r", "javascript", "typescript" or "bash"; cwd its directory."""
+        context; language "python" (default), "r", "javascript", "typescript", "java" or "bash"; cwd its
+        directory."""
         check_language(language)
         params = {k: v for k, v in (("language", language), ("cwd", cwd)) if v is not None}
         return Context._from(self._call("create_code_context", params))
