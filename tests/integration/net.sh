@@ -12,6 +12,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=8"
 SESSION_DIR=$(mktemp -d /tmp/nsbox-nettest.XXXXXX) || exit 1
 export NSBOX_SOCKET="$SESSION_DIR/d.sock"
 export NSBOX_STORE="$SESSION_DIR/store"
+grep -c . /proc/self/mountinfo > "$SESSION_DIR/mounts-before"
 
 # A policy like the default one with network keys changed: netpolicy FILE python-dict-literal
 netpolicy() {
@@ -406,7 +407,8 @@ test_nat_leaves_the_hosts_mounts_alone() {
         if [ "$TEST_AS" = root ]; then
                 ns=nsbt-nat$$
                 ip netns add "$ns" || fail "ip netns add $ns"
-                trap 'ip netns del "$ns" 2> /dev/null || rm -f "/run/netns/$ns"; cleanup_test' EXIT
+                # expanded now: the trap runs when the test's subshell exits, where ns is gone
+                trap "ip netns del '$ns' 2> /dev/null || rm -f '/run/netns/$ns'; cleanup_test" EXIT
         fi
         before=$(grep -c . /proc/self/mountinfo)
         assert_status 0 "$NSBOX" run --net nat -- true
@@ -430,6 +432,7 @@ test_zz_nothing_left() {
         assert_eq "" "$(find /tmp -maxdepth 1 -name 'nsbox-net-*' -user "$(id -u)" 2>/dev/null)" "slirp4netns socket directories left"
         assert_status 0 "$NSBOX" ls --json
         assert_eq "[]" "$OUT" "sandboxes left"
+        assert_eq "$(cat "$SESSION_DIR/mounts-before")" "$(grep -c . /proc/self/mountinfo)" "host mount count"
 }
 
 run_tests
