@@ -108,9 +108,13 @@ void control_figures(json_t *o, const nsbox_limits *l)
 json_t *control_sandbox_json(daemon_state *d, sandbox *s)
 {
         char started[32], end[32];
-        uint64_t now = now_ns();
         control_rfc3339(started, sizeof(started), s->created);
-        time_t end_t = s->expires_ns ? time(NULL) + (time_t)((s->expires_ns > now ? s->expires_ns - now : 0) / 1000000000ull)
+        /* the wall clock's time of the monotonic deadline, to the ns before it is cut to seconds:
+         * adding whole seconds left to time(NULL) made endAt move by a second between two reads */
+        struct timespec wall;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        uint64_t now = now_ns(), left = s->expires_ns > now ? s->expires_ns - now : 0;
+        time_t end_t = s->expires_ns ? wall.tv_sec + (time_t)(((uint64_t)wall.tv_nsec + left) / 1000000000ull)
                                      : s->created + CONTROL_MAX_TIMEOUT_S;
         control_rfc3339(end, sizeof(end), end_t);
         json_t *meta = json_object_get(s->http, "metadata");
