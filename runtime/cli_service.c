@@ -65,7 +65,8 @@ int nsbox_cmd_stats(int argc, char **argv)
         for (int i = 1; i < argc; i++) {
                 if (is_help(argv[i])) {
                         fputs("usage: nsbox stats [--json]\n\nnsboxd's figures: sandboxes by state, each template's pool, the latency of creates\n"
-                              "(acquire, from the request to the reply), memory committed against the budget.\n",
+                              "(acquire, from the request to the reply), memory committed against the budget, streams\n"
+                              "and the bytes held for clients that lag.\n",
                               stdout);
                         return 0;
                 }
@@ -97,6 +98,10 @@ int nsbox_cmd_stats(int argc, char **argv)
         if (I(mem, "budget"))
                 printf("memory: %lld MiB of limits committed of a %lld MiB budget; %lld MiB in use\n", I(mem, "committed") >> 20,
                        I(mem, "budget") >> 20, I(mem, "current_bytes") >> 20);
+        json_t *streams = json_object_get(res, "streams");
+        if (I(streams, "open") || I(streams, "held_bytes"))
+                printf("streams: %lld open, %lld paused while their clients lag; %lld KiB held for clients\n", I(streams, "open"),
+                       I(streams, "paused"), I(streams, "held_bytes") >> 10);
         json_t *cap = json_object_get(res, "capacity"), *cat = json_object_get(res, "catalog");
         const char *node = json_string_value(json_object_get(res, "node"));
         if (node && *node)

@@ -856,6 +856,8 @@ void http_run(daemon_state *d)
         proxy_run(d->http->proxy);
 }
 
+size_t http_held(const client *c) { return c->http ? c->http->sout.len : 0; }
+
 /* Replies and events waiting in the requests' clients go to their requests, as far as their
  * streams have room (what stays in a client counts against it: its streams pause). */
 void http_pump(daemon_state *d)

@@ -291,6 +291,7 @@ void http_run(daemon_state *d);                 /* its epoll fd is readable */
 void http_pump(daemon_state *d);                /* replies to HTTP requests' clients, to them */
 int http_timeout(daemon_state *d, int timeout); /* its deadlines, and the loop's timeout */
 void http_close(daemon_state *d);
+size_t http_held(const client *c); /* bytes of c's HTTP request's stream that MHD has not taken */
 
 /* clients.c */
 uint64_t client_deadlines(daemon_state *d, uint64_t now);

@@ -273,15 +273,27 @@ void method_stats(daemon_state *d, client *c, json_t *id)
                         free(v);
                 }
         }
-        unsigned clients = 0;
-        for (client *x = d->clients; x; x = x->next)
+        /* streamed calls, those paused in their agents because their client lags, and the bytes
+         * nsboxd holds for clients that have not read them (the caller's; every client's for root) */
+        unsigned clients = 0, streams = 0, streams_paused = 0;
+        uint64_t held = 0;
+        for (client *x = d->clients; x; x = x->next) {
                 clients++;
-        reply_result(c, id, json_pack("{s{si si si si si} so so s{sI sI sI} s{si si si} sf si sb ss so}", "sandboxes", "total", (int)total, "starting",
-                                      (int)starting, "running", (int)running, "paused", (int)paused, "pooled", (int)pooled, "templates", tpls,
-                                      "acquire_ms", lat, "memory", "budget", (json_int_t)d->conf->memory_budget, "committed",
-                                      (json_int_t)committed(d), "current_bytes", (json_int_t)mem_now, "capacity", "max_sandboxes",
+                if (c->uid == 0 || x->uid == c->uid)
+                        held += x->out.len + http_held(x);
+        }
+        for (sandbox *s = d->sandboxes; s; s = s->next)
+                for (nsbox_sup_call *call = visible(c, s) ? s->sup.calls : NULL; call; call = call->next) {
+                        streams += call->stream;
+                        streams_paused += call->stream && call->paused;
+                }
+        reply_result(c, id, json_pack("{s{si si si si si} so so s{sI sI sI} s{si si si} sf si s{si si sI} sb ss so}", "sandboxes", "total",
+                                      (int)total, "starting", (int)starting, "running", (int)running, "paused", (int)paused, "pooled",
+                                      (int)pooled, "templates", tpls, "acquire_ms", lat, "memory", "budget", (json_int_t)d->conf->memory_budget,
+                                      "committed", (json_int_t)committed(d), "current_bytes", (json_int_t)mem_now, "capacity", "max_sandboxes",
                                       (int)d->conf->max_sandboxes, "max_per_uid", (int)d->conf->max_per_uid, "free", (int)cluster_free(d),
-                                      "uptime_s", (double)(now_ns() - d->start_ns) / 1e9, "clients", (int)clients, "stopping", d->stopping,
+                                      "uptime_s", (double)(now_ns() - d->start_ns) / 1e9, "clients", (int)clients, "streams", "open",
+                                      (int)streams, "paused", (int)streams_paused, "held_bytes", (json_int_t)held, "stopping", d->stopping,
                                       "node", d->conf->node, "catalog", catalog_stats(d)));
 }
 

@@ -244,10 +244,22 @@ PY
         assert_eq "$n" "$(unary List '{}' | grep -o '"pid"' | wc -l)" "commands running"
         sleep 5
         rss1=$(awk '/^VmRSS/ {print $2}' "/proc/$DPID/status")
+        # nsbox stats: every stream is paused in the agent, a few MiB held for each
+        local st
+        for i in $(seq 100); do
+                st=$("$NSBOX" stats --json | python3 -c 'import json, sys; s = json.load(sys.stdin)["streams"]; print(s["open"], s["paused"], s["held_bytes"] >> 20)')
+                [ "${st% *}" = "$n $n" ] && break
+                sleep 0.2
+        done
+        local human
+        human=$("$NSBOX" stats)
         kill $flood
         wait $flood 2>/dev/null
+        [ "${st% *}" = "$n $n" ] || fail "streams open, paused, MiB held: $st, not all $n paused"
+        [ "${st##* }" -lt $((n * 6)) ] || fail "nsboxd holds ${st##* } MiB for $n streams nobody reads"
+        assert_contains "$human" "streams: $n open, $n paused while their clients lag; " "nsbox stats"
         # 30 streams: 18 MiB each when only a 16 MiB backlog paused them
-        [ $((rss1 - rss0)) -lt $((n * 6 * 1024)) ] || fail "nsboxd grew by $(((rss1 - rss0) / 1024)) MiB for $n streams nobody reads"
+        [ $((rss1 - rss0)) -lt $((n * 6 * 1024)) ] || fail "nsboxd grew by $(((rss1 - rss0) / 1024)) MiB for $n streams nobody reads (streams open, paused, MiB held: $st)"
         local stuck
         stuck=$(unary List '{}')
         [[ $stuck == '200 {"processes":[{'* ]] || fail "List while held: $stuck"
