@@ -291,6 +291,17 @@ static void handle_pause(agent *a, const request *rq)
         send_result(a, rq->id, json_pack("{sb}", "paused", pause), NULL, 0);
 }
 
+/* Supervisor: {}: a pause that keeps no memory (or a resume that reboots): every other process of
+ * the sandbox is killed.  The agent is pid 1 of the sandbox's pid namespace, which kill(-1)
+ * spares; what it ran is reaped and answered as any killed command is. */
+static void handle_reboot(agent *a, const request *rq)
+{
+        bool killed = kill(-1, SIGKILL) == 0;
+        for (proc *p = a->procs; p; p = p->next) /* a server started again may take its tag now */
+                p->doomed = !p->exited;
+        send_result(a, rq->id, json_pack("{sb}", "killed", killed), NULL, 0);
+}
+
 static void handle_tool(agent *a, const request *rq)
 {
         const nsbox_tool_entry *t = NULL;
@@ -345,7 +356,7 @@ static void handle_frame(agent *a, nsbox_frame *f)
         if (f->payload == NULL && f->payload_len == 0)
                 rq.in.payload = NULL;
         const char *name = json_string_value(tool);
-        rq.tool = !strcmp(name, "cancel") || !strcmp(name, "pause") ? name : tool_canonical_name(name);
+        rq.tool = !strcmp(name, "cancel") || !strcmp(name, "pause") || !strcmp(name, "reboot") ? name : tool_canonical_name(name);
         bool with_fd = json_is_true(json_object_get(f->json, "fd"));
         int pipefd = with_fd ? nsbox_frame_reader_take_fd(&a->rd) : -1;
         if (!rq.tool) {
@@ -366,6 +377,8 @@ static void handle_frame(agent *a, nsbox_frame *f)
                 handle_cancel(a, &rq);
         } else if (strcmp(rq.tool, "pause") == 0) {
                 handle_pause(a, &rq);
+        } else if (strcmp(rq.tool, "reboot") == 0) {
+                handle_reboot(a, &rq);
         } else {
                 handle_tool(a, &rq);
         }

@@ -111,7 +111,7 @@ static proc *proc_by_tag(agent *a, const char *tag, bool running_only)
 {
         proc *found = NULL;
         for (proc *p = a->procs; p; p = p->next) /* newest first */
-                if (!strcmp(p->tag, tag) && (!p->exited || !running_only)) {
+                if (!strcmp(p->tag, tag) && (!p->exited || !running_only) && !(running_only && p->doomed)) {
                         if (!p->exited)
                                 return p;
                         if (!found)

@@ -14,7 +14,7 @@ static const char usage_set_timeout[] =
         "usage: nsbox set-timeout ID SECONDS [--idle SECONDS] [--json]\n"
         "\n"
         "Sandbox ID now lives SECONDS more (0: no timeout); --idle sets its idle timeout too (0: none).\n"
-        "What expiry does (destroy or pause) was chosen at create (--on-expiry).\n";
+        "What expiry does (destroy, pause or pause_files) was chosen at create (--on-expiry).\n";
 
 int nsbox_cmd_set_timeout(int argc, char **argv)
 {

@@ -126,8 +126,9 @@ static const char usage_create[] =
         "  --record FILE          record every tool call as a trajectory (nsbox replay FILE)\n"
         "  --timeout SECONDS      destroy the sandbox after SECONDS (or pause it: --on-expiry)\n"
         "  --idle-timeout SECONDS destroy it after SECONDS without a call (or pause it)\n"
-        "  --on-expiry destroy|pause\n"
-        "                         what a timeout does (default: nsboxd's configuration, destroy)\n"
+        "  --on-expiry destroy|pause|pause_files\n"
+        "                         what a timeout does (default: nsboxd's configuration, destroy);\n"
+        "                         pause_files keeps only the files (nsbox pause --no-memory)\n"
         "  --template NAME        one of nsboxd's templates, from its warm pool when one is ready\n"
         "                         (only --label, the timeouts and --wait go with it)\n"
         "  --reuse                the sandbox of yours with every --label given, if there is one\n"
@@ -540,7 +541,9 @@ static int own_ids(json_t *labels, json_t **ret_ids)
  * caller's sandboxes with the labels given). */
 static int each_sandbox(const char *cmd, const char *method, const char *help, bool is_rm, int argc, char **argv)
 {
-        bool force = false, all = false;
+        bool force = false, all = false, memory = true;
+        /* pause --no-memory: its files kept, its processes killed; resume --reboot: the same as it thaws */
+        const char *no_memory = !strcmp(method, "pause") ? "--no-memory" : !strcmp(method, "resume") ? "--reboot" : NULL;
         _cleanup_(json_decrefp) json_t *labels = json_object(), *ids = NULL;
         int first = 1;
         for (; first < argc && argv[first][0] == '-'; first++) {
@@ -553,6 +556,8 @@ static int each_sandbox(const char *cmd, const char *method, const char *help, b
                         force = true;
                 else if (is_rm && !strcmp(argv[first], "--all"))
                         all = true;
+                else if (no_memory && !strcmp(argv[first], no_memory))
+                        memory = false;
                 else if (is_rm && !strcmp(argv[first], "--label"))
                         st = first + 1 < argc ? label_arg(cmd, argv[++first], labels) : usage_error(cmd, "--label needs a value");
                 else if (!strcmp(argv[first], "--help") || !strcmp(argv[first], "-h")) {
@@ -595,7 +600,10 @@ static int each_sandbox(const char *cmd, const char *method, const char *help, b
         json_array_foreach(ids, i, id) {
                 json_t *res = NULL;
                 const char *code = NULL;
-                if (nsbox_client_call(&cl, method, json_pack("{sO}", "sandbox", id), NULL, NULL, &res, &code, &err) < 0) {
+                json_t *params = json_pack("{sO}", "sandbox", id);
+                if (!memory)
+                        json_object_set_new(params, "memory", json_false());
+                if (nsbox_client_call(&cl, method, params, NULL, NULL, &res, &code, &err) < 0) {
                         if (!(force && code && !strcmp(code, "not_found"))) {
                                 say(cmd, 0, code, &err);
                                 status = EXIT_REFUSED;
@@ -627,14 +635,19 @@ int nsbox_cmd_rm(int argc, char **argv)
 int nsbox_cmd_pause(int argc, char **argv)
 {
         return each_sandbox("pause", "pause",
-                            "usage: nsbox pause ID...\n\nFreeze every process of the sandboxes (cgroup.freeze); their memory stays as\n"
-                            "it is.  Calls to a paused sandbox are refused until nsbox resume.\n",
+                            "usage: nsbox pause [--no-memory] ID...\n\nFreeze every process of the sandboxes (cgroup.freeze); their memory stays as\n"
+                            "it is.  Calls to a paused sandbox are refused until nsbox resume.\n"
+                            "  --no-memory            keep only their files: every process but the agent is\n"
+                            "                         killed, nothing is frozen; their resume is a reboot\n",
                             false, argc, argv);
 }
 
 int nsbox_cmd_resume(int argc, char **argv)
 {
-        return each_sandbox("resume", "resume", "usage: nsbox resume ID...\n\nThaw paused sandboxes: their processes go on where they stopped.\n",
+        return each_sandbox("resume", "resume",
+                            "usage: nsbox resume [--reboot] ID...\n\nThaw paused sandboxes: their processes go on where they stopped (one paused\n"
+                            "with --no-memory resumes rebooted: its files, none of its processes).\n"
+                            "  --reboot               kill their processes as they thaw: only their files go on\n",
                             false, argc, argv);
 }
 

@@ -387,9 +387,10 @@ int nsbox_dconfig_parse(json_t *root, const char *source, nsbox_dconfig *ret, ns
         else {
                 json_t *v = json_object_get(root, "on_expiry");
                 const char *s = json_string_value(v);
-                if (v && (!s || (strcmp(s, "destroy") && strcmp(s, "pause"))))
-                        r = bad(&c, "on_expiry", "expected \"destroy\" or \"pause\"");
-                ret->expiry_pause = s && !strcmp(s, "pause");
+                if (v && (!s || (strcmp(s, "destroy") && strcmp(s, "pause") && strcmp(s, "pause_files"))))
+                        r = bad(&c, "on_expiry", "expected \"destroy\", \"pause\" or \"pause_files\"");
+                ret->expiry_pause = s && strcmp(s, "destroy");
+                ret->expiry_files = s && !strcmp(s, "pause_files");
                 v = json_object_get(root, "on_stop");
                 s = json_string_value(v);
                 if (r == 0 && v && (!s || (strcmp(s, "destroy") && strcmp(s, "keep"))))

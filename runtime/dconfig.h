@@ -44,6 +44,7 @@ typedef struct nsbox_dconfig {
         uint64_t default_memory; /* with a budget, for sandboxes that name no limit */
         uint64_t timeout_ms, idle_timeout_ms, drain_timeout_ms;
         bool expiry_pause;
+        bool expiry_files;   /* on_expiry "pause_files": the pause keeps only its files */
         bool keep_on_stop;       /* on_stop "keep": SIGTERM hands the sandboxes to the next nsboxd */
         uint64_t keep_timeout_ms; /* how long kept sandboxes wait for it before they are destroyed */
         uid_t *client_uids;

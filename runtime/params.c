@@ -29,7 +29,7 @@ static int limits_mode_check(const char *v, nsbox_error *err)
 static int expiry_check(const char *v, nsbox_error *err)
 {
         (void)err;
-        return strcmp(v, "destroy") && strcmp(v, "pause") ? -EINVAL : 0;
+        return strcmp(v, "destroy") && strcmp(v, "pause") && strcmp(v, "pause_files") ? -EINVAL : 0;
 }
 
 static int label_check(const char *v, nsbox_error *err)
@@ -254,8 +254,8 @@ const nsbox_param nsbox_params[] = {
           "a template of nsboxd's configuration" },
         { "idle_timeout", "idle-timeout", 0, NSBOX_PARAM_SECONDS, CREATES, LIFE, F(idle_ms), F(has_idle), 0, 0, SECS ", e.g. 300", NULL, NULL,
           "expire after seconds without a call" },
-        { "on_expiry", "on-expiry", 0, NSBOX_PARAM_STRING, CREATES, LIFE, F(on_expiry), 0, 0, 0, "expected destroy or pause", expiry_check,
-          NULL, "what expiry does: destroy or pause" },
+        { "on_expiry", "on-expiry", 0, NSBOX_PARAM_STRING, CREATES, LIFE, F(on_expiry), 0, 0, 0, "expected destroy, pause or pause_files", expiry_check,
+          NULL, "what expiry does: destroy, pause or pause_files" },
         { "wait", "wait", 0, NSBOX_PARAM_SECONDS, CREATES, LIFE, F(wait_ms), F(has_wait), 0, 600000, SECS " from 0 to 600", NULL, NULL,
           "wait up to seconds for room when nsboxd is at capacity" },
         { "close_with_client", NULL, 0, NSBOX_PARAM_FLAG, 0, LIFE, F(close_with_client), 0, 0, 0, NULL, NULL, NULL,

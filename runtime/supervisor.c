@@ -286,6 +286,8 @@ void nsbox_sup_cancel(nsbox_supervisor *s, nsbox_sup_call *c)
                 control(s, "cancel", json_pack("{sI}", "id", c->agent_id));
 }
 
+void nsbox_sup_reboot(nsbox_supervisor *s) { control(s, "reboot", json_object()); }
+
 void nsbox_sup_pause_stream(nsbox_supervisor *s, nsbox_sup_call *c, bool pause)
 {
         if (c->paused == pause)

@@ -108,6 +108,8 @@ int nsbox_sup_check_fd(const char *tool, json_t *params, int fd, json_t **ret, c
 void nsbox_sup_cancel(nsbox_supervisor *s, nsbox_sup_call *c);
 /* Hold or release a streaming call's output in the agent (its reader is behind). */
 void nsbox_sup_pause_stream(nsbox_supervisor *s, nsbox_sup_call *c, bool pause);
+/* Every process of the sandbox but its agent is killed: a pause that keeps only its files. */
+void nsbox_sup_reboot(nsbox_supervisor *s);
 
 /* Write what is queued: 1 when all is sent, 0 when the socket is full, -errno when the agent is
  * gone.  Never raises SIGPIPE. */

@@ -115,7 +115,7 @@ typedef struct create_req {
         int tpl;        /* index in conf->templates, or -1 */
         bool has_timeout, has_idle;
         uint64_t timeout_ms, idle_ms;
-        int expiry; /* -1: the configuration's; 0 destroy; 1 pause */
+        int expiry; /* -1: the configuration's; 0 destroy; 1 pause; 2 pause keeping only its files */
         uint64_t wait_ms;
         bool close_with_client;
         bool progress; /* progress events while its repository is cloned */
@@ -158,11 +158,11 @@ static int lifecycle_params(json_t *params, create_req *rq, strbuf *why)
         json_t *e = json_object_get(params, "on_expiry");
         if (e && !json_is_null(e)) {
                 const char *v = json_string_value(e);
-                if (!v || (strcmp(v, "destroy") && strcmp(v, "pause"))) {
-                        sb_appendf(why, "'on_expiry' must be \"destroy\" or \"pause\"");
+                if (!v || (strcmp(v, "destroy") && strcmp(v, "pause") && strcmp(v, "pause_files"))) {
+                        sb_appendf(why, "'on_expiry' must be \"destroy\", \"pause\" or \"pause_files\"");
                         return -EINVAL;
                 }
-                rq->expiry = !strcmp(v, "pause");
+                rq->expiry = !strcmp(v, "pause") ? 1 : !strcmp(v, "pause_files") ? 2 : 0;
         }
         json_t *cwc = json_object_get(params, "close_with_client");
         if (cwc && !json_is_null(cwc)) {
@@ -492,7 +492,8 @@ static void set_lifetimes(daemon_state *d, sandbox *s, const create_req *rq)
         uint64_t t = rq->has_timeout ? rq->timeout_ms : s->limits.timeout_ms ? s->limits.timeout_ms : d->conf->timeout_ms;
         s->expires_ns = t ? now + t * 1000000 : 0;
         s->idle_ms = rq->has_idle ? rq->idle_ms : d->conf->idle_timeout_ms;
-        s->expiry_pause = rq->expiry < 0 ? d->conf->expiry_pause : rq->expiry == 1;
+        s->expiry_pause = rq->expiry < 0 ? d->conf->expiry_pause : rq->expiry >= 1;
+        s->expiry_files = rq->expiry < 0 ? d->conf->expiry_files : rq->expiry == 2;
         s->last_active_ns = now;
         json_decref(s->labels);
         s->labels = rq->labels ? json_deep_copy(rq->labels) : json_object();

@@ -441,18 +441,20 @@ static bool port_open(hreq *r, sandbox *s)
 /* A paused sandbox made with autoResume is resumed by the traffic that reaches it, and given
  * its timeout again (its "auto_resume": seconds), as E2B does; without it the traffic gets
  * E2B's answer for a sandbox that is not running, a 502 (the SDKs' isRunning() is false, a
- * call raises their TimeoutError), until Sandbox.connect resumes it. */
+ * call raises their TimeoutError), until Sandbox.connect resumes it.  One paused keeping only
+ * its files is never woken by traffic (E2B: its resume is a reboot, asked for by a connect). */
 static int wake(hreq *r, sandbox *s)
 {
         json_t *again = json_object_get(s->http, "auto_resume");
         if (!s->paused)
                 return 0;
-        if (!json_is_integer(again)) {
-                control_error(r, 502, "The sandbox %s is paused: Sandbox.connect() resumes it", s->sup.id);
+        if (!json_is_integer(again) || s->paused_files) {
+                control_error(r, 502, "The sandbox %s is paused%s: Sandbox.connect() resumes it", s->sup.id,
+                              s->paused_files ? " without its memory" : "");
                 return -EAGAIN;
         }
         nsbox_error err = { 0 };
-        if (sandbox_pause(s, false, " by traffic", &err) < 0) {
+        if (sandbox_pause(s, false, true, " by traffic", &err) < 0) {
                 control_error(r, 500, "cannot resume sandbox %s: %s", s->sup.id, err.msg ? err.msg : "");
                 nsbox_error_clear(&err);
                 return -EIO;

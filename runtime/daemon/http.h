@@ -130,8 +130,10 @@ void templates_request(hreq *r);
 /* http_interp.c: the built-in code-interpreter template (its server started in a sandbox) */
 bool interp_template(const char *name);
 const char *interp_config_template(const nsbox_dconfig *c, const char *name); /* NULL: none */
-json_t *interp_start_params(uint64_t serial, json_t *envs, char *why, size_t whylen);
-json_t *interp_wait_params(uint64_t serial, json_int_t pid);
+/* the server's files are named by ident: its sandbox and its boot (a reboot starts another) */
+uint64_t interp_ident(const sandbox *s);
+json_t *interp_start_params(uint64_t ident, json_t *envs, char *why, size_t whylen);
+json_t *interp_wait_params(uint64_t ident, json_int_t pid);
 void interp_pool_ready(daemon_state *d, sandbox *s); /* daemon_state's pool_ready */
 
 /* http_envd.c: envd (Connect protocol): process.Process, filesystem.Filesystem, /health, and

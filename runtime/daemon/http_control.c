@@ -36,7 +36,10 @@ typedef struct control {
         char template_id[128];
         uint64_t timeout_s;
         bool auto_pause, internet;
+        bool auto_pause_memory; /* autoPauseMemory: false, its timeout's pause keeps only its files */
         bool auto_resume;    /* autoResume.enabled: traffic resumes it once paused (http.c) */
+        bool memory;         /* pause, connect: false, its processes go (a pause keeping only files, a reboot) */
+        bool reconnect;      /* connect: a rebooted code interpreter's server starts again, then connected */
         bool public_traffic; /* network.allowPublicTraffic */
         bool interp;        /* the code-interpreter template: its server started before the answer */
         char sandbox_id[NSBOX_ID_SIZE];
@@ -233,6 +236,17 @@ static int auto_resume(hreq *r, json_t *v, bool *ret)
         return 0;
 }
 
+/* A pause that keeps no memory cannot be resumed by traffic (E2B refuses the pair; the SDKs check
+ * it before they send) */
+static int lifecycle_ok(hreq *r, const control *k)
+{
+        if (k->auto_pause && !k->auto_pause_memory && k->auto_resume) {
+                control_error(r, 400, "'autoResume' cannot wake a sandbox whose pause keeps no memory (autoPauseMemory false): connect resumes it");
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* network: allowPublicTraffic is kept (http.c port_open); egress rules, an egress proxy and a
  * host mask are refused, never ignored: a sandbox asked to be closed must not be left open. */
 /* A key of a network object that nsbox does not act on: empty egress lists pass; rules are
@@ -324,6 +338,7 @@ static void create_start(hreq *r, control *k)
         json_t *t = json_object_get(b, "templateID");
         k->timeout_s = CONTROL_DEFAULT_TIMEOUT_S;
         k->internet = true;
+        k->auto_pause_memory = true;
         k->public_traffic = r->d->conf->http_public_traffic;
         json_t *vols = json_object_get(b, "volumeMounts"), *iam = json_object_get(b, "iam");
         if (t && (!json_is_string(t) || json_string_length(t) == 0 || json_string_length(t) >= sizeof(k->template_id))) {
@@ -335,7 +350,9 @@ static void create_start(hreq *r, control *k)
                 control_error(r, 400, "'iam': nsbox issues no workload identity tokens");
         } else if (seconds(r, json_object_get(b, "timeout"), "timeout", &k->timeout_s) == 0 &&
                    boolean(r, json_object_get(b, "autoPause"), "autoPause", &k->auto_pause) == 0 &&
+                   boolean(r, json_object_get(b, "autoPauseMemory"), "autoPauseMemory", &k->auto_pause_memory) == 0 &&
                    auto_resume(r, json_object_get(b, "autoResume"), &k->auto_resume) == 0 &&
+                   lifecycle_ok(r, k) == 0 &&
                    boolean(r, json_object_get(b, "allow_internet_access"), "allow_internet_access", &k->internet) == 0 &&
                    network(r, json_object_get(b, "network"), &k->public_traffic) == 0 &&
                    string_map(r, json_object_get(b, "metadata"), "metadata", CONTROL_MAX_METADATA, false, &k->meta) == 0 &&
@@ -344,7 +361,7 @@ static void create_start(hreq *r, control *k)
                 /* a template of nsboxd's configuration by that name (its pool serves it), or E2B's
                  * base image as nsbox has it: the user's home as the working directory */
                 json_t *p = json_pack("{sI ss}", "timeout", (json_int_t)(k->timeout_s ? k->timeout_s : CONTROL_MAX_TIMEOUT_S), "on_expiry",
-                                      k->auto_pause ? "pause" : "destroy");
+                                      !k->auto_pause ? "destroy" : k->auto_pause_memory ? "pause" : "pause_files");
                 k->interp = interp_template(k->template_id);
                 const char *tpl = interp_config_template(r->d->conf, k->template_id);
                 if (tpl)
@@ -426,14 +443,14 @@ static void interp_prestarted(hreq *r, control *k, sandbox *s)
         json_int_t pid = s->interp_pid > 0 ? (json_int_t)s->interp_pid : 0; /* 0: its start is in flight */
         if (json_object_size(k->envs)) {
                 char path[96], *text = json_dumps(k->envs, JSON_COMPACT);
-                snprintf(path, sizeof(path), "/tmp/.nsbox-code-interpreter-%llu.envs", (unsigned long long)s->serial);
+                snprintf(path, sizeof(path), "/tmp/.nsbox-code-interpreter-%llu.envs", (unsigned long long)interp_ident(s));
                 k->op = OP_INTERP_ENVS;
                 k->step_id = http_rpc(r, "call", interp_call(s->sup.id, "write_file", json_pack("{ss ss}", "path", path, "content", text ? text : "{}")));
                 free(text);
                 return;
         }
         k->op = OP_INTERP_WAIT;
-        k->step_id = http_rpc(r, "call", interp_call(s->sup.id, "exec", interp_wait_params(s->serial, pid)));
+        k->step_id = http_rpc(r, "call", interp_call(s->sup.id, "exec", interp_wait_params(interp_ident(s), pid)));
 }
 
 static void create_done(hreq *r, control *k, json_t *msg)
@@ -466,7 +483,7 @@ static void create_done(hreq *r, control *k, json_t *msg)
                         interp_prestarted(r, k, s);
                         return;
                 }
-                json_t *p = interp_start_params(s->serial, k->envs, k->why, sizeof(k->why));
+                json_t *p = interp_start_params(interp_ident(s), k->envs, k->why, sizeof(k->why));
                 if (!p) {
                         interp_fail(r, k);
                         return;
@@ -478,9 +495,14 @@ static void create_done(hreq *r, control *k, json_t *msg)
         http_answer_json(r, 201, created_json(r, s));
 }
 
-/* The code interpreter did not start: its sandbox is destroyed, then the why said. */
+/* The code interpreter did not start: its sandbox is destroyed, then the why said; after a
+ * reboot (connect) the sandbox stays, and the why is said at once. */
 static void interp_fail(hreq *r, control *k)
 {
+        if (k->reconnect) {
+                control_error(r, 500, "%s", k->why);
+                return;
+        }
         k->op = OP_INTERP_FAILED;
         k->step_id = http_rpc(r, "destroy", json_pack("{ss}", "sandbox", k->sandbox_id));
 }
@@ -504,17 +526,19 @@ static void interp_step(hreq *r, control *k, json_t *msg)
                 interp_fail(r, k);
         } else if (k->op == OP_INTERP_ENVS) {
                 k->op = OP_INTERP_WAIT;
-                k->step_id = http_rpc(r, "call", interp_call(k->sandbox_id, "exec", interp_wait_params(s->serial, s->interp_pid > 0 ? s->interp_pid : 0)));
+                k->step_id = http_rpc(r, "call", interp_call(k->sandbox_id, "exec", interp_wait_params(interp_ident(s), s->interp_pid > 0 ? s->interp_pid : 0)));
         } else if (k->op == OP_INTERP_START) {
                 k->op = OP_INTERP_WAIT;
                 k->step_id = http_rpc(r, "call", json_pack("{ss ss so sb}", "sandbox", k->sandbox_id, "tool", "exec", "params",
-                                                           interp_wait_params(s->serial, json_integer_value(json_object_get(res, "pid"))),
+                                                           interp_wait_params(interp_ident(s), json_integer_value(json_object_get(res, "pid"))),
                                                            "stream", 0));
         } else if (json_integer_value(json_object_get(res, "exit_code")) != 0 || json_is_true(json_object_get(res, "timed_out"))) {
                 const char *out = json_string_value(json_object_get(res, "stdout"));
                 snprintf(k->why, sizeof(k->why), "%.*s", (int)strcspn(out && *out ? out : "the code interpreter did not start", "\n"),
                          out && *out ? out : "the code interpreter did not start");
                 interp_fail(r, k);
+        } else if (k->reconnect) {
+                http_answer_json(r, k->was_paused ? 201 : 200, created_json(r, s));
         } else {
                 http_answer_json(r, 201, created_json(r, s));
         }
@@ -1087,6 +1111,22 @@ static void connected(hreq *r, control *k, sandbox *s)
                 control_error(r, 500, "out of memory");
                 return;
         }
+        /* rebooted (a pause that kept no memory): a code interpreter's server starts again, with
+         * the create's envVars, before the answer, as its create waited for it */
+        bool restart = s->rebooted && interp_template(template_of(r->d, s));
+        s->rebooted = false;
+        if (restart) {
+                json_t *p = interp_start_params(interp_ident(s), json_object_get(s->http, "envs"), k->why, sizeof(k->why));
+                if (!p) {
+                        control_error(r, 500, "the code interpreter did not start again: %s", k->why);
+                        return;
+                }
+                k->reconnect = true;
+                snprintf(k->sandbox_id, sizeof(k->sandbox_id), "%s", s->sup.id);
+                k->op = OP_INTERP_START;
+                k->step_id = http_rpc(r, "call", interp_call(s->sup.id, "exec", p));
+                return;
+        }
         http_answer_json(r, k->was_paused ? 201 : 200, created_json(r, s));
 }
 
@@ -1131,21 +1171,26 @@ static void on_sandbox(hreq *r, control *k, sandbox *s, const char *what)
         } else if (!strcmp(what, "/logs") && !strcmp(m, "GET")) {
                 logs(r, s, !strncmp(r->url, "/v2/", 4));
         } else if (!strcmp(what, "/pause") && post) {
-                if (s->paused)
+                k->memory = true; /* false: its files kept, its processes killed (E2B's filesystem-only pause) */
+                if (boolean(r, json_object_get(b, "memory"), "memory", &k->memory) < 0)
+                        ;
+                else if (s->paused)
                         control_error(r, 409, "Sandbox %s is already paused", s->sup.id);
                 else {
                         k->op = OP_PAUSE;
-                        k->step_id = http_rpc(r, "pause", json_pack("{sO}", "sandbox", id));
+                        k->step_id = http_rpc(r, "pause", json_pack("{sO sb}", "sandbox", id, "memory", k->memory));
                 }
         } else if ((!strcmp(what, "/connect") || !strcmp(what, "/resume")) && post) {
                 k->timeout_s = CONTROL_DEFAULT_TIMEOUT_S;
-                if (seconds(r, json_object_get(b, "timeout"), "timeout", &k->timeout_s) == 0) {
+                k->memory = true; /* false (the SDKs' onResume "reboot"): a paused sandbox resumes rebooted */
+                if (seconds(r, json_object_get(b, "timeout"), "timeout", &k->timeout_s) == 0 &&
+                    boolean(r, json_object_get(b, "memory"), "memory", &k->memory) == 0) {
                         k->op = OP_CONNECT;
                         k->resumed = k->was_paused = s->paused;
                         if (!strcmp(what, "/resume") && !s->paused)
                                 control_error(r, 409, "Sandbox %s is already running", s->sup.id);
                         else if (s->paused)
-                                k->step_id = http_rpc(r, "resume", json_pack("{sO}", "sandbox", id));
+                                k->step_id = http_rpc(r, "resume", json_pack("{sO sb}", "sandbox", id, "memory", k->memory));
                         else if (k->timeout_s && (!s->expires_ns || s->expires_ns >= now_ns() + k->timeout_s * 1000000000ull))
                                 connected(r, k, s); /* a connect extends a running sandbox's time, never shortens it */
                         else

@@ -86,14 +86,16 @@ static int interp_source(char **buf, size_t *len, char *why, size_t whylen)
 
 /* The exec that starts the server: detached (it outlives create's request), tagged, its source
  * on standard input, read by size so the pipe may stay open. */
-json_t *interp_start_params(uint64_t serial, json_t *envs, char *why, size_t whylen)
+uint64_t interp_ident(const sandbox *s) { return s->serial | (uint64_t)s->boots << 40; }
+
+json_t *interp_start_params(uint64_t ident, json_t *envs, char *why, size_t whylen)
 {
         char *src = NULL, boot[160], ready[96];
         size_t len = 0;
         if (interp_source(&src, &len, why, whylen) < 0)
                 return NULL;
         snprintf(boot, sizeof(boot), NSBOX_INTERP_BOOT, len);
-        snprintf(ready, sizeof(ready), "/tmp/.nsbox-code-interpreter-%llu", (unsigned long long)serial);
+        snprintf(ready, sizeof(ready), "/tmp/.nsbox-code-interpreter-%llu", (unsigned long long)ident);
         json_t *env = json_pack("{ss ss}", "HOME", "/home/user", "USER", "user");
         const char *k;
         json_t *v;
@@ -118,7 +120,7 @@ json_t *interp_start_params(uint64_t serial, json_t *envs, char *why, size_t why
 
 /* The exec that waits for the server's ready file, or says why it will not come (pid 0: not known
  * yet, a pooled start in flight: its failed file and the time limit still tell). */
-json_t *interp_wait_params(uint64_t serial, json_int_t pid)
+json_t *interp_wait_params(uint64_t ident, json_int_t pid)
 {
         char sh[1024];
         snprintf(sh, sizeof(sh),
@@ -130,7 +132,7 @@ json_t *interp_wait_params(uint64_t serial, json_int_t pid)
                  "  i=$((i + 1)); [ $i -le %d ] || { echo 'the code interpreter was not ready in %d s'; exit 1; }\n"
                  "  sleep 0.02\n"
                  "done\n",
-                 (unsigned long long)serial, (long long)pid, INTERP_WAIT_S * 50, INTERP_WAIT_S);
+                 (unsigned long long)ident, (long long)pid, INTERP_WAIT_S * 50, INTERP_WAIT_S);
         return json_pack("{ss si}", "shell", sh, "timeout", INTERP_WAIT_S + 10);
 }
 
@@ -142,7 +144,7 @@ void interp_pool_ready(daemon_state *d, sandbox *s)
         if (s->tpl < 0 || !interp_template(d->conf->templates[s->tpl].name) || s->interp_pid || s->interp_starting)
                 return;
         char why[512];
-        json_t *p = interp_start_params(s->serial, NULL, why, sizeof(why));
+        json_t *p = interp_start_params(interp_ident(s), NULL, why, sizeof(why));
         s->interp_starting = p && calls_internal(d, s, "exec", p, PENDING_INTERP_START) == 0;
         if (!s->interp_starting) {
                 s->interp_pid = -1;

@@ -137,6 +137,13 @@ typedef struct sandbox {
         json_t *labels;
         nsbox_limits limits;
         bool ready, paused;
+        /* paused keeping only its files (paused too): its processes were killed, nothing is
+         * frozen, and its resume is a reboot (methods.c, sandbox_pause) */
+        bool paused_files;
+        /* its processes were killed by such a pause or a resume that reboots: a code interpreter
+         * starts again at its connect; boots counts them (the server's ready file is per boot) */
+        bool rebooted;
+        unsigned boots;
         bool fresh;               /* handed over from a pool; its refill waits for its first reply */
         /* a pooled code-interpreter sandbox's server, started before a create takes it: its pid;
          * 0 none yet (or its start still in flight), -1 its start failed (http_interp.c) */
@@ -186,6 +193,7 @@ typedef struct sandbox {
         bool pooled;             /* started for its template's pool, not handed out yet (owner NO_OWNER) */
         uint64_t idle_ms, last_active_ns;
         bool expiry_pause;
+        bool expiry_files;       /* its timeout pauses it keeping only its files (on_expiry pause_files) */
         uint64_t mem_commit;     /* its memory limit, counted against memory_budget */
         uint64_t req_start_ns;   /* when the create waiting for it came, for the acquire latency */
         bool goc;                /* that create was get_or_create: its result says "created" */
@@ -312,7 +320,9 @@ void method_stats(daemon_state *d, client *c, json_t *id);
 void method_shutdown(daemon_state *d, client *c, json_t *id);
 void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params);
 void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool pause);
-int sandbox_pause(sandbox *s, bool pause, const char *why, nsbox_error *err); /* logged with why */
+/* pause (memory true: frozen; false: its processes killed, its files kept) or resume it (memory
+ * false: rebooted); logged with why */
+int sandbox_pause(sandbox *s, bool pause, bool memory, const char *why, nsbox_error *err);
 
 /* create.c */
 int check_labels(json_t *labels, strbuf *why);

@@ -169,6 +169,10 @@ static int keep_record(const daemon_state *d, const sandbox *s, nsbox_kept *k)
         SET(o, "idle_ms", json_integer((json_int_t)s->idle_ms));
         SET(o, "expiry_pause", json_boolean(s->expiry_pause));
         SET(o, "paused", json_boolean(s->paused));
+        SET(o, "expiry_files", json_boolean(s->expiry_files));
+        SET(o, "paused_files", json_boolean(s->paused_files));
+        SET(o, "rebooted", json_boolean(s->rebooted));
+        SET(o, "boots", json_integer(s->boots));
         SET(o, "memory", json_integer((json_int_t)s->limits.memory));
         SET(o, "mem_commit", json_integer((json_int_t)s->mem_commit));
         SET(o, "template", s->tpl >= 0 ? json_string(d->conf->templates[s->tpl].name) : json_null());
@@ -388,6 +392,10 @@ int adopt_one(void *ctx, json_t *rec, int *fds, size_t n)
         s->idle_ms = rec_u64(rec, "idle_ms");
         s->expiry_pause = json_is_true(json_object_get(rec, "expiry_pause"));
         s->paused = json_is_true(json_object_get(rec, "paused"));
+        s->expiry_files = json_is_true(json_object_get(rec, "expiry_files"));
+        s->paused_files = s->paused && json_is_true(json_object_get(rec, "paused_files"));
+        s->rebooted = json_is_true(json_object_get(rec, "rebooted"));
+        s->boots = (unsigned)rec_u64(rec, "boots");
         s->mem_commit = rec_u64(rec, "mem_commit");
         s->id_slot = (unsigned)rec_u64(rec, "id_slot");
         s->host_uid = (uid_t)rec_u64(rec, "host_uid");

@@ -35,15 +35,16 @@ static bool update_interest(daemon_state *d)
         return agents_update_interest(d);
 }
 
-/* A timeout or an idle timeout came: destroy, or pause (freeze) and keep it. */
+/* A timeout or an idle timeout came: destroy, or pause (freeze) and keep it, or pause it keeping
+ * only its files (on_expiry pause_files: its processes killed, nothing frozen). */
 static void expire(daemon_state *d, sandbox *s, const char *what)
 {
         if (s->expiry_pause) {
                 nsbox_error err = { 0 };
-                if (nsbox_sandbox_freeze(&s->sup.sb, true, PAUSE_TIMEOUT_MS, &err) == 0) {
-                        s->paused = true;
+                if (sandbox_pause(s, true, !s->expiry_files, NULL, &err) == 0) {
                         s->expires_ns = 0;
-                        dlog(LOG_INFO, "sandbox.expired", s->sup.id, "sandbox %s expired (%s): paused", s->sup.id, what);
+                        dlog(LOG_INFO, "sandbox.expired", s->sup.id, "sandbox %s expired (%s): paused%s", s->sup.id, what,
+                             s->paused_files ? ", its files kept, its processes killed" : "");
                         return;
                 }
                 dlog(LOG_WARNING, "sandbox.expired", s->sup.id, "sandbox %s expired (%s): cannot pause it (%s), destroyed instead", s->sup.id, what, err.msg ? err.msg : "no cgroup");

@@ -115,7 +115,7 @@ void method_reset(daemon_state *d, client *c, json_t *id, json_t *params)
         unwatch_sandbox(d, s);
         reap_later(nsbox_net_detach(&s->sup.sb.net));
         nsbox_sup_stop(&s->sup, "conflict", "was reset");
-        s->paused = false;
+        s->paused = s->paused_files = false;
         nsbox_layers_release(&s->layers);
         s->layers = nl;
         s->resetting = true;
@@ -324,19 +324,40 @@ void method_destroy(daemon_state *d, client *c, json_t *id, json_t *params)
 }
 
 /* Freeze or thaw s: its cgroup, or with none SIGSTOP/SIGCONT of its processes
- * (nsbox_sandbox_freeze); its calls are refused while it is frozen.  why says what asked. */
-int sandbox_pause(sandbox *s, bool pause, const char *why, nsbox_error *err)
+ * (nsbox_sandbox_freeze); its calls are refused while it is paused.  Without memory, a pause
+ * keeps only its files (E2B's filesystem-only pause): the agent kills every other process and
+ * nothing is frozen (no cgroup needed), and a resume reboots (a frozen sandbox is thawed, then
+ * its processes are killed); a sandbox paused so resumes rebooted either way.  why says what
+ * asked (NULL: not logged here). */
+int sandbox_pause(sandbox *s, bool pause, bool memory, const char *why, nsbox_error *err)
 {
-        if (s->paused == pause)
+        if (!pause && !s->paused)
+                return 0;
+        if (pause && s->paused && (memory || s->paused_files))
                 return 0;
         uint64_t t0 = now_ns();
-        int r = nsbox_sandbox_freeze(&s->sup.sb, pause, PAUSE_TIMEOUT_MS, err);
+        bool frozen = s->paused && !s->paused_files, reboot = !memory && !s->paused_files;
+        int r = 0;
+        if (pause && memory)
+                r = nsbox_sandbox_freeze(&s->sup.sb, true, PAUSE_TIMEOUT_MS, err);
+        else if (frozen)
+                r = nsbox_sandbox_freeze(&s->sup.sb, false, PAUSE_TIMEOUT_MS, err);
         if (r < 0)
                 return r;
+        bool rebooting = !pause && s->paused_files; /* its processes went at its pause */
+        if (reboot) {
+                nsbox_sup_reboot(&s->sup);
+                s->rebooted = true;
+                s->boots++;
+                s->interp_pid = 0;
+        }
+        s->paused_files = pause && (s->paused_files || reboot);
         s->paused = pause;
         s->last_active_ns = now_ns();
-        dlog(LOG_INFO, pause ? "sandbox.paused" : "sandbox.resumed", s->sup.id, "sandbox %s %s%s in %.2f ms", s->sup.id, pause ? "paused" : "resumed",
-             why, (double)(now_ns() - t0) / 1e6);
+        if (why) /* else its caller says it */
+                dlog(LOG_INFO, pause ? "sandbox.paused" : "sandbox.resumed", s->sup.id, "sandbox %s %s%s%s in %.2f ms", s->sup.id,
+                     pause ? "paused" : "resumed", s->paused_files ? ", its files kept, its processes killed" : reboot || rebooting ? ", rebooted" : "",
+                     why, (double)(now_ns() - t0) / 1e6);
         CATALOG_TOLD(s->d, s, false);
         return 0;
 }
@@ -350,8 +371,13 @@ void method_pause(daemon_state *d, client *c, json_t *id, json_t *params, bool p
                 reply_error(c, id, RPC_SERVER_ERROR, "conflict", "sandbox %s is still starting", s->sup.id);
                 return;
         }
+        json_t *mem = json_object_get(params, "memory");
+        if (mem && !json_is_null(mem) && !json_is_boolean(mem)) {
+                reply_error(c, id, RPC_INVALID_PARAMS, "invalid_argument", "%s: 'memory' must be true or false", pause ? "pause" : "resume");
+                return;
+        }
         nsbox_error err = { 0 };
-        if (sandbox_pause(s, pause, "", &err) < 0) {
+        if (sandbox_pause(s, pause, !json_is_false(mem), "", &err) < 0) {
                 reply_error(c, id, RPC_SERVER_ERROR, err.errnum == ETIMEDOUT ? "timeout" : s->sup.sb.cg.dirfd < 0 ? "conflict" : "internal",
                             "cannot %s sandbox %s: %s", pause ? "pause" : "resume", s->sup.id, err.msg ? err.msg : "");
                 nsbox_error_clear(&err);

@@ -294,7 +294,9 @@ json_t *sandbox_json(const daemon_state *d, const sandbox *s)
                 if (!s->paused && s->sup.n_calls == 0)
                         json_object_set_new(o, "idle_expires_in", json_real(at > now ? (double)(at - now) / 1e9 : 0));
         }
-        json_object_set_new(o, "on_expiry", json_string(s->expiry_pause ? "pause" : "destroy"));
+        json_object_set_new(o, "on_expiry", json_string(!s->expiry_pause ? "destroy" : s->expiry_files ? "pause_files" : "pause"));
+        if (s->paused) /* frozen, or its processes killed and its files kept */
+                json_object_set_new(o, "paused_memory", json_boolean(!s->paused_files));
         if (s->policy && s->policy->user_name) /* who its commands and files act as, inside */
                 json_object_set_new(o, "user", json_pack("{ss si}", "name", s->policy->user_name, "uid", (int)s->policy->uid));
         limits_held(o, &s->limits, &s->sup.sb.cg);

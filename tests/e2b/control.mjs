@@ -109,6 +109,45 @@ await check("pause_and_resume_keep_files", async () => {
         eq("after resume\n", (await r.commands.run("echo after resume")).stdout, "a command after resume");
 }, 90000);
 
+// E2B's filesystem-only pause: pause({keepMemory: false}), connect({onResume: "reboot"}) and
+// lifecycle.onTimeout {action: "pause", keepMemory: false}: the files stay, the processes go
+await check("pause_without_memory_keeps_files_only", async () => {
+        const running = async (x, what) =>
+                (await x.commands.list()).filter((p) => JSON.stringify([p.cmd, p.args]).includes(what));
+        const x = await create({ metadata: { run: `${RUN}-fs` }, timeoutMs: 120000, allowInternetAccess: false });
+        await x.files.write("/home/user/fs.txt", "files only\n");
+        await x.commands.run("sleep 601", { background: true });
+        eq(1, (await running(x, "sleep 601")).length, "the background command before the pause");
+        eq(true, await x.pause({ keepMemory: false }), "pause({keepMemory: false})");
+        eq("paused", (await Sandbox.getInfo(x.sandboxId)).state, "state after the pause");
+        eq(false, await x.isRunning(), "isRunning() while paused");
+        const r = await Sandbox.connect(x.sandboxId, { timeoutMs: 120000 });
+        eq(true, await r.isRunning(), "isRunning() after connect");
+        eq("files only\n", await r.files.read("/home/user/fs.txt"), "a file written before the pause");
+        eq([], await running(r, "sleep 601"), "the background command after the reboot");
+        await r.commands.run("sleep 602", { background: true });
+        eq(true, await r.pause(), "pause() keeping memory");
+        const r2 = await Sandbox.connect(x.sandboxId, { timeoutMs: 120000, onResume: "reboot" });
+        eq([], await running(r2, "sleep 602"), "a command after connect({onResume: \"reboot\"})");
+        eq("after\n", (await r2.commands.run("echo after")).stdout, "a command after the reboot");
+        const y = await create({
+                metadata: { run: `${RUN}-fs` },
+                timeoutMs: 2000,
+                allowInternetAccess: false,
+                lifecycle: { onTimeout: { action: "pause", keepMemory: false } },
+        });
+        await y.files.write("/home/user/y.txt", "timed\n");
+        await y.commands.run("sleep 603", { background: true });
+        assert(await until(20000, async () => (await Sandbox.getInfo(y.sandboxId)).state === "paused"), "paused once its 2 s were up");
+        const y2 = await Sandbox.connect(y.sandboxId, { timeoutMs: 120000 });
+        eq("timed\n", await y2.files.read("/home/user/y.txt"), "its file after its timeout's pause");
+        eq([], await running(y2, "sleep 603"), "its command after its timeout's pause");
+        for (const z of [x, y]) {
+                await z.kill();
+                made.delete(z.sandboxId);
+        }
+}, 90000);
+
 await check("auto_pause_then_auto_resume_by_traffic", async () => {
         const a = await create({ metadata: { run: `${RUN}-auto` }, timeoutMs: 2000, lifecycle: { onTimeout: "pause", autoResume: true } });
         const b = await create({ metadata: { run: `${RUN}-auto` }, timeoutMs: 2000, lifecycle: { onTimeout: "pause" } });

@@ -426,6 +426,33 @@ test_builtin_template_through_the_http_api() {
         assert_contains "$body" '"code":404' "another name"
 }
 
+# A pause that keeps no memory kills the server with the rest; the connect that resumes the sandbox
+# starts it again, with the create's envVars, and answers once its default context is ready:
+# the cells see a fresh kernel
+test_builtin_server_starts_again_after_a_pause_without_memory() {
+        [ -z "$KERNEL_MISSING" ] || fail "no Jupyter kernel on this host ($KERNEL_MISSING): ./quickstart.sh --deps installs it"
+        local key body sid code
+        key=$("$NSBOX" api-key create 2> /dev/null) || fail "api-key create"
+        body=$(curl -s -H "X-API-KEY: $key" -H 'Content-Type: application/json' \
+                -d '{"templateID": "code-interpreter-v1", "timeout": 120, "envVars": {"GREETING": "hi again"}, "allow_internet_access": false}' "$URL/v2/sandboxes")
+        sid=$(printf '%s' "$body" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])') || fail "create: $body"
+        MY_SANDBOXES="$MY_SANDBOXES $sid"
+        trap '[ -z "$MY_SANDBOXES" ] || "$NSBOX" rm -f $MY_SANDBOXES >/dev/null 2>&1' EXIT
+        "$NSBOX" cp "$SESSION_DIR/client.py" "$sid:/tmp/client.py" || fail "cp client"
+        run "$sid" "x = 41"
+        run "$sid" "x + 1"
+        assert_eq 42 "$(field 'main(l)["text"]')" "x + 1 before the pause"
+        code=$(curl -s -o "$TEST_TMP/b" -w '%{http_code}' -H "X-API-KEY: $key" -H 'Content-Type: application/json' -d '{"memory": false}' "$URL/sandboxes/$sid/pause")
+        assert_eq 204 "$code" "pause without memory: $(cat "$TEST_TMP/b")"
+        code=$(curl -s -o "$TEST_TMP/b" -w '%{http_code}' -H "X-API-KEY: $key" -H 'Content-Type: application/json' -d '{"timeout": 120}' "$URL/sandboxes/$sid/connect")
+        assert_eq 201 "$code" "connect: $(cat "$TEST_TMP/b")"
+        run "$sid" "x + 1"
+        assert_eq NameError "$(field 'of("error")[0]["name"]')" "x in the new kernel"
+        run "$sid" "import os; os.environ.get('GREETING') == 'hi again'"
+        assert_eq True "$(field 'main(l)["text"]')" "the create's envVars after the reboot"
+        assert_eq "[True]" "$("$NSBOX" call "$sid" process_list | python3 -c 'import json, sys; print([p["running"] for p in json.load(sys.stdin)["processes"] if p["tag"] == "code-interpreter" and p["running"]])')" "servers running"
+}
+
 # A template named code-interpreter with a pool (nsboxd(8), TEMPLATES): its pooled sandboxes start
 # the server beforehand, and a create that takes one starts no second server; the create's
 # envVars still reach every cell and new contexts, and a create without them sees none; the

@@ -251,6 +251,76 @@ test_paused_data_plane_connect_and_metrics_range() {
         assert_eq 400 "$CODE" "start after end"
 }
 
+# E2B's filesystem-only pause (pause {"memory": false}, create's autoPauseMemory false, connect
+# {"memory": false}): the sandbox's processes are killed and its files kept, it is paused until a
+# connect, which resumes it rebooted; traffic never wakes it; bad values change nothing
+test_pause_without_memory_keeps_files_only() {
+        trap cleanup EXIT
+        local d left
+        d=$(new_dir)
+        start_daemon "$d"
+        create '{"templateID": "base", "timeout": 300, "allow_internet_access": false}'
+        health() { curl -s -o "$TEST_TMP/h" -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "X-Access-Token: $TOKEN" "$URL/health"; }
+        "$NSBOX" exec "$ID" -- sh -c 'echo kept > /home/user/kept.txt; (sleep 4301.5 > /dev/null 2>&1 &)' || fail "exec"
+        pgrep -f 'sleep 4301.5' > /dev/null || fail "the background process did not start"
+        for bad in '{"memory": "no"}' '{"memory": 0}'; do
+                api POST "/sandboxes/$ID/pause" "$bad"
+                assert_eq 400 "$CODE" "pause with $bad: $BODY"
+        done
+        api GET "/sandboxes/$ID"
+        assert_eq running "$(json 'j["state"]')" "the state after the bad pauses"
+        pgrep -f 'sleep 4301.5' > /dev/null || fail "a bad pause killed the process"
+        api POST "/sandboxes/$ID/pause" '{"memory": false}'
+        assert_eq 204 "$CODE" "pause without memory: $BODY"
+        left=$(wait_gone 'sleep 4301.5') || fail "processes left after a pause without memory: $left"
+        api GET "/sandboxes/$ID"
+        assert_eq paused "$(json 'j["state"]')" "the state"
+        assert_eq "paused False" "$("$NSBOX" ls --json | python3 -c 'import json, sys; s = [x for x in json.load(sys.stdin) if x["id"] == sys.argv[1]][0]; print(s["state"], s["paused_memory"])' "$ID")" "nsbox ls"
+        assert_eq 502 "$(health)" "envd's /health while paused"
+        assert_contains "$(cat "$TEST_TMP/h")" "without its memory" "its message"
+        api POST "/sandboxes/$ID/pause" '{"memory": false}'
+        assert_eq 409 "$CODE" "a second pause"
+        api POST "/sandboxes/$ID/connect" '{"timeout": 300}'
+        assert_eq 201 "$CODE" "connect resumes it: $BODY"
+        assert_eq 204 "$(health)" "envd's /health once resumed"
+        assert_eq kept "$("$NSBOX" exec "$ID" -- cat /home/user/kept.txt)" "a file written before the pause"
+        pgrep -f 'sleep 4301.5' > /dev/null && fail "the killed process is back"
+        # a pause that keeps memory, then a connect that reboots (the SDKs' onResume "reboot")
+        "$NSBOX" exec "$ID" -- sh -c '(sleep 4302.5 > /dev/null 2>&1 &)' || fail "exec after the resume"
+        pgrep -f 'sleep 4302.5' > /dev/null || fail "the second background process did not start"
+        api POST "/sandboxes/$ID/pause"
+        assert_eq 204 "$CODE" "pause"
+        pgrep -f 'sleep 4302.5' > /dev/null || fail "a pause that keeps memory killed the process"
+        api POST "/sandboxes/$ID/connect" '{"timeout": 300, "memory": "no"}'
+        assert_eq 400 "$CODE" "connect with a bad memory"
+        api GET "/sandboxes/$ID"
+        assert_eq paused "$(json 'j["state"]')" "the state after the bad connect"
+        api POST "/sandboxes/$ID/connect" '{"timeout": 300, "memory": false}'
+        assert_eq 201 "$CODE" "connect that reboots: $BODY"
+        left=$(wait_gone 'sleep 4302.5') || fail "processes left after a connect that reboots: $left"
+        assert_eq kept "$("$NSBOX" exec "$ID" -- cat /home/user/kept.txt)" "the file after the reboot"
+        # create's autoPauseMemory: its timeout's pause keeps only files; never with autoResume
+        api POST /v2/sandboxes '{"templateID": "base", "autoPause": true, "autoPauseMemory": false, "autoResume": {"enabled": true}}'
+        assert_eq 400 "$CODE" "autoPauseMemory false with autoResume: $BODY"
+        api POST /v2/sandboxes '{"templateID": "base", "autoPause": true, "autoPauseMemory": "no"}'
+        assert_eq 400 "$CODE" "a bad autoPauseMemory"
+        assert_eq 1 "$("$NSBOX" ls --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')" "sandboxes after the bad creates"
+        create '{"templateID": "base", "timeout": 2, "autoPause": true, "autoPauseMemory": false, "allow_internet_access": false}'
+        "$NSBOX" exec "$ID" -- sh -c 'echo timed > /home/user/t.txt; (sleep 4303.5 > /dev/null 2>&1 &)' || fail "exec in the timed sandbox"
+        local i
+        for i in $(seq 100); do
+                api GET "/sandboxes/$ID"
+                [ "$(json 'j["state"]')" = paused ] && break
+                sleep 0.2
+        done
+        assert_eq paused "$(json 'j["state"]')" "the state once its 2 s were up"
+        left=$(wait_gone 'sleep 4303.5') || fail "processes left after its timeout's pause: $left"
+        assert_eq 502 "$(health)" "envd's /health of the timed-out sandbox"
+        api POST "/sandboxes/$ID/connect" '{"timeout": 300}'
+        assert_eq 201 "$CODE" "connect after the timeout's pause"
+        assert_eq timed "$("$NSBOX" exec "$ID" -- cat /home/user/t.txt)" "its file"
+}
+
 test_timeout_connect_pause_metrics() {
         trap cleanup EXIT
         local d
@@ -561,6 +631,10 @@ test_kept_sandboxes_keep_their_token_and_metadata() {
         local d keeper tok
         d=$(new_dir)
         start_daemon "$d" ', "on_stop": "keep", "keep_timeout": 120'
+        create '{"templateID": "base", "timeout": 300, "allow_internet_access": false}'
+        local files=$ID files_tok=$TOKEN
+        api POST "/sandboxes/$files/pause" '{"memory": false}'
+        assert_eq 204 "$CODE" "pause without memory"
         create '{"templateID": "base", "timeout": 300, "metadata": {"who": "kept one"}}'
         tok=$TOKEN
         kill -TERM "$DPID"
@@ -577,6 +651,16 @@ test_kept_sandboxes_keep_their_token_and_metadata() {
         assert_eq 204 "$(curl -s -o /dev/null -w '%{http_code}' -H "E2b-Sandbox-Id: $ID" -H "X-Access-Token: $tok" "$URL/health")" "the token opens its data plane"
         api DELETE "/sandboxes/$ID"
         assert_eq 204 "$CODE" "kill after the restart"
+        # the one paused without memory is still so: traffic does not wake it, a connect reboots it
+        assert_eq 502 "$(curl -s -o "$TEST_TMP/h" -w '%{http_code}' -H "E2b-Sandbox-Id: $files" -H "X-Access-Token: $files_tok" "$URL/health")" \
+                "its data plane after the restart"
+        assert_contains "$(cat "$TEST_TMP/h")" "without its memory" "its message after the restart"
+        api POST "/sandboxes/$files/connect" '{"timeout": 300}'
+        assert_eq 201 "$CODE" "connect after the restart: $BODY"
+        assert_eq 204 "$(curl -s -o /dev/null -w '%{http_code}' -H "E2b-Sandbox-Id: $files" -H "X-Access-Token: $files_tok" "$URL/health")" \
+                "its data plane once resumed"
+        api DELETE "/sandboxes/$files"
+        assert_eq 204 "$CODE" "kill of the rebooted one"
 }
 
 test_zz_no_daemon_left() {

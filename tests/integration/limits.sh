@@ -382,6 +382,47 @@ removed" "$(sed '$d' <<< "$OUT")" "pause through the v1 freezer"
         assert_eq "" "$(ls -d "$frz"/sb-*-"$id"* 2>/dev/null)" "v1 freezer cgroups of $id left"
 }
 
+# pause --no-memory: the processes go, the files stay, nothing is frozen (no cgroup needed: the same
+# as root and as a user); resume is a reboot; resume --reboot does the same to a frozen sandbox;
+# --on-expiry pause_files is that pause at the timeout
+test_pause_without_memory_keeps_only_the_files() {
+        local id id2 mark="nomem-$$-$RANDOM" left i
+        id=$("$NSBOX" create) || fail "create failed"
+        assert_status 0 "$NSBOX" call "$id" exec '{"shell": "echo kept > $HOME/f; sleep 600; : '"$mark"'-a", "background": true}'
+        for i in $(seq 50); do pgrep -f "$mark-a" > /dev/null && break; sleep 0.1; done
+        pgrep -f "$mark-a" > /dev/null || fail "the background command did not start"
+        assert_status 0 "$NSBOX" pause --no-memory "$id"
+        left=$(wait_gone "$mark-a") || fail "processes left after pause --no-memory: $left"
+        assert_status 0 "$NSBOX" ls --json
+        assert_eq "paused False" "$(printf '%s' "$OUT" | python3 -c 'import json, sys; s = [s for s in json.load(sys.stdin) if s["id"] == sys.argv[1]][0]; print(s["state"], s["paused_memory"])' "$id")" "state, paused_memory"
+        assert_status 125 "$NSBOX" exec "$id" -- true
+        assert_contains "$OUT" "is paused" "exec while paused"
+        assert_status 0 "$NSBOX" resume "$id"
+        assert_status 0 "$NSBOX" exec "$id" -- sh -c 'cat "$HOME/f"'
+        assert_eq kept "$OUT" "a file written before the pause"
+        pgrep -f "$mark-a" > /dev/null && fail "the killed command is back"
+        # a frozen sandbox, resumed with --reboot
+        assert_status 0 "$NSBOX" call "$id" exec '{"shell": "sleep 600; : '"$mark"'-b", "background": true}'
+        for i in $(seq 50); do pgrep -f "$mark-b" > /dev/null && break; sleep 0.1; done
+        assert_status 0 "$NSBOX" pause "$id"
+        pgrep -f "$mark-b" > /dev/null || fail "a pause that keeps memory killed the command"
+        assert_status 0 "$NSBOX" resume --reboot "$id"
+        left=$(wait_gone "$mark-b") || fail "processes left after resume --reboot: $left"
+        assert_status 0 "$NSBOX" exec "$id" -- echo alive
+        assert_eq alive "$OUT" "a command after the reboot"
+        # the timeout's pause
+        id2=$("$NSBOX" create --timeout 1 --on-expiry pause_files) || fail "create --on-expiry pause_files"
+        assert_status 0 "$NSBOX" call "$id2" exec '{"shell": "sleep 600; : '"$mark"'-c", "background": true}'
+        for i in $(seq 100); do
+                "$NSBOX" ls --json --state paused | grep -q "$id2" && break
+                sleep 0.1
+        done
+        assert_status 0 "$NSBOX" ls --json --state paused
+        assert_eq "False pause_files" "$(printf '%s' "$OUT" | python3 -c 'import json, sys; s = [s for s in json.load(sys.stdin) if s["id"] == sys.argv[1]][0]; print(s["paused_memory"], s["on_expiry"])' "$id2")" "the timed-out sandbox"
+        left=$(wait_gone "$mark-c") || fail "processes left after the timeout's pause: $left"
+        assert_status 0 "$NSBOX" rm "$id" "$id2"
+}
+
 test_pause_and_resume_bad_input() {
         assert_status 125 "$NSBOX" pause 00000000
         assert_one_line_error "$OUT"
@@ -390,6 +431,14 @@ test_pause_and_resume_bad_input() {
         assert_one_line_error "$OUT"
         assert_status 125 "$NSBOX" resume --bogus x
         assert_one_line_error "$OUT"
+        assert_status 125 "$NSBOX" pause --no-memory
+        assert_one_line_error "$OUT"
+        assert_status 125 "$NSBOX" resume --no-memory x
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "--no-memory" "the option named"
+        assert_status 125 "$NSBOX" create --on-expiry pausefiles
+        assert_one_line_error "$OUT"
+        assert_contains "$OUT" "destroy, pause or pause_files" "create --on-expiry pausefiles"
 }
 
 test_ls_json_shows_limits_and_usage() {
