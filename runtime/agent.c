@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../tools/registry.h"
+#include "mounts.h"
 #include "serve.h"
 #include "proto.h"
 #include "sync.h"
@@ -293,10 +294,12 @@ static void handle_pause(agent *a, const request *rq)
 
 /* Supervisor: {}: a pause that keeps no memory (or a resume that reboots): every other process of
  * the sandbox is killed.  The agent is pid 1 of the sandbox's pid namespace, which kill(-1)
- * spares; what it ran is reaped and answered as any killed command is. */
+ * spares; what it ran is reaped and answered as any killed command is.  The sandbox's boot_id
+ * changes, as a machine's does when it boots. */
 static void handle_reboot(agent *a, const request *rq)
 {
         bool killed = kill(-1, SIGKILL) == 0;
+        nsbox_boot_id_renew(); /* none in a kernel without the entry */
         for (proc *p = a->procs; p; p = p->next) /* a server started again may take its tag now */
                 p->doomed = !p->exited;
         send_result(a, rq->id, json_pack("{sb}", "killed", killed), NULL, 0);

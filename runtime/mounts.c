@@ -504,26 +504,51 @@ static int setup_dev(int rootfd, uint64_t shm_size, nsbox_error *err)
         return set_attr(devm, "/dev", false, MOUNT_ATTR_RDONLY, 0, err);
 }
 
+int nsbox_boot_id_fd = -1;
+
+/* A random version 4 UUID and a newline, as the kernel's boot_id reads: 37 bytes and a NUL */
+static int new_boot_id(char id[40])
+{
+        uint8_t b[16];
+        if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+                return -errno;
+        b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
+        b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+        snprintf(id, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", b[0], b[1], b[2], b[3], b[4], b[5], b[6],
+                 b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+        return 0;
+}
+
+int nsbox_boot_id_renew(void)
+{
+        char id[40];
+        int r = new_boot_id(id);
+        if (r < 0)
+                return r;
+        if (nsbox_boot_id_fd < 0)
+                return -EBADF;
+        return pwrite(nsbox_boot_id_fd, id, strlen(id), 0) == (ssize_t)strlen(id) ? 0 : -errno;
+}
+
 /* The host's boot_id names the host (and its boot) to whoever reads it: the sandbox gets a
  * random one of its own, as if it had booted, so programs that key state on it still work.
- * The file lives on the staging tmpfs and is bound read-only over the entry. */
+ * The file lives on the staging tmpfs and is bound read-only over the entry; nsbox_boot_id_fd
+ * keeps it writable for its agent alone, which gives it a new one when the sandbox reboots. */
 static int fake_boot_id(int procfd, nsbox_error *err)
 {
         static const char entry[] = "sys/kernel/random/boot_id";
         _cleanup_close_ int e = openat(procfd, entry, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (e < 0)
                 return 0; /* not in this kernel */
-        uint8_t b[16];
-        if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
-                return nsbox_err(err, errno, "getrandom for /proc/%s", entry);
-        b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* a version 4 UUID, as the kernel's */
-        b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
         char id[40];
-        snprintf(id, sizeof(id), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", b[0], b[1], b[2],
-                 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-        int r = write_file_at(AT_FDCWD, STAGE "/boot_id", id, 0444);
+        int r = new_boot_id(id);
+        if (r < 0)
+                return nsbox_err(err, -r, "getrandom for /proc/%s", entry);
+        r = write_file_at(AT_FDCWD, STAGE "/boot_id", id, 0444);
         if (r < 0)
                 return nsbox_err(err, -r, "write '%s'", STAGE "/boot_id");
+        if (nsbox_boot_id_fd < 0 && (nsbox_boot_id_fd = open(STAGE "/boot_id", O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                return nsbox_err(err, errno, "open '%s'", STAGE "/boot_id");
         fdpath ep = fd_path(e);
         if ((r = do_mount(STAGE "/boot_id", ep.s, "/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL, err)) < 0)
                 return r;

@@ -44,3 +44,10 @@ int nsbox_sources_decode(const void *data, size_t len, size_t n_mounts, int fd_b
  * (when not NULL) gets an O_PATH fd of the staging tmpfs, whose upper/ is the writable layer:
  * the supervisor reads it for snapshots. */
 int nsbox_setup_root(const nsbox_policy *p, const nsbox_sources *src, int *ret_stage_fd, nsbox_error *err);
+
+/* The sandbox's own boot_id (nsbox_setup_root binds it read-only over
+ * /proc/sys/kernel/random/boot_id): its file, open for writing in the process that set the root
+ * up (the agent; CLOEXEC, never in a command), and a new random one written to it, as a reboot
+ * gives: 0 or -errno. */
+extern int nsbox_boot_id_fd;
+int nsbox_boot_id_renew(void);

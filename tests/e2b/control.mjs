@@ -118,6 +118,8 @@ await check("pause_without_memory_keeps_files_only", async () => {
         await x.files.write("/home/user/fs.txt", "files only\n");
         await x.commands.run("sleep 601", { background: true });
         eq(1, (await running(x, "sleep 601")).length, "the background command before the pause");
+        const boot = async (s) => (await s.commands.run("cat /proc/sys/kernel/random/boot_id")).stdout.trim();
+        const bootBefore = await boot(x);
         eq(true, await x.pause({ keepMemory: false }), "pause({keepMemory: false})");
         eq("paused", (await Sandbox.getInfo(x.sandboxId)).state, "state after the pause");
         eq(false, await x.isRunning(), "isRunning() while paused");
@@ -125,6 +127,8 @@ await check("pause_without_memory_keeps_files_only", async () => {
         eq(true, await r.isRunning(), "isRunning() after connect");
         eq("files only\n", await r.files.read("/home/user/fs.txt"), "a file written before the pause");
         eq([], await running(r, "sleep 601"), "the background command after the reboot");
+        const bootAfter = await boot(r);
+        assert(/^[0-9a-f-]{36}$/.test(bootAfter) && bootAfter !== bootBefore, `boot_id ${bootBefore}, then ${bootAfter}: a reboot gives a new one`);
         await r.commands.run("sleep 602", { background: true });
         eq(true, await r.pause(), "pause() keeping memory");
         const r2 = await Sandbox.connect(x.sandboxId, { timeoutMs: 120000, onResume: "reboot" });

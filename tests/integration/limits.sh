@@ -386,8 +386,9 @@ removed" "$(sed '$d' <<< "$OUT")" "pause through the v1 freezer"
 # as root and as a user); resume is a reboot; resume --reboot does the same to a frozen sandbox;
 # --on-expiry pause_files is that pause at the timeout
 test_pause_without_memory_keeps_only_the_files() {
-        local id id2 mark="nomem-$$-$RANDOM" left i
+        local id id2 mark="nomem-$$-$RANDOM" left i boot
         id=$("$NSBOX" create) || fail "create failed"
+        boot=$("$NSBOX" exec "$id" -- cat /proc/sys/kernel/random/boot_id) || fail "boot_id"
         assert_status 0 "$NSBOX" call "$id" exec '{"shell": "echo kept > $HOME/f; sleep 600; : '"$mark"'-a", "background": true}'
         for i in $(seq 50); do pgrep -f "$mark-a" > /dev/null && break; sleep 0.1; done
         pgrep -f "$mark-a" > /dev/null || fail "the background command did not start"
@@ -400,12 +401,20 @@ test_pause_without_memory_keeps_only_the_files() {
         assert_status 0 "$NSBOX" resume "$id"
         assert_status 0 "$NSBOX" exec "$id" -- sh -c 'cat "$HOME/f"'
         assert_eq kept "$OUT" "a file written before the pause"
+        assert_status 0 "$NSBOX" exec "$id" -- cat /proc/sys/kernel/random/boot_id
+        [[ $OUT =~ ^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$ ]] || fail "boot_id after the reboot: '$OUT'"
+        [ "$OUT" != "$boot" ] || fail "the boot_id did not change with the reboot: $boot"
+        boot=$OUT
         pgrep -f "$mark-a" > /dev/null && fail "the killed command is back"
         # a frozen sandbox, resumed with --reboot
         assert_status 0 "$NSBOX" call "$id" exec '{"shell": "sleep 600; : '"$mark"'-b", "background": true}'
         for i in $(seq 50); do pgrep -f "$mark-b" > /dev/null && break; sleep 0.1; done
         assert_status 0 "$NSBOX" pause "$id"
         pgrep -f "$mark-b" > /dev/null || fail "a pause that keeps memory killed the command"
+        assert_status 0 "$NSBOX" resume "$id"
+        assert_status 0 "$NSBOX" exec "$id" -- cat /proc/sys/kernel/random/boot_id
+        assert_eq "$boot" "$OUT" "the boot_id after a pause that kept memory"
+        assert_status 0 "$NSBOX" pause "$id"
         assert_status 0 "$NSBOX" resume --reboot "$id"
         left=$(wait_gone "$mark-b") || fail "processes left after resume --reboot: $left"
         assert_status 0 "$NSBOX" exec "$id" -- echo alive
