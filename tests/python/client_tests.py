@@ -23,6 +23,16 @@ def check(cond, what):
         sys.exit(f"check failed: {what}")
 
 
+def wait_for(cond, seconds):
+    """cond() true within seconds (checked every 0.1 s)"""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return cond()
+
+
 def raises(fn, exc, code, what):
     """fn() must raise exc with stable code `code`; returns the exception."""
     try:
@@ -775,6 +785,45 @@ def t_e2b_lifecycle():
     finally:
         a.kill()
         a.close()
+    # E2B's filesystem-only pause: pause(keep_memory=False) and lifecycle keep_memory False kill
+    # the processes and keep the files; connect reboots it
+    import subprocess
+    mark = f"fs-pause-{os.getpid()}"
+    alive = lambda tag: subprocess.run(["pgrep", "-f", f"{mark}-{tag}"], capture_output=True).returncode == 0  # noqa: E731
+    f = e2b.Sandbox.create(metadata={"test": "fs-pause"})
+    try:
+        f.files.write("fs.txt", "files only")
+        f.commands.run(f"sleep 600; : {mark}-a", background=True)
+        check(wait_for(lambda: alive("a"), 5), "the background command runs")
+        raises(lambda: f.pause(keep_memory="no"), InvalidArgumentException, "invalid_argument", "pause(keep_memory='no')")
+        check(alive("a") and e2b.Sandbox.get_info(f.sandbox_id).state == "running", "a bad pause changed nothing")
+        check(f.pause(keep_memory=False) == f.sandbox_id, "pause(keep_memory=False)")
+        check(wait_for(lambda: not alive("a"), 5), "its processes are killed")
+        check(e2b.Sandbox.get_info(f.sandbox_id).state == "paused", "paused")
+        f2 = e2b.Sandbox.connect(f.sandbox_id)
+        check(f2.files.read("fs.txt") == "files only" and not alive("a"), "connect: the files, not the processes")
+        f2.close()
+    finally:
+        f.kill()
+        f.close()
+    for bad in ({"on_timeout": "sleep"}, {"on_timeout": {"action": "kill", "keep_memory": False}},
+                {"on_timeout": {"action": "pause", "keep_memory": "no"}}, {"on_timeout": "pause", "x": 1}, "pause"):
+        raises(lambda: e2b.Sandbox.create(lifecycle=bad), InvalidArgumentException, "invalid_argument", f"lifecycle={bad!r}")
+    check(e2b.Sandbox.list({"metadata": {"test": "fs-lifecycle"}}) == [], "no sandbox made by the bad lifecycles")
+    g = e2b.Sandbox.create(timeout=1, metadata={"test": "fs-lifecycle"}, lifecycle={"on_timeout": {"action": "pause", "keep_memory": False}})
+    try:
+        g.commands.run(f"sleep 600; : {mark}-b", background=True)
+        check(wait_for(lambda: e2b.Sandbox.get_info(g.sandbox_id).state == "paused", 10), "paused at its timeout")
+        check(wait_for(lambda: not alive("b"), 5), "its processes killed at its timeout")
+        k = e2b.Sandbox.create(timeout=1, metadata={"test": "fs-lifecycle"}, lifecycle={"on_timeout": "pause"})
+        k.commands.run(f"sleep 600; : {mark}-c", background=True)
+        check(wait_for(lambda: e2b.Sandbox.get_info(k.sandbox_id).state == "paused", 10), "lifecycle on_timeout pause")
+        check(alive("c"), "a pause that keeps memory keeps the processes")
+        k.kill()
+        k.close()
+    finally:
+        g.kill()
+        g.close()
     # stop() is kill()
     st = e2b.Sandbox.create(metadata={"test": "stop"})
     check(st.stop() is True and st.stop() is False, "stop twice")

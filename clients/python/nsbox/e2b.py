@@ -28,7 +28,7 @@ from .exceptions import AuthenticationException, InvalidArgumentException, NotFo
 # E2B's keyword arguments that mean nothing to a local nsboxd (its connection, its cloud)
 E2B_IGNORED = frozenset((
     "api_key", "access_token", "domain", "debug", "request_timeout", "proxy", "headers", "secure",
-    "allow_internet_access", "network", "mcp", "lifecycle", "auto_resume", "api_url", "sandbox_url",
+    "allow_internet_access", "network", "mcp", "auto_resume", "api_url", "sandbox_url",
     "connection_config", "validate", "opts"))
 
 DEFAULT_TIMEOUT = 300  # E2B's, seconds
@@ -85,10 +85,37 @@ def _find(conn: Connection, sandbox_id: str) -> Dict[str, Any]:
     raise NotFoundException(f"no sandbox '{sandbox_id}' (see Sandbox.list())", "not_found")
 
 
-def _pause(conn: Connection, sandbox_id: str) -> None:
-    # E2B keeps a paused sandbox until it is resumed or killed: its timeout stops
-    conn.call("pause", {"sandbox": sandbox_id})
+def _pause(conn: Connection, sandbox_id: str, keep_memory: bool = True) -> None:
+    # E2B keeps a paused sandbox until it is resumed or killed: its timeout stops.  Without
+    # memory only its files stay (its processes are killed) and its resume is a reboot.
+    if not isinstance(keep_memory, bool):
+        raise InvalidArgumentException(f"pause: keep_memory must be True or False, not {keep_memory!r}", "invalid_argument")
+    conn.call("pause", {"sandbox": sandbox_id, "memory": keep_memory})
     conn.call("set_timeout", {"sandbox": sandbox_id, "timeout": 0})
+
+
+def _on_expiry(lifecycle: Any, auto_pause: bool) -> Optional[str]:
+    """E2B's lifecycle={"on_timeout": "kill" | "pause" | {"action": ..., "keep_memory": bool}}
+    as nsbox's on_expiry (destroy, pause, pause_files); None: nsboxd's default."""
+    if lifecycle is None:
+        return "pause" if auto_pause else None
+    bad = InvalidArgumentException(
+        f"lifecycle: expected {{'on_timeout': 'kill' | 'pause' | {{'action': 'pause', 'keep_memory': bool}}}}, not {lifecycle!r}",
+        "invalid_argument")
+    if not isinstance(lifecycle, dict) or set(lifecycle) - {"on_timeout", "auto_resume"}:
+        raise bad
+    on = lifecycle.get("on_timeout")
+    if on is None:
+        return "pause" if auto_pause else None
+    keep = True
+    if isinstance(on, dict):
+        if set(on) - {"action", "keep_memory"} or (on.get("action") != "pause" and "keep_memory" in on):
+            raise bad
+        keep = on.get("keep_memory", True)
+        on = on.get("action")
+    if on not in ("kill", "pause") or not isinstance(keep, bool):
+        raise bad
+    return "destroy" if on == "kill" else "pause" if keep else "pause_files"
 
 
 def _resume(conn: Connection, info: Dict[str, Any], timeout: Optional[float]) -> Dict[str, Any]:
@@ -131,8 +158,9 @@ class Sandbox(_base.Sandbox):
             super().__init__(socket=socket, _attach=attach)
             return
         template = _template(template, socket)
-        if auto_pause:
-            kwargs["on_expiry"] = "pause"
+        on_expiry = _on_expiry(kwargs.pop("lifecycle", None), auto_pause)
+        if on_expiry:
+            kwargs["on_expiry"] = on_expiry
         super().__init__(policy=policy, timeout=timeout or None, metadata=metadata, envs=envs, template=template,
                          socket=socket, **kwargs)
 
@@ -203,13 +231,13 @@ class Sandbox(_base.Sandbox):
     kill = _dual(_kill_cls).instance(lambda self, **_ignored: _base.Sandbox.kill(self))
     stop = kill
 
-    def _pause_cls(cls, sandbox_id: str, socket: Optional[str] = None, **_ignored) -> str:
+    def _pause_cls(cls, sandbox_id: str, socket: Optional[str] = None, keep_memory: bool = True, **_ignored) -> str:
         _check_id(sandbox_id)
-        _with_conn(socket, lambda c: _pause(c, _find(c, sandbox_id)["id"]))
+        _with_conn(socket, lambda c: _pause(c, _find(c, sandbox_id)["id"], keep_memory))
         return sandbox_id
 
-    def _pause_self(self, **_ignored) -> str:
-        _pause(self._conn, self.sandbox_id)
+    def _pause_self(self, keep_memory: bool = True, **_ignored) -> str:
+        _pause(self._conn, self.sandbox_id, keep_memory)
         return self.sandbox_id
 
     pause = _dual(_pause_cls).instance(_pause_self)

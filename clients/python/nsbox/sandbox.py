@@ -986,13 +986,19 @@ class Sandbox:
         except NotFoundException:
             return False
 
-    def pause(self) -> str:
-        """Freeze every process of the sandbox (pause); Sandbox.connect() or resume() thaws it."""
-        self._info = self._conn.call("pause", {"sandbox": self.sandbox_id})
+    def pause(self, memory: bool = True) -> str:
+        """Freeze every process of the sandbox (pause); Sandbox.connect() or resume() thaws it.
+        memory=False keeps only its files: its processes are killed, and resume() reboots it."""
+        if not isinstance(memory, bool):
+            raise InvalidArgumentException(f"pause: memory must be True or False, not {memory!r}", "invalid_argument")
+        self._info = self._conn.call("pause", {"sandbox": self.sandbox_id, "memory": memory})
         return self.sandbox_id
 
-    def resume(self) -> None:
-        self._info = self._conn.call("resume", {"sandbox": self.sandbox_id})
+    def resume(self, reboot: bool = False) -> None:
+        """Thaw it; reboot=True kills its processes as it thaws (only its files go on)."""
+        if not isinstance(reboot, bool):
+            raise InvalidArgumentException(f"resume: reboot must be True or False, not {reboot!r}", "invalid_argument")
+        self._info = self._conn.call("resume", {"sandbox": self.sandbox_id, "memory": not reboot})
 
     def set_timeout(self, timeout: float) -> None:
         """The sandbox lives timeout seconds from now (0: no limit): set_timeout."""
