@@ -820,7 +820,7 @@ void handle_process(agent *a, const request *rq)
                         struct tm tm;
                         strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&q->started_at, &tm));
                         json_t *o = json_pack("{sI ss sb sb so ss sb sb}", "pid", (json_int_t)q->pid, "command", q->command ? q->command : "",
-                                              "running", !q->exited, "background", q->background, "tag",
+                                              "running", !q->exited && !q->doomed, "background", q->background, "tag",
                                               q->tag[0] ? json_string(q->tag) : json_null(), "started_at", started, "pty", q->pty,
                                               "detached", q->detached);
                         if (o && q->result)

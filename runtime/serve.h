@@ -62,7 +62,7 @@ struct proc {
         json_t *result;       /* background: kept once finished, until waited for */
         char tag[TAG_MAX + 1]; /* "" when none */
         bool detached;
-        bool doomed;    /* killed by a reboot, not reaped yet: its tag is free for the next one */
+        bool doomed;    /* killed by a reboot, not reaped yet: not running, its tag free for the next one */
         time_t started_at;    /* wall clock, for process_list */
         char *tail[3];        /* background: the last TAIL_MAX bytes of stdout [1] and stderr [2] */
         size_t tail_len[3];
