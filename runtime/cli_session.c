@@ -128,7 +128,7 @@ static const char usage_create[] =
         "  --idle-timeout SECONDS destroy it after SECONDS without a call (or pause it)\n"
         "  --on-expiry destroy|pause|pause_files\n"
         "                         what a timeout does (default: nsboxd's configuration, destroy);\n"
-        "                         pause_files keeps only the files (nsbox pause --no-memory)\n"
+        "                         pause_files keeps only the files (its processes are killed)\n"
         "  --template NAME        one of nsboxd's templates, from its warm pool when one is ready\n"
         "                         (only --label, the timeouts and --wait go with it)\n"
         "  --reuse                the sandbox of yours with every --label given, if there is one\n"

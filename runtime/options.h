@@ -33,7 +33,7 @@ typedef struct nsbox_run_options {
         const char *record; /* create: a trajectory file */
         uint64_t count;     /* create: how many sandboxes (default 1) */
         const char *template_name; /* create: a template of nsboxd's configuration */
-        const char *on_expiry;     /* create: destroy or pause */
+        const char *on_expiry;     /* create: destroy, pause or pause_files */
         bool reuse;                /* create: get_or_create by the labels */
         bool close_with_client;    /* create's JSON only */
         bool progress;             /* create's JSON only: progress events while a repository is cloned */

@@ -191,7 +191,7 @@ START_TEST(test_dconfig_bad_values_are_one_line_errors_naming_the_key)
                 { "{\"memory_budget\": \"1G\", \"default_memory\": \"2G\"}", "key 'default_memory': more than the memory_budget" },
                 { "{\"timeout\": -1}", "key 'timeout': expected a number of seconds" },
                 { "{\"idle_timeout\": \"1m\"}", "key 'idle_timeout'" },
-                { "{\"on_expiry\": \"explode\"}", "key 'on_expiry': expected \"destroy\" or \"pause\"" },
+                { "{\"on_expiry\": \"explode\"}", "key 'on_expiry': expected \"destroy\", \"pause\" or \"pause_files\"" },
                 { "{\"clients\": [1]}", "key 'clients'" },
                 { "{\"clients\": {\"uids\": [0]}}", "key 'clients.uids': entry 0" },
                 { "{\"clients\": {\"uids\": [\"root\"]}}", "key 'clients.uids': entry 0" },
